@@ -1,0 +1,39 @@
+# Taurus: `make demo` and `make test` install whatever is missing, then act.
+# Both are idempotent: apt runs only when a package is missing, pip only when
+# the installed tree is older than setup.py.
+PY       ?= python3
+APT_PKGS := libxdp-dev libbpf-dev libelf-dev zlib1g-dev pkg-config clang llvm \
+            iproute2 ethtool iperf3 tcpdump procps
+STAMP    := .install-stamp
+
+.PHONY: deps apt pip test demo bench clean
+
+deps: apt pip
+
+apt:
+	@missing=""; for p in $(APT_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+pip: $(STAMP)
+
+$(STAMP): setup.py $(wildcard taurus/datapath/ports/xsk_build.py taurus/datapath/ports/bpf/*.c)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+test: deps
+	$(PY) -m pytest -q tests
+
+demo: deps
+	$(PY) -m taurus.cli demo
+
+bench: deps
+	$(PY) bench/io.py
+
+clean:
+	$(PY) -m taurus.cli topo clean
+	rm -rf build *.egg-info $(STAMP)

@@ -1,0 +1,28 @@
+"""Installs the taurus packages, the `taurus` command and the AF_XDP binding.
+
+The AF_XDP binding is a cffi module compiled against libxdp/libbpf at build
+time; the XDP redirect program is compiled with clang at the same time.
+"""
+from setuptools import find_packages, setup
+
+setup(
+    name="taurus",
+    version="0.1.0",
+    description="TAURUS-style congestion-control framework: Numba datapath + CC agent",
+    python_requires=">=3.11",
+    packages=find_packages(include=["taurus", "taurus.*"]),
+    package_data={"taurus": ["data/*", "datapath/ports/bpf/*.c", "datapath/ports/bpf/*.o",
+                             "topologies/*.toml"]},
+    setup_requires=["cffi>=1.15"],
+    cffi_modules=["taurus/datapath/ports/xsk_build.py:ffibuilder"],
+    install_requires=[
+        "numpy>=1.26",
+        "numba>=0.59",
+        "cffi>=1.15",
+        "scapy>=2.5",
+        "pyroute2>=0.7",
+        "matplotlib>=3.7",
+    ],
+    extras_require={"test": ["pytest>=7", "hypothesis>=6"]},
+    entry_points={"console_scripts": ["taurus = taurus.cli:main"]},
+)

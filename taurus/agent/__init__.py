@@ -1,0 +1,2 @@
+"""The software half of Taurus: drains the report ring, runs the bound
+congestion-control algorithms and writes their decisions back (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""Pluggable congestion-control algorithms, chosen by config."""

@@ -1,0 +1,1 @@
+"""The "NIC": Numba poll-mode engine, ports, devices and wire formats."""

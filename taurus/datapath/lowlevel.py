@@ -1,0 +1,136 @@
+"""Machine-level primitives for the Numba datapath.
+
+Everything here compiles with ``cache=True``: libc is reached through symbols
+resolved by name at link time (``ExternalFunction``), never through addresses
+baked into the code, and the rest are LLVM intrinsics.  That keeps the engine's
+start-up JIT cost paid once per machine instead of once per process.
+
+- ``rdtsc``: the time-stamp counter (about 10 ns inside a Numba loop).
+- ``load_acquire_*`` / ``store_release_*``: ring producer/consumer indices
+  shared with the kernel.  A plain load in a spin loop may be hoisted by LLVM;
+  these may not.
+- ``u8_view`` / ``u32_view`` / ``u64_view``: arrays over raw addresses (mmap'd
+  kernel rings, UMEM), so one engine can hold any number of rings in an int64
+  register table.
+- ``sys_sendto`` / ``sys_poll`` / ``sys_recvfrom``: kicks and wake-ups.
+"""
+import numba as nb
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+MSG_DONTWAIT = 0x40
+POLLIN = 0x001
+POLLOUT = 0x004
+
+sys_sendto = types.ExternalFunction(
+    "sendto", types.int64(types.int32, types.voidptr, types.uint64, types.int32,
+                          types.voidptr, types.uint32))
+sys_recvfrom = types.ExternalFunction(
+    "recvfrom", types.int64(types.int32, types.voidptr, types.uint64, types.int32,
+                            types.voidptr, types.voidptr))
+# struct pollfd {int fd; short events; short revents;} passed as 8 bytes.
+sys_poll = types.ExternalFunction("poll", types.int32(types.voidptr, types.uint64, types.int32))
+_errno_location = types.ExternalFunction("__errno_location", types.CPointer(types.int32)())
+
+
+@nb.njit(cache=True)
+def errno():
+    return _errno_location()[0]
+
+
+@intrinsic
+def rdtsc(typingctx):
+    """Read the CPU cycle counter (llvm.readcyclecounter)."""
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.IntType(64), [])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.readcyclecounter")
+        return builder.call(fn, [])
+    return types.uint64(), codegen
+
+
+def _atomic_load(width):
+    @intrinsic
+    def load_acquire(typingctx, arr, idx):
+        ret = types.uint32 if width == 32 else types.uint64
+
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]],
+                                           wraparound=False)
+            return builder.load_atomic(ptr, "acquire", width // 8)
+        return ret(arr, idx), codegen
+    return load_acquire
+
+
+def _atomic_store(width):
+    @intrinsic
+    def store_release(typingctx, arr, idx, val):
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]],
+                                           wraparound=False)
+            v = context.cast(builder, args[2], signature.args[2], aryty.dtype)
+            builder.store_atomic(v, ptr, "release", width // 8)
+            return context.get_dummy_value()
+        return types.void(arr, idx, val), codegen
+    return store_release
+
+
+load_acquire_u32 = _atomic_load(32)
+load_acquire_u64 = _atomic_load(64)
+store_release_u32 = _atomic_store(32)
+store_release_u64 = _atomic_store(64)
+
+
+@intrinsic
+def _int_to_voidptr(typingctx, addr):
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+    return types.voidptr(addr), codegen
+
+
+@nb.njit(cache=True, inline="always")
+def u8_view(addr, n):
+    return nb.carray(_int_to_voidptr(addr), (n,), np.uint8)
+
+
+@nb.njit(cache=True, inline="always")
+def u32_view(addr, n):
+    return nb.carray(_int_to_voidptr(addr), (n,), np.uint32)
+
+
+@nb.njit(cache=True, inline="always")
+def u64_view(addr, n):
+    return nb.carray(_int_to_voidptr(addr), (n,), np.uint64)
+
+
+@nb.njit(cache=True, inline="always")
+def voidptr(addr):
+    return _int_to_voidptr(addr)
+
+
+@nb.njit(cache=True)
+def kick_tx(fd):
+    """Ask the kernel to transmit what is on a TX ring (copy mode needs it).
+    EAGAIN/EBUSY/ENOBUFS mean "busy, try again"; they are not errors."""
+    r = sys_sendto(np.int32(fd), voidptr(0), np.uint64(0), np.int32(MSG_DONTWAIT),
+                   voidptr(0), np.uint32(0))
+    return r
+
+
+@nb.njit(cache=True)
+def wake_rx(fd):
+    """Let the kernel refill an RX ring whose fill queue was starved."""
+    r = sys_recvfrom(np.int32(fd), voidptr(0), np.uint64(0), np.int32(MSG_DONTWAIT),
+                     voidptr(0), voidptr(0))
+    return r
+
+
+def address_of(arr: np.ndarray) -> int:
+    """The address of a numpy array's first byte (for the register tables)."""
+    return int(arr.ctypes.data)

@@ -1,0 +1,65 @@
+"""The engine's frame pool (DPDK's mbufs, minus everything we do not need).
+
+A frame is an index into ``Pool``: its bytes are ``data[i, :length[i]]``.
+Ports copy received frames into pool buffers and transmit from them; devices
+pass indices around.  A frame index has exactly one owner at a time; whoever
+holds it must either hand it on (a TX accepted it, a queue took it) or free it.
+"""
+from collections import namedtuple
+
+import numba as nb
+import numpy as np
+
+Pool = namedtuple("Pool", ["data", "length", "ts", "port", "free", "top"])
+"""data uint8[N, BUF]; length int32[N]; ts int64[N] (RX time, ns);
+port int32[N] (input port); free int32[N] (stack of free indices);
+top int64[1] (number of entries on the free stack)."""
+
+DEFAULT_BUF = 2048  # holds a 1500-byte MTU frame plus headers
+
+
+def make_pool(n_frames: int = 16384, buf_size: int = DEFAULT_BUF) -> Pool:
+    if n_frames <= 0 or buf_size < 64:
+        raise ValueError(f"pool needs n_frames > 0 and buf_size >= 64, got {n_frames}, {buf_size}")
+    return Pool(
+        data=np.zeros((n_frames, buf_size), np.uint8),
+        length=np.zeros(n_frames, np.int32),
+        ts=np.zeros(n_frames, np.int64),
+        port=np.full(n_frames, -1, np.int32),
+        free=np.arange(n_frames - 1, -1, -1, dtype=np.int32),
+        top=np.array([n_frames], np.int64),
+    )
+
+
+@nb.njit(cache=True, inline="always")
+def mbuf_alloc(pool):
+    """A free frame index, or -1 when the pool is exhausted."""
+    t = pool.top[0]
+    if t == 0:
+        return -1
+    t -= 1
+    pool.top[0] = t
+    return pool.free[t]
+
+
+@nb.njit(cache=True, inline="always")
+def mbuf_free(pool, i):
+    t = pool.top[0]
+    pool.free[t] = i
+    pool.top[0] = t + 1
+
+
+@nb.njit(cache=True)
+def mbuf_put_bytes(pool, i, src, n):
+    """Copy n bytes of src into frame i (n is clipped to the buffer size)."""
+    cap = pool.data.shape[1]
+    if n > cap:
+        n = cap
+    for k in range(n):
+        pool.data[i, k] = src[k]
+    pool.length[i] = n
+    return n
+
+
+def mbuf_in_use(pool: Pool) -> int:
+    return int(pool.data.shape[0] - pool.top[0])

@@ -1,0 +1,68 @@
+"""One interface over every port kind; the engine and devices call only these.
+
+    n = port_rx_burst(ports, pool, p, now, out, maxn)   frames received -> out[:n]
+    k = port_tx_burst(ports, pool, p, now, bufs, n)     first k of bufs accepted
+    w = port_service(ports, pool, p, now)               kicks, completions, refills
+    t = port_next_event(ports, p)                       earliest arrival (virtual clock)
+
+A port that accepts a frame owns it from then on (it frees it once sent);
+frames it does not accept stay with the caller.
+"""
+import numba as nb
+
+from .afpacket_ring import pkt_rx_burst, pkt_service, pkt_tx_burst
+from .common import INF, MEM, PACKET, TX_DROP, XDP
+from .memlink import mem_next_event, mem_rx_burst, mem_tx_burst
+from .xdp_ring import xdp_rx_burst, xdp_service, xdp_tx_burst
+from ..mbuf import mbuf_free
+
+
+@nb.njit(cache=True)
+def port_rx_burst(ports, pool, p, now, out, maxn):
+    k = ports.kind[p]
+    if k == MEM:
+        return mem_rx_burst(ports, pool, p, now, out, maxn)
+    if k == XDP:
+        return xdp_rx_burst(ports, pool, p, now, out, maxn)
+    if k == PACKET:
+        return pkt_rx_burst(ports, pool, p, now, out, maxn)
+    return 0
+
+
+@nb.njit(cache=True)
+def port_tx_burst(ports, pool, p, now, bufs, n):
+    k = ports.kind[p]
+    if k == MEM:
+        return mem_tx_burst(ports, pool, p, now, bufs, n)
+    if k == XDP:
+        return xdp_tx_burst(ports, pool, p, now, bufs, n)
+    if k == PACKET:
+        return pkt_tx_burst(ports, pool, p, now, bufs, n)
+    return 0
+
+
+@nb.njit(cache=True)
+def port_tx_or_drop(ports, pool, p, now, bufs, n):
+    """Transmit what the port takes; free and count the rest as tx_drop."""
+    sent = port_tx_burst(ports, pool, p, now, bufs, n)
+    for k in range(sent, n):
+        mbuf_free(pool, bufs[k])
+    ports.cnt[p, TX_DROP] += n - sent
+    return sent
+
+
+@nb.njit(cache=True)
+def port_service(ports, pool, p, now):
+    k = ports.kind[p]
+    if k == XDP:
+        return xdp_service(ports, pool, p, now)
+    if k == PACKET:
+        return pkt_service(ports, pool, p, now)
+    return 0
+
+
+@nb.njit(cache=True)
+def port_next_event(ports, p):
+    if ports.kind[p] == MEM:
+        return mem_next_event(ports, p)
+    return INF

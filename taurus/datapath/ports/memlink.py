@@ -1,0 +1,127 @@
+"""In-memory links: a pair of MEM ports joined like a veth, with an optional
+propagation delay and line rate.  Frames move by index (no copy); each carries
+the time it is due at the far end, so under the virtual clock the engine can
+jump straight to the next arrival.
+
+A MEM port that no device owns is an *open end*: Python injects frames into
+the link through it and collects what the link delivers to it (tests, tools).
+
+Registers of a MEM port (regs[p, ...]) and its FIFO: lists[p] holds pairs
+(frame index, due time); HEAD/TAIL count pairs ever dequeued/enqueued.
+"""
+import numba as nb
+import numpy as np
+
+from ..mbuf import mbuf_alloc, mbuf_free, mbuf_put_bytes
+from .common import INF, N_LIST, RX_BYTES, RX_PKTS, TX_BYTES, TX_PKTS
+
+PEER, DELAY, RATE, HEAD, TAIL, TX_END = range(6)
+CAP = N_LIST // 2  # frames a link direction can hold
+
+
+def memlink_connect(ports, a: int, b: int, delay_ns: int = 0, rate_bps: int = 0) -> None:
+    """Join MEM ports a and b; rate_bps 0 means no serialization delay."""
+    for x, y in ((a, b), (b, a)):
+        ports.regs[x, PEER] = y
+        ports.regs[x, DELAY] = delay_ns
+        ports.regs[x, RATE] = rate_bps
+
+
+@nb.njit(cache=True)
+def mem_tx_burst(ports, pool, p, now, bufs, n):
+    """Put up to n frames on the wire toward p's peer; returns how many fit."""
+    q = ports.regs[p, PEER]
+    if q < 0:
+        return 0
+    head = ports.regs[q, HEAD]
+    tail = ports.regs[q, TAIL]
+    delay = ports.regs[p, DELAY]
+    rate = ports.regs[p, RATE]
+    sent = 0
+    nbytes = 0
+    for k in range(n):
+        if tail - head >= CAP:
+            break
+        i = bufs[k]
+        ln = pool.length[i]
+        t = now
+        if rate > 0:
+            # Serialization: the wire is busy until the previous frame has left.
+            if ports.regs[p, TX_END] > t:
+                t = ports.regs[p, TX_END]
+            t += (np.int64(ln) * 8 * 1_000_000_000 + rate - 1) // rate
+            ports.regs[p, TX_END] = t
+        slot = (tail % CAP) * 2
+        ports.lists[q, slot] = i
+        ports.lists[q, slot + 1] = t + delay
+        tail += 1
+        sent += 1
+        nbytes += ln
+    ports.regs[q, TAIL] = tail
+    ports.cnt[p, TX_PKTS] += sent
+    ports.cnt[p, TX_BYTES] += nbytes
+    return sent
+
+
+@nb.njit(cache=True)
+def mem_rx_burst(ports, pool, p, now, out, maxn):
+    """Take up to maxn frames that have arrived at p by time now."""
+    head = ports.regs[p, HEAD]
+    tail = ports.regs[p, TAIL]
+    n = 0
+    nbytes = 0
+    while head < tail and n < maxn:
+        slot = (head % CAP) * 2
+        if ports.lists[p, slot + 1] > now:
+            break
+        i = ports.lists[p, slot]
+        pool.ts[i] = now
+        pool.port[i] = p
+        out[n] = i
+        nbytes += pool.length[i]
+        n += 1
+        head += 1
+    ports.regs[p, HEAD] = head
+    ports.cnt[p, RX_PKTS] += n
+    ports.cnt[p, RX_BYTES] += nbytes
+    return n
+
+
+@nb.njit(cache=True)
+def mem_next_event(ports, p):
+    head = ports.regs[p, HEAD]
+    if head < ports.regs[p, TAIL]:
+        return ports.lists[p, (head % CAP) * 2 + 1]
+    return INF
+
+
+@nb.njit(cache=True)
+def mem_inject(ports, pool, p, now, frame, n):
+    """Open end: send one frame (bytes) from p into the link. False when the
+    pool or the link is full."""
+    i = mbuf_alloc(pool)
+    if i < 0:
+        return False
+    mbuf_put_bytes(pool, i, frame, n)
+    one = np.empty(1, np.int32)
+    one[0] = i
+    if mem_tx_burst(ports, pool, p, now, one, 1) == 1:
+        return True
+    mbuf_free(pool, i)
+    return False
+
+
+@nb.njit(cache=True)
+def mem_collect(ports, pool, p, now, out_data, out_len):
+    """Open end: move every frame that reached p by `now` into out_data rows;
+    returns the count (at most out_data.shape[0])."""
+    buf = np.empty(out_data.shape[0], np.int32)
+    n = mem_rx_burst(ports, pool, p, now, buf, out_data.shape[0])
+    for k in range(n):
+        i = buf[k]
+        ln = pool.length[i]
+        m = min(ln, out_data.shape[1])
+        out_data[k, :m] = pool.data[i, :m]
+        out_len[k] = ln
+        mbuf_free(pool, i)
+    return n

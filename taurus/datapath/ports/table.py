@@ -1,0 +1,21 @@
+"""The engine's port table: one row per port, any kind."""
+from collections import namedtuple
+
+import numpy as np
+
+from .common import N_COUNTERS, N_LIST, N_REGS
+
+Ports = namedtuple("Ports", ["kind", "regs", "lists", "cnt"])
+"""kind int32[P]; regs int64[P, N_REGS]; lists int64[P, N_LIST];
+cnt uint64[P, N_COUNTERS] (usually a view on shared memory)."""
+
+
+def make_ports(kinds, counters=None) -> Ports:
+    n = len(kinds)
+    cnt = counters if counters is not None else np.zeros((n, N_COUNTERS), np.uint64)
+    if cnt.shape != (n, N_COUNTERS):
+        raise ValueError(f"counter block has shape {cnt.shape}, expected {(n, N_COUNTERS)}")
+    return Ports(kind=np.asarray(kinds, np.int32),
+                 regs=np.zeros((n, N_REGS), np.int64),
+                 lists=np.zeros((n, N_LIST), np.int64),
+                 cnt=cnt)

@@ -1,0 +1,2 @@
+"""Wire formats: one declarative definition per header, with Scapy layers and
+Numba codecs derived from it."""

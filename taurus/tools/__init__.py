@@ -1,0 +1,1 @@
+"""Network namespaces, topologies, traffic and experiment tools."""
