@@ -3,7 +3,7 @@
 # the installed tree is older than setup.py.
 PY       ?= python3
 APT_PKGS := libxdp-dev libbpf-dev libelf-dev zlib1g-dev pkg-config clang llvm \
-            iproute2 ethtool iperf3 tcpdump procps
+            iproute2 iputils-ping ethtool iperf3 tcpdump procps
 STAMP    := .install-stamp
 
 .PHONY: deps apt pip test demo bench clean

@@ -134,3 +134,13 @@ def wake_rx(fd):
 def address_of(arr: np.ndarray) -> int:
     """The address of a numpy array's first byte (for the register tables)."""
     return int(arr.ctypes.data)
+
+
+_memcpy = types.ExternalFunction("memcpy", types.voidptr(types.voidptr, types.voidptr, types.uint64))
+
+
+@nb.njit(cache=True, inline="always")
+def copy_bytes(dst_addr, src_addr, n):
+    """memcpy between raw addresses.  Numba's slice assignment copies byte by
+    byte (about 3 cycles/byte here); libc's memcpy is ~20x faster at 1500 B."""
+    _memcpy(voidptr(dst_addr), voidptr(src_addr), np.uint64(n))

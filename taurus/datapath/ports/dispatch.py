@@ -3,7 +3,7 @@
     n = port_rx_burst(ports, pool, p, now, out, maxn)   frames received -> out[:n]
     k = port_tx_burst(ports, pool, p, now, bufs, n)     first k of bufs accepted
     w = port_service(ports, pool, p, now)               kicks, completions, refills
-    t = port_next_event(ports, p)                       earliest arrival (virtual clock)
+    t = port_next_event(ports, p, now)                  next arrival after now (virtual clock)
 
 A port that accepts a frame owns it from then on (it frees it once sent);
 frames it does not accept stay with the caller.
@@ -62,7 +62,8 @@ def port_service(ports, pool, p, now):
 
 
 @nb.njit(cache=True)
-def port_next_event(ports, p):
+def port_next_event(ports, p, now):
+    """The earliest arrival at p strictly after `now` (virtual clock)."""
     if ports.kind[p] == MEM:
-        return mem_next_event(ports, p)
+        return mem_next_event(ports, p, now)
     return INF

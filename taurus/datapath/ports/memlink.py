@@ -88,10 +88,20 @@ def mem_rx_burst(ports, pool, p, now, out, maxn):
 
 
 @nb.njit(cache=True)
-def mem_next_event(ports, p):
-    head = ports.regs[p, HEAD]
-    if head < ports.regs[p, TAIL]:
-        return ports.lists[p, (head % CAP) * 2 + 1]
+def mem_next_event(ports, p, now):
+    """The first arrival at p after `now` (INF if none).  Due times along one
+    link never decrease, so a binary search finds it even when frames that
+    are already due wait at an open end."""
+    lo = ports.regs[p, HEAD]
+    hi = ports.regs[p, TAIL]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ports.lists[p, (mid % CAP) * 2 + 1] <= now:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < ports.regs[p, TAIL]:
+        return ports.lists[p, (lo % CAP) * 2 + 1]
     return INF
 
 

@@ -1,0 +1,20 @@
+"""One entry point per event for every device kind; the engine calls only these."""
+import numba as nb
+
+from .l2fwd import l2fwd_poll
+from .table import L2FWD
+
+
+@nb.njit(cache=True)
+def device_poll(E, d, now):
+    """Service device d once (rx bursts, processing, tx bursts); returns work done."""
+    k = E.devs.kind[d]
+    if k == L2FWD:
+        return l2fwd_poll(E, d, now)
+    return 0
+
+
+@nb.njit(cache=True)
+def device_timer(E, d, timer, now):
+    """Timer `timer` owned by device d expired at `now`; returns work done."""
+    return 0

@@ -1,0 +1,366 @@
+"""The engine: one Numba poll loop servicing every device and port of a
+process, run-to-completion, in the shape of DPDK's l2fwd main loop:
+
+    timers due  ->  each device: rx-burst -> process -> tx-burst  ->  each port: service
+
+Under the wall clock it busy-polls; under the virtual clock, when an
+iteration does no work, time jumps to the next due timer or link arrival.
+The loop runs in chunks (about 20 ms of wall time, or a bounded number of
+virtual iterations) and returns to Python in between, so signals are handled
+and control requests take effect.
+
+Counters, the control block and port names live in one shared-memory segment
+so that other processes (``taurus engine stats``, tests, the agent) can read
+them while the engine runs.
+"""
+import logging
+import os
+import signal
+from collections import namedtuple
+
+import numba as nb
+import numpy as np
+
+from .clock import clock_advance_to, clock_is_virtual, clock_now, make_clock
+from .devices.dispatch import device_poll, device_timer
+from .devices.table import KIND_NAMES as DEV_KIND_NAMES, L2FWD, make_devices
+from .mbuf import make_pool, mbuf_in_use
+from .ports import memlink
+from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
+from .ports.dispatch import port_next_event, port_service
+from .ports.table import Ports
+from .shm import Shm
+from .wheel import make_wheel, wheel_expire, wheel_next_due
+
+log = logging.getLogger("taurus.engine")
+
+Engine_ = namedtuple("Engine_", ["clk", "pool", "ports", "wheel", "devs", "ctl",
+                                 "burst", "expired"])
+"""Everything the loop touches, passed to every device as `E`."""
+
+# Control block (int64, shared memory).
+STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS = range(8)
+N_CTL = 32
+ST_INIT, ST_RUNNING, ST_STOPPED = 0, 1, 2
+# Why engine_run returned.
+R_UNTIL, R_STOP, R_IDLE, R_CHUNK = 1, 2, 3, 4
+REASONS = {R_UNTIL: "until", R_STOP: "stopped", R_IDLE: "idle", R_CHUNK: "chunk"}
+
+VIRTUAL_CHUNK_ITERS = 1 << 20
+NAME_LEN = 32
+MAGIC = 0x5441555255530001  # "TAURUS" v1
+
+
+@nb.njit(cache=True)
+def _next_event(E, now):
+    """The earliest future event.  Frames already due at a port that no
+    device polls (an open end) wait for Python, so they are not events."""
+    t = wheel_next_due(E.wheel)
+    for p in range(E.ctl[NPORTS]):
+        e = port_next_event(E.ports, p, now)
+        if e < t:
+            t = e
+    return t
+
+
+@nb.njit(cache=True)
+def engine_run(E, until, chunk_ns):
+    """Run until `until` (ns), a stop request, idleness (virtual clock only),
+    or the end of a chunk; returns the reason."""
+    clk = E.clk
+    virtual = clock_is_virtual(clk)
+    start = clock_now(clk)
+    it = 0
+    idle = 0
+    reason = R_CHUNK
+    while True:
+        now = clock_now(clk)
+        if now >= until:
+            reason = R_UNTIL
+            break
+        if E.ctl[STOP] != 0:
+            reason = R_STOP
+            break
+        work = 0
+        n = wheel_expire(E.wheel, now, E.expired, E.expired.shape[0])
+        for k in range(n):
+            t = E.expired[k]
+            device_timer(E, E.wheel.owner[t], t, now)
+        work += n
+        for d in range(E.ctl[NDEVS]):
+            work += device_poll(E, d, now)
+        for p in range(E.ctl[NPORTS]):
+            work += port_service(E.ports, E.pool, p, now)
+        it += 1
+        if work == 0:
+            idle += 1
+            if virtual:
+                nxt = _next_event(E, now)
+                if nxt >= INF:
+                    reason = R_IDLE
+                    break
+                clock_advance_to(clk, min(nxt, until))
+                continue
+        if virtual:
+            if it >= VIRTUAL_CHUNK_ITERS:
+                break
+        elif (it & 255) == 0 and now - start >= chunk_ns:
+            break
+    E.ctl[NOW] = clock_now(clk)
+    E.ctl[ITERS] += it
+    E.ctl[IDLE_ITERS] += idle
+    E.ctl[REASON] = reason
+    return reason
+
+
+def _layout(max_ports: int):
+    """Byte offsets of the shared segment: header, ctl, counters, names, kinds."""
+    hdr = 0
+    ctl = hdr + 16 * 8
+    cnt = ctl + N_CTL * 8
+    names = cnt + max_ports * N_COUNTERS * 8
+    kinds = names + max_ports * NAME_LEN
+    size = kinds + max_ports * 8
+    return hdr, ctl, cnt, names, kinds, size
+
+
+class Engine:
+    """Build an engine from Python, then run it.
+
+    >>> eng = Engine(clock="virtual")
+    >>> a, b = eng.add_mem_link("h1", "fwd0", delay_ns=1000)
+    >>> c, d = eng.add_mem_link("fwd1", "h2")
+    >>> eng.add_l2fwd(b, c)
+    >>> eng.inject(a, frame); eng.run_for(10_000); eng.collect(d)
+    """
+
+    def __init__(self, clock: str = "virtual", name: str | None = None, n_frames: int = 16384,
+                 buf_size: int = 2048, max_ports: int = 64, max_devices: int = 32,
+                 burst: int = 32, timers: int = 1 << 16, chunk_ms: float = 20.0):
+        self.name = name or f"taurus-eng-{os.getpid()}-{id(self) & 0xffff:x}"
+        if not self.name.startswith("taurus-"):
+            self.name = "taurus-" + self.name
+        self.clk = make_clock(clock)
+        self.chunk_ns = int(chunk_ms * 1e6)
+        self.max_ports = max_ports
+        self._handles = []          # open sockets etc., closed in reverse order
+        self._port_names: list[str] = []
+        self._dev_names: list[str] = []
+        self._closed = False
+        h, c, n, nm, kd, size = _layout(max_ports)
+        self.shm = Shm.create(self.name, size)
+        try:
+            hdr = self.shm.array(h, np.int64, (16,))
+            hdr[:4] = (MAGIC, max_ports, N_COUNTERS, os.getpid())
+            self.ctl = self.shm.array(c, np.int64, (N_CTL,))
+            counters = self.shm.array(n, np.uint64, (max_ports, N_COUNTERS))
+            self._names = self.shm.array(nm, np.uint8, (max_ports, NAME_LEN))
+            self._kinds = self.shm.array(kd, np.int64, (max_ports,))
+            from .ports.common import N_LIST, N_REGS
+            ports = Ports(kind=np.zeros(max_ports, np.int32),
+                          regs=np.zeros((max_ports, N_REGS), np.int64),
+                          lists=np.zeros((max_ports, N_LIST), np.int64), cnt=counters)
+            now = int(clock_now(self.clk))
+            self.E = Engine_(clk=self.clk, pool=make_pool(n_frames, buf_size), ports=ports,
+                             wheel=make_wheel(timers, start_ns=now), devs=make_devices(max_devices),
+                             ctl=self.ctl, burst=np.zeros(burst, np.int32),
+                             expired=np.zeros(256, np.int32))
+        except BaseException:
+            self.shm.close()
+            raise
+
+    # ---- building -------------------------------------------------------
+    def _new_port(self, name: str, kind: int) -> int:
+        p = int(self.ctl[NPORTS])
+        if p >= self.max_ports:
+            raise ValueError(f"engine {self.name}: more than {self.max_ports} ports")
+        if name in self._port_names:
+            raise ValueError(f"engine {self.name}: port name {name!r} used twice")
+        self.E.ports.kind[p] = kind
+        raw = name.encode()[:NAME_LEN - 1]
+        self._names[p, :len(raw)] = np.frombuffer(raw, np.uint8)
+        self._kinds[p] = kind
+        self._port_names.append(name)
+        return p
+
+    def _commit_port(self) -> None:
+        self.ctl[NPORTS] += 1
+
+    def add_mem_port(self, name: str) -> int:
+        p = self._new_port(name, MEM)
+        self.E.ports.regs[p, memlink.PEER] = -1
+        self._commit_port()
+        return p
+
+    def add_mem_link(self, name_a: str, name_b: str, delay_ns: int = 0,
+                     rate_bps: int = 0) -> tuple[int, int]:
+        """Two MEM ports joined by a wire with this delay and line rate."""
+        a = self.add_mem_port(name_a)
+        b = self.add_mem_port(name_b)
+        memlink.memlink_connect(self.E.ports, a, b, delay_ns, rate_bps)
+        return a, b
+
+    def add_port(self, name: str, ifname: str, netns: str | None = None,
+                 kind: str = "auto", **opts) -> int:
+        """Open a real port on interface `ifname` (inside namespace `netns`).
+        kind: "af_xdp", "af_packet", or "auto" (AF_XDP, else AF_PACKET with a
+        log line saying why)."""
+        if self.clk.i[0] != 0:
+            raise ValueError("real ports need the wall clock (Engine(clock='wall'))")
+        if kind not in ("auto", "af_xdp", "af_packet"):
+            raise ValueError(f"port kind must be auto, af_xdp or af_packet, got {kind!r}")
+        p = self._new_port(name, XDP)
+        handle = None
+        if kind in ("auto", "af_xdp"):
+            from .ports.xdp import XdpUnavailable, open_xdp_port
+            try:
+                handle = open_xdp_port(self.E.ports, p, ifname, netns=netns,
+                                       **opts.get("xdp", {}))
+            except XdpUnavailable as e:
+                if kind == "af_xdp":
+                    self._port_names.pop()
+                    raise
+                log.warning("AF_XDP unavailable on %s (%s): falling back to AF_PACKET",
+                            ifname, e)
+        if handle is None:
+            from .ports.afpacket import open_packet_port
+            try:
+                handle = open_packet_port(self.E.ports, p, ifname, netns=netns,
+                                          **opts.get("af_packet", {}))
+            except BaseException:
+                self._port_names.pop()
+                raise
+        self._kinds[p] = self.E.ports.kind[p]
+        self._handles.append(handle)
+        self._commit_port()
+        log.info("port %d %s: %s on %s%s", p, name, KIND_NAMES[int(self.E.ports.kind[p])],
+                 ifname, f" (netns {netns})" if netns else "")
+        return p
+
+    def add_l2fwd(self, port_a: int, port_b: int, name: str | None = None) -> int:
+        return self._add_device(L2FWD, [port_a, port_b], name)
+
+    def _add_device(self, kind: int, ports: list[int], name: str | None) -> int:
+        d = int(self.ctl[NDEVS])
+        if d >= self.E.devs.kind.shape[0]:
+            raise ValueError(f"engine {self.name}: too many devices")
+        for p in ports:
+            if not 0 <= p < self.ctl[NPORTS]:
+                raise ValueError(f"device port {p} does not exist")
+        self.E.devs.kind[d] = kind
+        self.E.devs.ports[d, :len(ports)] = ports
+        self.E.devs.nports[d] = len(ports)
+        self._dev_names.append(name or f"{DEV_KIND_NAMES[kind]}{d}")
+        self.ctl[NDEVS] += 1
+        return d
+
+    # ---- running --------------------------------------------------------
+    def now(self) -> int:
+        return int(clock_now(self.clk))
+
+    def run_until(self, until_ns: int) -> str:
+        """Run until the clock reaches until_ns, stop() is called, or (virtual
+        clock) nothing is left to do.  Returns "until", "stopped" or "idle"."""
+        self.ctl[STOP] = 0
+        self.ctl[STATE] = ST_RUNNING
+        try:
+            while True:
+                r = engine_run(self.E, int(until_ns), self.chunk_ns)
+                if r != R_CHUNK:
+                    return REASONS[r]
+        finally:
+            self.ctl[STATE] = ST_STOPPED
+
+    def run_for(self, duration_ns: int) -> str:
+        return self.run_until(self.now() + int(duration_ns))
+
+    def run_forever(self) -> str:
+        """Run until SIGINT/SIGTERM or stop(); signals end the run cleanly."""
+        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+        def _stop(signum, frame):
+            self.ctl[STOP] = 1
+        for s in old:
+            signal.signal(s, _stop)
+        try:
+            return self.run_until(int(INF))
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    def stop(self) -> None:
+        self.ctl[STOP] = 1
+
+    # ---- open ends of memory links -------------------------------------
+    def inject(self, port: int, frame: bytes) -> bool:
+        """Send `frame` into the memory link from open end `port`."""
+        buf = np.frombuffer(bytes(frame), np.uint8)
+        return bool(memlink.mem_inject(self.E.ports, self.E.pool, port, self.now(), buf, len(buf)))
+
+    def collect(self, port: int, max_frames: int = 4096) -> list[bytes]:
+        """Frames that reached open end `port` by now."""
+        data = np.zeros((max_frames, self.E.pool.data.shape[1]), np.uint8)
+        lens = np.zeros(max_frames, np.int32)
+        n = memlink.mem_collect(self.E.ports, self.E.pool, port, self.now(), data, lens)
+        return [data[k, :lens[k]].tobytes() for k in range(n)]
+
+    # ---- observing ------------------------------------------------------
+    def port_index(self, name: str) -> int:
+        return self._port_names.index(name)
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        return read_counters(self.ctl, self.E.ports.cnt, self._port_names,
+                             [int(k) for k in self._kinds[:len(self._port_names)]])
+
+    def frames_in_use(self) -> int:
+        return mbuf_in_use(self.E.pool)
+
+    # ---- teardown -------------------------------------------------------
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        errors = []
+        for h in reversed(self._handles):
+            try:
+                h.close()
+            except Exception as e:  # keep releasing the rest
+                errors.append(e)
+        self._handles.clear()
+        self.shm.close()
+        if errors:
+            raise errors[0]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def read_counters(ctl, cnt, names, kinds) -> dict[str, dict[str, int]]:
+    out = {}
+    for p, name in enumerate(names):
+        row = {COUNTER_NAMES[k]: int(cnt[p, k]) for k in range(len(COUNTER_NAMES))}
+        row["kind"] = KIND_NAMES.get(kinds[p], "?")
+        out[name] = row
+    return out
+
+
+def attach_stats(name: str) -> dict:
+    """Read a running engine's counters from its shared segment (read-only)."""
+    shm = Shm.attach(name)
+    hdr = shm.array(0, np.int64, (16,))
+    if hdr[0] != MAGIC:
+        raise ValueError(f"{name} is not a Taurus engine segment")
+    max_ports = int(hdr[1])
+    h, c, n, nm, kd, _ = _layout(max_ports)
+    ctl = shm.array(c, np.int64, (N_CTL,))
+    cnt = shm.array(n, np.uint64, (max_ports, N_COUNTERS))
+    names_raw = shm.array(nm, np.uint8, (max_ports, NAME_LEN))
+    kinds = shm.array(kd, np.int64, (max_ports,))
+    nports = int(ctl[NPORTS])
+    names = [bytes(names_raw[p]).rstrip(b"\0").decode() for p in range(nports)]
+    return {"pid": int(hdr[3]), "now": int(ctl[NOW]), "iters": int(ctl[ITERS]),
+            "state": int(ctl[STATE]),
+            "ports": read_counters(ctl, cnt, names, [int(k) for k in kinds[:nports]])}

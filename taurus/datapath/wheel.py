@@ -1,0 +1,181 @@
+"""A soft timing wheel shared by every device of an engine (timers, pacing,
+link departures).
+
+Hashed wheel: S slots of 2**shift ns; a timer sits in the slot of its due
+time, in a doubly linked FIFO, so arming and cancelling are O(1).  Each timer
+keeps its exact due time, so slots only bound the scan cost, never the
+precision: under the virtual clock ``wheel_next_due`` returns the exact
+earliest due time and the engine jumps there.  Timers due beyond one rotation
+simply stay in their slot until their round comes.  An occupancy bitmap lets
+scans skip empty slots 64 at a time.
+
+Timers are pre-allocated ids.  Each has an owner (a device index) and an
+argument (e.g. a flow or port), so the engine can dispatch expiries.
+Expiry order is deterministic: by slot, then in arming order.
+"""
+from collections import namedtuple
+
+import numba as nb
+import numpy as np
+
+from .ports.common import INF
+
+Wheel = namedtuple("Wheel", ["due", "nxt", "prv", "slot", "owner", "arg",
+                             "head", "tail", "occ", "meta"])
+SHIFT, NSLOTS, LAST, ARMED, NEXT_ID = range(5)
+
+
+def make_wheel(capacity: int = 1 << 16, n_slots: int = 4096, shift: int = 10,
+               start_ns: int = 0) -> Wheel:
+    if n_slots < 64 or n_slots & (n_slots - 1):
+        raise ValueError(f"n_slots must be a power of two >= 64, got {n_slots}")
+    meta = np.zeros(8, np.int64)
+    meta[SHIFT], meta[NSLOTS], meta[LAST] = shift, n_slots, start_ns
+    return Wheel(due=np.zeros(capacity, np.int64), nxt=np.full(capacity, -1, np.int32),
+                 prv=np.full(capacity, -1, np.int32), slot=np.full(capacity, -1, np.int32),
+                 owner=np.full(capacity, -1, np.int32), arg=np.zeros(capacity, np.int64),
+                 head=np.full(n_slots, -1, np.int32), tail=np.full(n_slots, -1, np.int32),
+                 occ=np.zeros(n_slots // 64, np.uint64), meta=meta)
+
+
+@nb.njit(cache=True)
+def wheel_alloc(w, owner, arg):
+    """A new timer id for `owner`, or -1 when the wheel is full."""
+    t = w.meta[NEXT_ID]
+    if t >= w.due.shape[0]:
+        return -1
+    w.meta[NEXT_ID] = t + 1
+    w.owner[t] = owner
+    w.arg[t] = arg
+    return t
+
+
+@nb.njit(cache=True, inline="always")
+def _unlink(w, t):
+    s = w.slot[t]
+    p, n = w.prv[t], w.nxt[t]
+    if p >= 0:
+        w.nxt[p] = n
+    else:
+        w.head[s] = n
+    if n >= 0:
+        w.prv[n] = p
+    else:
+        w.tail[s] = p
+    if w.head[s] < 0:
+        w.occ[s >> 6] &= ~(np.uint64(1) << np.uint64(s & 63))
+    w.slot[t] = -1
+    w.meta[ARMED] -= 1
+
+
+@nb.njit(cache=True)
+def wheel_cancel(w, t):
+    if w.slot[t] >= 0:
+        _unlink(w, t)
+
+
+@nb.njit(cache=True, inline="always")
+def wheel_armed(w, t):
+    return w.slot[t] >= 0
+
+
+@nb.njit(cache=True)
+def wheel_schedule(w, t, due):
+    """Arm (or re-arm) timer t for time `due`.  A due time in the past fires
+    at the next expiry."""
+    if w.slot[t] >= 0:
+        _unlink(w, t)
+    eff = due if due > w.meta[LAST] else w.meta[LAST]
+    s = np.int32((eff >> w.meta[SHIFT]) & (w.meta[NSLOTS] - 1))
+    w.due[t] = due
+    w.slot[t] = s
+    w.nxt[t] = -1
+    last = w.tail[s]
+    w.prv[t] = last
+    if last >= 0:
+        w.nxt[last] = t
+    else:
+        w.head[s] = t
+        w.occ[s >> 6] |= np.uint64(1) << np.uint64(s & 63)
+    w.tail[s] = t
+    w.meta[ARMED] += 1
+
+
+@nb.njit(cache=True)
+def wheel_expire(w, now, out, maxn):
+    """Disarm every timer due at or before `now` (at most maxn) into out;
+    returns how many."""
+    last = w.meta[LAST]
+    if now < last:
+        return 0
+    if w.meta[ARMED] == 0:
+        w.meta[LAST] = now
+        return 0
+    shift = w.meta[SHIFT]
+    mask = w.meta[NSLOTS] - 1
+    first = last >> shift
+    steps = (now >> shift) - first + 1
+    if steps > w.meta[NSLOTS]:
+        steps = w.meta[NSLOTS]
+    n = 0
+    k = 0
+    while k < steps:
+        s = (first + k) & mask
+        word = w.occ[s >> 6]
+        if word == 0 and (s & 63) == 0 and k + 64 <= steps:
+            k += 64  # 64 empty slots at once
+            continue
+        if (word >> np.uint64(s & 63)) & np.uint64(1):
+            t = w.head[s]
+            while t >= 0:
+                nx = w.nxt[t]
+                if w.due[t] <= now:
+                    if n == maxn:
+                        # Out of room: resume from this slot next time.
+                        w.meta[LAST] = max(last, (first + k) << shift)
+                        return n
+                    _unlink(w, t)
+                    out[n] = t
+                    n += 1
+                t = nx
+        k += 1
+    w.meta[LAST] = now
+    return n
+
+
+@nb.njit(cache=True)
+def wheel_next_due(w):
+    """The earliest due time of any armed timer (INF when none)."""
+    if w.meta[ARMED] == 0:
+        return INF
+    shift = w.meta[SHIFT]
+    nslots = w.meta[NSLOTS]
+    mask = nslots - 1
+    base = w.meta[LAST] >> shift
+    k = 0
+    while k < nslots:
+        s = (base + k) & mask
+        word = w.occ[s >> 6]
+        if word == 0 and (s & 63) == 0:
+            k += 64
+            continue
+        if (word >> np.uint64(s & 63)) & np.uint64(1):
+            # Only timers of this rotation count here; later rounds come later.
+            round_end = (base + k + 1) << shift
+            best = INF
+            t = w.head[s]
+            while t >= 0:
+                if w.due[t] < round_end and w.due[t] < best:
+                    best = w.due[t]
+                t = w.nxt[t]
+            if best < INF:
+                return best
+        k += 1
+    best = INF  # every armed timer is more than one rotation away
+    for s in range(nslots):
+        t = w.head[s]
+        while t >= 0:
+            if w.due[t] < best:
+                best = w.due[t]
+            t = w.nxt[t]
+    return best
