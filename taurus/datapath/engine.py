@@ -165,6 +165,9 @@ class Engine:
                              wheel=make_wheel(timers, start_ns=now), devs=make_devices(max_devices),
                              ctl=self.ctl, burst=np.zeros(burst, np.int32),
                              expired=np.zeros(256, np.int32))
+            # Compile (or load from cache) the loop now, before any port is
+            # open: a socket that is not polled while the JIT runs overflows.
+            engine_run(self.E, now, 0)
         except BaseException:
             self.shm.close()
             raise

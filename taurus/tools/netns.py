@@ -45,6 +45,9 @@ def in_ns(name: str | None):
     if name is None:
         yield
         return
+    if name not in _netns.listnetns():
+        # pyroute2 would silently create it; a typo must be an error.
+        raise FileNotFoundError(f"network namespace {name!r} does not exist")
     _netns.pushns(name)
     try:
         yield

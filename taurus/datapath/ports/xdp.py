@@ -1,0 +1,346 @@
+"""Control plane of the AF_XDP port: open a socket on an interface (inside its
+namespace), load and attach our XDP steering program, and publish everything
+the Numba side (``xdp_ring``) needs in the port's registers.
+
+    h = open_xdp_port(ports, p, "va", netns="taurus-x", steer="taurus")
+    ...  engine loop: port_rx_burst / port_tx_burst / port_service  ...
+    h.close()
+
+``close()`` is idempotent; handles still open at interpreter exit are closed
+then.  Any failure while opening releases what was acquired and raises
+``XdpUnavailable(reason)`` so the engine can fall back to AF_PACKET.
+"""
+import atexit
+import ctypes
+import errno as _errno
+import logging
+import mmap
+import os
+import socket
+import time
+
+import numpy as np
+from pyroute2 import netns as _pyr_netns
+
+from ...tools.netns import in_ns
+from . import xdp_ring as R
+from .common import N_LIST, XDP
+
+log = logging.getLogger(__name__)
+
+BPF_OBJ = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bpf", "xdp_redirect.bpf.o")
+XSKS_MAP, CFG_MAP = "taurus_xsks", "taurus_cfg"
+CFG_MODE, CFG_TPID_A, CFG_TPID_B, CFG_UDP_PORT = range(4)   # taurus_cfg keys
+XSKS_MAX = 64                                               # taurus_xsks entries
+STEER = {"all": 0, "taurus": 1}
+TAURUS_UDP_PORT = 4793
+CSIG_TPIDS = (0x88B5, 0x88B6)
+
+# linux/if_xdp.h and linux/if_link.h
+XDP_COPY, XDP_ZEROCOPY, XDP_USE_NEED_WAKEUP = 1 << 1, 1 << 2, 1 << 3
+XDP_OPTIONS, XDP_OPTIONS_ZEROCOPY = 8, 1
+XDP_MAX_TX_SKB_BUDGET = 9          # 6.17+, absent from Debian 12 headers
+TX_BATCH_SIZE = 32                 # the kernel's default copy-mode kick budget
+XDP_FLAGS_UPDATE_IF_NOEXIST, XDP_FLAGS_SKB_MODE, XDP_FLAGS_DRV_MODE = 1, 2, 4
+ATTACH_NATIVE, ATTACH_GENERIC = 1, 2
+_MODE_FLAGS = {ATTACH_NATIVE: XDP_FLAGS_DRV_MODE, ATTACH_GENERIC: XDP_FLAGS_SKB_MODE}
+_MODE_NAMES = {ATTACH_NATIVE: "native", ATTACH_GENERIC: "generic"}
+STAT_NAMES = ("rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full",
+              "rx_fill_ring_empty_descs", "tx_ring_empty_descs")
+
+BUSY_WAIT_S = 1.0                  # how long a busy queue may take to free up
+
+_OPEN = set()   # handles not yet closed (closed at exit)
+
+
+class XdpUnavailable(RuntimeError):
+    """AF_XDP cannot be used for this port; ``reason`` says why."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _lib():
+    from . import _xsk
+    return _xsk.ffi, _xsk.lib
+
+
+def xdp_available() -> tuple[bool, str]:
+    """(True, "ok") when the binding and the XDP program are built."""
+    try:
+        ffi, lib = _lib()
+    except ImportError as e:
+        return False, f"AF_XDP binding not built ({e}); run `pip install -e .`"
+    if not lib.taurus_xsk_available():
+        return False, "AF_XDP binding is a stub: " + ffi.string(lib.taurus_xsk_why()).decode()
+    if not os.path.exists(BPF_OBJ):
+        return False, f"XDP program {BPF_OBJ} missing; run `pip install -e .`"
+    return True, "ok"
+
+
+def _ns_exists(netns) -> bool:
+    return netns is None or netns in _pyr_netns.listnetns()
+
+
+def _err(rc: int) -> str:
+    return os.strerror(-rc) if rc < 0 else f"error {rc}"
+
+
+class XdpPortHandle:
+    """One open AF_XDP port.  Attributes: ifname, netns, ifindex, queue, fd,
+    zero_copy, attach_mode ("native"/"generic"), prog_id, tx_budget, n_rx,
+    n_tx, umem (uint8 view of the UMEM)."""
+
+    def __init__(self, ports, p, ifname, netns, queue):
+        self.ports, self.p, self.ifname, self.netns, self.queue = ports, p, ifname, netns, queue
+        self.ifindex = 0
+        self.fd = -1
+        self.zero_copy = False
+        self.attach_mode = None
+        self.prog_id = 0
+        self.tx_budget = TX_BATCH_SIZE
+        self.n_rx = self.n_tx = 0
+        self.umem = None
+        self._mm = None
+        self._slot = -1       # C-side socket slot
+        self._obj = -1        # C-side BPF object slot
+        self._prog_fd = -1
+        self._mode = 0        # ATTACH_* when our program is attached
+        self._regs = False    # we own ports.regs[p]
+        self._pid = os.getpid()
+        self.closed = False
+
+    # -- opening ---------------------------------------------------------
+    def _open(self, steer, n_frames, frame_size, ring_size, zero_copy, xdp_mode, tx_budget):
+        _, lib = _lib()
+        name = self.ifname.encode()
+        where = f"{self.ifname!r} in namespace {self.netns or '(current)'}"
+        if not _ns_exists(self.netns):
+            raise XdpUnavailable(f"namespace {self.netns!r} does not exist")
+        n_rx = min(n_frames // 2, ring_size)
+        n_tx = min(n_frames - n_rx, N_LIST)
+        size = (n_rx + n_tx) * frame_size
+        bind = XDP_USE_NEED_WAKEUP | {"auto": 0, True: XDP_ZEROCOPY, False: XDP_COPY}[zero_copy]
+        with in_ns(self.netns):
+            try:
+                self.ifindex = socket.if_nametoindex(self.ifname)
+            except OSError:
+                raise XdpUnavailable(f"no interface {where}") from None
+            # Anonymous mmap: page-aligned, and the kernel pins it at registration.
+            self._mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            self.umem = np.frombuffer(self._mm, np.uint8)
+            # A queue whose previous socket just closed stays busy until the
+            # kernel's deferred release runs (tens of ms here): retry a while.
+            give_up = time.monotonic() + BUSY_WAIT_S
+            while True:
+                rc = lib.taurus_xsk_open(name, self.queue, self.umem.ctypes.data, size,
+                                         frame_size, ring_size, ring_size, ring_size, ring_size,
+                                         bind)
+                if rc != -_errno.EBUSY or time.monotonic() > give_up:
+                    break
+                time.sleep(0.005)
+            if rc < 0:
+                hint = {-_errno.EPERM: " (needs root / CAP_NET_RAW)",
+                        -_errno.EBUSY: " (another AF_XDP socket holds this queue?)"}.get(rc, "")
+                raise XdpUnavailable(f"AF_XDP socket on {where} queue {self.queue}: "
+                                     f"{_err(rc)}{hint}")
+            self._slot = rc
+            self.fd = lib.taurus_xsk_fd(self._slot)
+            opts = lib.taurus_xsk_getopt_u32(self.fd, XDP_OPTIONS)
+            self.zero_copy = opts >= 0 and bool(opts & XDP_OPTIONS_ZEROCOPY)
+            budget = max(TX_BATCH_SIZE, min(tx_budget, ring_size))
+            rc = lib.taurus_xsk_setopt_u32(self.fd, XDP_MAX_TX_SKB_BUDGET, budget)
+            if rc == 0:
+                self.tx_budget = budget
+            else:
+                log.info("%s: XDP_MAX_TX_SKB_BUDGET refused (%s); kicks move %d frames",
+                         self.ifname, _err(rc), TX_BATCH_SIZE)
+            self._write_regs(lib, frame_size, size, n_rx, n_tx)
+            self._load_program(lib, steer)
+            self._attach(lib, xdp_mode, where)
+
+    def _write_regs(self, lib, frame_size, size, n_rx, n_tx):
+        ports, p, s = self.ports, self.p, self._slot
+        r = ports.regs[p]
+        r[:] = 0
+        r[R.FD] = self.fd
+        r[R.UMEM] = self.umem.ctypes.data
+        r[R.UMEM_SIZE] = size
+        r[R.FRAME] = frame_size
+        # ring order in the binding: fill, completion, rx, tx
+        for ring, base in enumerate((R.FILL_PROD, R.COMP_PROD, R.RX_PROD, R.TX_PROD)):
+            r[base] = lib.taurus_xsk_ring(s, ring, 0)
+            r[base + 1] = lib.taurus_xsk_ring(s, ring, 1)
+            r[base + 2] = lib.taurus_xsk_ring(s, ring, 2)
+            r[base + 3] = lib.taurus_xsk_ring(s, ring, 4)
+        r[R.FILL_FLAGS] = lib.taurus_xsk_ring(s, 0, 3)
+        r[R.TX_FLAGS] = lib.taurus_xsk_ring(s, 3, 3)
+
+        def u32(addr):
+            return ctypes.c_uint32.from_address(int(addr)).value
+        r[R.FILL_TAIL] = u32(r[R.FILL_PROD])
+        r[R.RX_HEAD] = u32(r[R.RX_CONS])
+        r[R.TX_TAIL] = r[R.TX_SEEN] = u32(r[R.TX_PROD])
+        r[R.COMP_HEAD] = u32(r[R.COMP_CONS])
+        # Copy mode never raises the ring flags: there we kick every time.
+        r[R.NEED_WAKEUP] = int(self.zero_copy)
+        r[R.ZEROCOPY] = int(self.zero_copy)
+        r[R.TX_BUDGET] = self.tx_budget
+        r[R.QUEUE] = self.queue
+        r[R.IFINDEX] = self.ifindex
+        self._regs = True
+        R.xdp_prime(ports, p, n_rx, n_tx)
+        self.n_rx, self.n_tx = n_rx, n_tx
+        ports.kind[p] = XDP
+
+    def _load_program(self, lib, steer):
+        rc = lib.taurus_bpf_open(BPF_OBJ.encode())
+        if rc < 0:
+            raise XdpUnavailable(f"loading {BPF_OBJ}: {_err(rc)}")
+        self._obj = rc
+        self._prog_fd = lib.taurus_bpf_prog_fd(self._obj)
+        xsks = lib.taurus_bpf_map_fd(self._obj, XSKS_MAP.encode())
+        cfg = lib.taurus_bpf_map_fd(self._obj, CFG_MAP.encode())
+        if min(self._prog_fd, xsks, cfg) < 0:
+            raise XdpUnavailable(f"{BPF_OBJ} lacks its program or maps")
+        self.prog_id = int(lib.taurus_prog_id(self._prog_fd))
+        for key, val in ((CFG_MODE, STEER[steer]), (CFG_TPID_A, CSIG_TPIDS[0]),
+                         (CFG_TPID_B, CSIG_TPIDS[1]), (CFG_UDP_PORT, TAURUS_UDP_PORT)):
+            rc = lib.taurus_map_set_u32(cfg, key, val)
+            if rc < 0:
+                raise XdpUnavailable(f"configuring the XDP program: {_err(rc)}")
+        rc = lib.taurus_map_set_u32(xsks, self.queue, self.fd)
+        if rc < 0:
+            raise XdpUnavailable(f"inserting the socket in the XSKMAP: {_err(rc)}")
+
+    def _attach(self, lib, xdp_mode, where):
+        modes = {"auto": (ATTACH_NATIVE, ATTACH_GENERIC), "native": (ATTACH_NATIVE,),
+                 "generic": (ATTACH_GENERIC,)}[xdp_mode]
+        refused = []
+        for mode in modes:
+            rc = lib.taurus_xdp_attach(self.ifindex, self._prog_fd,
+                                       XDP_FLAGS_UPDATE_IF_NOEXIST | _MODE_FLAGS[mode])
+            if rc == 0:
+                self._mode = mode
+                self.attach_mode = _MODE_NAMES[mode]
+                self.ports.regs[self.p, R.ATTACH_MODE] = mode
+                if refused:
+                    log.info("%s: XDP program attached in generic mode (native refused: %s)",
+                             self.ifname, refused[0])
+                else:
+                    log.info("%s: XDP program attached in %s mode", self.ifname, self.attach_mode)
+                return
+            if rc in (-_errno.EEXIST, -_errno.EBUSY):
+                other = lib.taurus_xdp_query(self.ifindex, 1)
+                raise XdpUnavailable(f"{where} already has an XDP program (id {other})")
+            refused.append(f"{_MODE_NAMES[mode]}: {_err(rc)}")
+        raise XdpUnavailable(f"attaching the XDP program to {where} failed: {'; '.join(refused)}")
+
+    # -- using and closing -------------------------------------------------
+    def stats(self) -> dict:
+        """The kernel's XDP_STATISTICS for this socket."""
+        if self.closed:
+            return {}
+        _, lib = _lib()
+        return {n: int(lib.taurus_xsk_stat(self.fd, i)) for i, n in enumerate(STAT_NAMES)}
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        _OPEN.discard(self)
+        _, lib = _lib()
+        if self._regs:
+            # Make the port inert first: the engine may still call it.
+            self.ports.regs[self.p, :] = 0
+            self.ports.regs[self.p, R.FD] = -1
+        # A forked child inherits the handle but must not detach the parent's program.
+        if self._mode and os.getpid() == self._pid:
+            self._detach(lib)
+        if self._obj >= 0:
+            lib.taurus_bpf_close(self._obj)   # closes the program and map fds
+            self._obj = self._prog_fd = -1
+        if self._slot >= 0:
+            rc = lib.taurus_xsk_close(self._slot)
+            if rc < 0:
+                log.warning("%s: releasing the UMEM: %s", self.ifname, _err(rc))
+            self._slot = self.fd = -1
+        self.umem = None
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except BufferError:
+                pass   # someone still holds a view; the mapping goes with it
+            self._mm = None
+
+    def _detach(self, lib):
+        # A deleted namespace took the interface (and our program) with it;
+        # entering it would create it again.
+        if not _ns_exists(self.netns):
+            return
+        try:
+            with in_ns(self.netns):
+                rc = lib.taurus_xdp_detach(self.ifindex, _MODE_FLAGS[self._mode], self._prog_fd)
+        except OSError as e:
+            log.warning("%s: detaching the XDP program: %s", self.ifname, e)
+            return
+        # -ENODEV: interface gone; -EEXIST: the attached program is not ours.
+        if rc < 0 and rc not in (-_errno.ENODEV, -_errno.EEXIST):
+            log.warning("%s: detaching the XDP program: %s", self.ifname, _err(rc))
+        self._mode = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = "closed" if self.closed else f"fd={self.fd} {self.attach_mode} " \
+            f"{'zero-copy' if self.zero_copy else 'copy'}"
+        return f"<XdpPortHandle {self.netns or ''}:{self.ifname} q{self.queue} {state}>"
+
+
+def open_xdp_port(ports, p, ifname, *, netns=None, steer="all", n_frames=4096,
+                  frame_size=2048, ring_size=2048, queue=0, zero_copy="auto",
+                  xdp_mode="auto", tx_budget=256) -> XdpPortHandle:
+    """Open port p of `ports` as an AF_XDP socket on `ifname` (in `netns`).
+
+    steer: "all" redirects every frame to the socket; "taurus" only UDP/4793,
+    PFC and CSIG-tagged frames (the rest go to the kernel).  Half the frames
+    (at most ring_size) serve RX, the rest TX.  zero_copy: "auto" (kernel's
+    choice), True or False.  xdp_mode: "auto" (native, else generic),
+    "native" or "generic".  tx_budget: frames one kick may send (copy mode).
+    """
+    if steer not in STEER:
+        raise ValueError(f"steer must be one of {sorted(STEER)}, got {steer!r}")
+    if zero_copy not in ("auto", True, False):
+        raise ValueError(f"zero_copy must be 'auto', True or False, got {zero_copy!r}")
+    if xdp_mode not in ("auto", "native", "generic"):
+        raise ValueError(f"xdp_mode must be 'auto', 'native' or 'generic', got {xdp_mode!r}")
+    if frame_size & (frame_size - 1) or not 2048 <= frame_size <= mmap.PAGESIZE:
+        raise ValueError(f"frame_size must be a power of two in [2048, {mmap.PAGESIZE}]")
+    if ring_size & (ring_size - 1) or ring_size < 64:
+        raise ValueError(f"ring_size must be a power of two >= 64, got {ring_size}")
+    if n_frames < 128:
+        raise ValueError(f"n_frames must be >= 128, got {n_frames}")
+    if not 0 <= queue < XSKS_MAX:
+        raise ValueError(f"queue must be in [0, {XSKS_MAX}), got {queue}")
+    ok, why = xdp_available()
+    if not ok:
+        raise XdpUnavailable(why)
+    h = XdpPortHandle(ports, p, ifname, netns, queue)
+    _OPEN.add(h)
+    try:
+        h._open(steer, n_frames, frame_size, ring_size, zero_copy, xdp_mode, tx_budget)
+    except BaseException:
+        h.close()
+        raise
+    return h
+
+
+@atexit.register
+def _close_all():
+    for h in list(_OPEN):
+        h.close()
