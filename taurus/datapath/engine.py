@@ -23,14 +23,15 @@ import numpy as np
 
 from .clock import clock_advance_to, clock_is_virtual, clock_now, make_clock
 from .devices.dispatch import device_poll, device_timer
-from .devices.table import KIND_NAMES as DEV_KIND_NAMES, L2FWD, make_devices
+from .devices import pktgen
+from .devices.table import KIND_NAMES as DEV_KIND_NAMES, L2FWD, PKTGEN, make_devices
 from .mbuf import make_pool, mbuf_in_use
 from .ports import memlink
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
 from .ports.dispatch import port_next_event, port_service
 from .ports.table import Ports
 from .shm import Shm
-from .wheel import make_wheel, wheel_expire, wheel_next_due
+from .wheel import make_wheel, wheel_alloc, wheel_expire, wheel_next_due
 
 log = logging.getLogger("taurus.engine")
 
@@ -242,6 +243,28 @@ class Engine:
 
     def add_l2fwd(self, port_a: int, port_b: int, name: str | None = None) -> int:
         return self._add_device(L2FWD, [port_a, port_b], name)
+
+    def add_pktgen(self, port: int, frame: bytes, rate_pps: float, count: int = -1,
+                   burst: int = 1, start_ns: int | None = None, name: str | None = None) -> int:
+        """Send `count` copies of `frame` (-1: until stopped) on `port` at
+        `rate_pps`, `burst` frames per departure."""
+        if rate_pps <= 0 or not 1 <= burst <= self.E.burst.shape[0]:
+            raise ValueError(f"pktgen needs rate_pps > 0 and 1 <= burst <= "
+                             f"{self.E.burst.shape[0]}, got {rate_pps}, {burst}")
+        d = self._add_device(PKTGEN, [port], name)
+        regs = self.E.devs.regs[d]
+        regs[pktgen.INTERVAL] = max(1, round(burst * 1e9 / rate_pps))
+        regs[pktgen.REMAINING] = count
+        regs[pktgen.BURST] = burst
+        regs[pktgen.TIMER] = wheel_alloc(self.E.wheel, d, 0)
+        start = self.now() if start_ns is None else int(start_ns)
+        if regs[pktgen.TIMER] < 0 or not pktgen.pktgen_start(
+                self.E, d, np.frombuffer(bytes(frame), np.uint8), start):
+            raise ValueError("pktgen: no free timer or frame")
+        return d
+
+    def device_regs(self, d: int) -> np.ndarray:
+        return self.E.devs.regs[d]
 
     def _add_device(self, kind: int, ports: list[int], name: str | None) -> int:
         d = int(self.ctl[NDEVS])

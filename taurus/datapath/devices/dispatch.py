@@ -2,7 +2,8 @@
 import numba as nb
 
 from .l2fwd import l2fwd_poll
-from .table import L2FWD
+from .pktgen import pktgen_timer
+from .table import L2FWD, PKTGEN
 
 
 @nb.njit(cache=True)
@@ -17,4 +18,7 @@ def device_poll(E, d, now):
 @nb.njit(cache=True)
 def device_timer(E, d, timer, now):
     """Timer `timer` owned by device d expired at `now`; returns work done."""
+    k = E.devs.kind[d]
+    if k == PKTGEN:
+        return pktgen_timer(E, d, now)
     return 0

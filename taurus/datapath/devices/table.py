@@ -5,8 +5,9 @@ import numpy as np
 
 # Device kinds.
 L2FWD = 1
+PKTGEN = 2
 
-KIND_NAMES = {L2FWD: "l2fwd"}
+KIND_NAMES = {L2FWD: "l2fwd", PKTGEN: "pktgen"}
 MAX_DEV_PORTS = 64
 N_DEV_REGS = 32
 
