@@ -24,6 +24,8 @@ import numpy as np
 from .clock import clock_advance_to, clock_is_virtual, clock_now, make_clock
 from .devices.dispatch import device_poll, device_timer
 from .devices import pktgen
+from .devices.nic import make_nic_state
+from .devices.switch import make_switch_state
 from .devices.table import KIND_NAMES as DEV_KIND_NAMES, L2FWD, PKTGEN, make_devices
 from .mbuf import make_pool, mbuf_in_use
 from .ports import memlink
@@ -36,8 +38,10 @@ from .wheel import make_wheel, wheel_alloc, wheel_expire, wheel_next_due
 log = logging.getLogger("taurus.engine")
 
 Engine_ = namedtuple("Engine_", ["clk", "pool", "ports", "wheel", "devs", "ctl",
-                                 "burst", "expired"])
-"""Everything the loop touches, passed to every device as `E`."""
+                                 "burst", "expired", "sw", "nic"])
+"""Everything the loop touches, passed to every device as `E`.  `sw` and
+`nic` hold the state of every switch / host NIC of this engine (each kind
+sizes its own arrays; see devices/switch.py and devices/nic.py)."""
 
 # Control block (int64, shared memory).
 STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS = range(8)
@@ -137,7 +141,8 @@ class Engine:
 
     def __init__(self, clock: str = "virtual", name: str | None = None, n_frames: int = 16384,
                  buf_size: int = 2048, max_ports: int = 64, max_devices: int = 32,
-                 burst: int = 32, timers: int = 1 << 16, chunk_ms: float = 20.0):
+                 burst: int = 32, timers: int = 1 << 16, max_flows: int = 16384,
+                 chunk_ms: float = 20.0):
         self.name = name or f"taurus-eng-{os.getpid()}-{id(self) & 0xffff:x}"
         if not self.name.startswith("taurus-"):
             self.name = "taurus-" + self.name
@@ -165,7 +170,9 @@ class Engine:
             self.E = Engine_(clk=self.clk, pool=make_pool(n_frames, buf_size), ports=ports,
                              wheel=make_wheel(timers, start_ns=now), devs=make_devices(max_devices),
                              ctl=self.ctl, burst=np.zeros(burst, np.int32),
-                             expired=np.zeros(256, np.int32))
+                             expired=np.zeros(256, np.int32),
+                             sw=make_switch_state(max_ports, max_flows),
+                             nic=make_nic_state(max_ports, max_flows))
             # Compile (or load from cache) the loop now, before any port is
             # open: a socket that is not polled while the JIT runs overflows.
             engine_run(self.E, now, 0)

@@ -2,14 +2,20 @@
 import numba as nb
 
 from .l2fwd import l2fwd_poll
+from .nic import nic_poll, nic_timer
 from .pktgen import pktgen_timer
-from .table import L2FWD, PKTGEN
+from .switch import switch_poll, switch_timer
+from .table import L2FWD, NIC, PKTGEN, SWITCH
 
 
 @nb.njit(cache=True)
 def device_poll(E, d, now):
     """Service device d once (rx bursts, processing, tx bursts); returns work done."""
     k = E.devs.kind[d]
+    if k == NIC:
+        return nic_poll(E, d, now)
+    if k == SWITCH:
+        return switch_poll(E, d, now)
     if k == L2FWD:
         return l2fwd_poll(E, d, now)
     return 0
@@ -19,6 +25,10 @@ def device_poll(E, d, now):
 def device_timer(E, d, timer, now):
     """Timer `timer` owned by device d expired at `now`; returns work done."""
     k = E.devs.kind[d]
+    if k == NIC:
+        return nic_timer(E, d, timer, now)
+    if k == SWITCH:
+        return switch_timer(E, d, timer, now)
     if k == PKTGEN:
         return pktgen_timer(E, d, now)
     return 0

@@ -6,8 +6,10 @@ import numpy as np
 # Device kinds.
 L2FWD = 1
 PKTGEN = 2
+SWITCH = 3   # the software switch that emulates the fabric
+NIC = 4      # a host NIC running the UET-style transport
 
-KIND_NAMES = {L2FWD: "l2fwd", PKTGEN: "pktgen"}
+KIND_NAMES = {L2FWD: "l2fwd", PKTGEN: "pktgen", SWITCH: "switch", NIC: "nic"}
 MAX_DEV_PORTS = 64
 N_DEV_REGS = 32
 
