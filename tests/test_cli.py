@@ -1,0 +1,50 @@
+"""The `taurus` command: topo up/down/show/clean and engine stats, as a user
+runs them (subprocesses), including the errors a bad file gets."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import needs_root
+from taurus.tools import netns
+
+PREFIX = f"taurus-t{os.getpid()}c-"
+
+
+def taurus(*args, check=True):
+    r = subprocess.run([sys.executable, "-m", "taurus.cli", *args], capture_output=True,
+                       text=True, timeout=120)
+    if check and r.returncode != 0:
+        raise AssertionError(f"taurus {' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def test_help_and_show():
+    assert "topo" in taurus("--help").stdout
+    out = taurus("topo", "show", "line").stdout
+    assert "s1-eth0" in out and "10.0.0.2" in out
+
+
+def test_bad_file_names_file_and_field(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text('[topology]\nname = "x"\n[[hosts]]\nname = "h1"\n[[links]]\n'
+                 'endpoints = ["h1", "nope"]\n')
+    r = taurus("topo", "up", str(f), "--prefix", PREFIX, check=False)
+    assert r.returncode == 2
+    assert "bad.toml" in r.stderr and "links[0]" in r.stderr and "nope" in r.stderr
+
+
+@needs_root
+def test_up_engine_stats_down(tmp_path):
+    try:
+        taurus("topo", "up", "line", "--prefix", PREFIX)
+        assert len(netns.list_ns(PREFIX)) == 3
+        r = taurus("engine", "run", "line", "--prefix", PREFIX, "--duration", "0.5",
+                   "--port-kind", "af_packet", "--name", f"{PREFIX}eng")
+        assert '"s1-eth0"' in r.stdout
+        taurus("topo", "down", "line", "--prefix", PREFIX)
+        assert netns.list_ns(PREFIX) == []
+    finally:
+        taurus("topo", "clean", "--prefix", PREFIX, check=False)
+    assert netns.list_ns(PREFIX) == []
