@@ -249,7 +249,7 @@ class Engine:
         return p
 
     def add_l2fwd(self, port_a: int, port_b: int, name: str | None = None) -> int:
-        return self._add_device(L2FWD, [port_a, port_b], name)
+        return self.add_device(L2FWD, [port_a, port_b], name)
 
     def add_pktgen(self, port: int, frame: bytes, rate_pps: float, count: int = -1,
                    burst: int = 1, start_ns: int | None = None, name: str | None = None) -> int:
@@ -258,7 +258,7 @@ class Engine:
         if rate_pps <= 0 or not 1 <= burst <= self.E.burst.shape[0]:
             raise ValueError(f"pktgen needs rate_pps > 0 and 1 <= burst <= "
                              f"{self.E.burst.shape[0]}, got {rate_pps}, {burst}")
-        d = self._add_device(PKTGEN, [port], name)
+        d = self.add_device(PKTGEN, [port], name)
         regs = self.E.devs.regs[d]
         regs[pktgen.INTERVAL] = max(1, round(burst * 1e9 / rate_pps))
         regs[pktgen.REMAINING] = count
@@ -273,7 +273,9 @@ class Engine:
     def device_regs(self, d: int) -> np.ndarray:
         return self.E.devs.regs[d]
 
-    def _add_device(self, kind: int, ports: list[int], name: str | None) -> int:
+    def add_device(self, kind: int, ports: list[int], name: str | None = None) -> int:
+        """Register a device of `kind` (devices/table.py) on these engine ports;
+        kind-specific set-up then fills E.devs.regs[d] and its own state."""
         d = int(self.ctl[NDEVS])
         if d >= self.E.devs.kind.shape[0]:
             raise ValueError(f"engine {self.name}: too many devices")

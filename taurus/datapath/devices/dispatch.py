@@ -1,11 +1,12 @@
 """One entry point per event for every device kind; the engine calls only these."""
 import numba as nb
 
+from .impair import impair_poll, impair_timer
 from .l2fwd import l2fwd_poll
 from .nic import nic_poll, nic_timer
 from .pktgen import pktgen_timer
 from .switch import switch_poll, switch_timer
-from .table import L2FWD, NIC, PKTGEN, SWITCH
+from .table import IMPAIR, L2FWD, NIC, PKTGEN, SWITCH
 
 
 @nb.njit(cache=True)
@@ -18,6 +19,8 @@ def device_poll(E, d, now):
         return switch_poll(E, d, now)
     if k == L2FWD:
         return l2fwd_poll(E, d, now)
+    if k == IMPAIR:
+        return impair_poll(E, d, now)
     return 0
 
 
@@ -31,4 +34,6 @@ def device_timer(E, d, timer, now):
         return switch_timer(E, d, timer, now)
     if k == PKTGEN:
         return pktgen_timer(E, d, now)
+    if k == IMPAIR:
+        return impair_timer(E, d, timer, now)
     return 0

@@ -8,8 +8,9 @@ L2FWD = 1
 PKTGEN = 2
 SWITCH = 3   # the software switch that emulates the fabric
 NIC = 4      # a host NIC running the UET-style transport
+IMPAIR = 5   # drops / delays / reorders between two ports (tests)
 
-KIND_NAMES = {L2FWD: "l2fwd", PKTGEN: "pktgen", SWITCH: "switch", NIC: "nic"}
+KIND_NAMES = {L2FWD: "l2fwd", PKTGEN: "pktgen", SWITCH: "switch", NIC: "nic", IMPAIR: "impair"}
 MAX_DEV_PORTS = 64
 N_DEV_REGS = 32
 

@@ -34,42 +34,42 @@ def hot(fn):
 # the callee before inlining and leaves a loop behind in the caller.
 @hot
 def _load_be(buf, off, n):
-    acc = np.int64(buf[off])
+    acc = np.int64(buf[np.uint64(off)])
     if n > 1:
-        acc = (acc << 8) | np.int64(buf[off + 1])
+        acc = (acc << 8) | np.int64(buf[np.uint64(off + 1)])
     if n > 2:
-        acc = (acc << 8) | np.int64(buf[off + 2])
+        acc = (acc << 8) | np.int64(buf[np.uint64(off + 2)])
     if n > 3:
-        acc = (acc << 8) | np.int64(buf[off + 3])
+        acc = (acc << 8) | np.int64(buf[np.uint64(off + 3)])
     if n > 4:
-        acc = (acc << 8) | np.int64(buf[off + 4])
+        acc = (acc << 8) | np.int64(buf[np.uint64(off + 4)])
     if n > 5:
-        acc = (acc << 8) | np.int64(buf[off + 5])
+        acc = (acc << 8) | np.int64(buf[np.uint64(off + 5)])
     if n > 6:
-        acc = (acc << 8) | np.int64(buf[off + 6])
+        acc = (acc << 8) | np.int64(buf[np.uint64(off + 6)])
     if n > 7:
-        acc = (acc << 8) | np.int64(buf[off + 7])
+        acc = (acc << 8) | np.int64(buf[np.uint64(off + 7)])
     return acc
 
 
 @hot
 def _store_be(buf, off, n, v):
     last = off + n - 1
-    buf[last] = np.uint8(v & 0xFF)
+    buf[np.uint64(last)] = np.uint8(v & 0xFF)
     if n > 1:
-        buf[last - 1] = np.uint8((v >> 8) & 0xFF)
+        buf[np.uint64(last - 1)] = np.uint8((v >> 8) & 0xFF)
     if n > 2:
-        buf[last - 2] = np.uint8((v >> 16) & 0xFF)
+        buf[np.uint64(last - 2)] = np.uint8((v >> 16) & 0xFF)
     if n > 3:
-        buf[last - 3] = np.uint8((v >> 24) & 0xFF)
+        buf[np.uint64(last - 3)] = np.uint8((v >> 24) & 0xFF)
     if n > 4:
-        buf[last - 4] = np.uint8((v >> 32) & 0xFF)
+        buf[np.uint64(last - 4)] = np.uint8((v >> 32) & 0xFF)
     if n > 5:
-        buf[last - 5] = np.uint8((v >> 40) & 0xFF)
+        buf[np.uint64(last - 5)] = np.uint8((v >> 40) & 0xFF)
     if n > 6:
-        buf[last - 6] = np.uint8((v >> 48) & 0xFF)
+        buf[np.uint64(last - 6)] = np.uint8((v >> 48) & 0xFF)
     if n > 7:
-        buf[last - 7] = np.uint8((v >> 56) & 0xFF)
+        buf[np.uint64(last - 7)] = np.uint8((v >> 56) & 0xFF)
 
 
 @hot
