@@ -1,0 +1,149 @@
+"""The datapath <-> agent contract (DESIGN.md "Datapath <-> agent contract").
+
+One NIC device shares three things with its agent, all in shared memory named
+``taurus-cc-<name>``:
+
+1. **Report ring** (engine -> agent): an SPSC ``shmring`` of REC_WIDTH-word
+   records, one aggregated signal message each:
+
+       word  0 SEQ      ring sequence number (gaps = loss, never silent)
+             1 FLOW     flow index
+             2 EVENT    EV_* below
+             3 T_FIRST  arrival time (ns) of the first signal aggregated here
+             4 T_LAST   arrival time (ns) of the last one
+             5 COUNT    how many signals were aggregated
+             6..15      values V0..V9 (meaning per event, below)
+
+   Values by event (Accumulable sums, Coalescent merges, Raw forwards):
+       EV_ACK    V0 acked bytes, V1 acked packets, V2 highest cumulative PSN
+       EV_ECN    V0 ECN-echoed bytes, V1 ECN-echoed packets
+       EV_OOO    V0 out-of-order packets seen (coalesced)
+       EV_NACK   V0 NACKs, V1 of which trimmed, V2 last NACKed PSN
+       EV_RTO    V0 timeouts, V1 last PSN retransmitted
+       EV_RTT    V0 RTT sample (ns), V1 PSN it belongs to, V2 queueing delay
+                 if known else -1, V3 hop count if known else -1
+       EV_TX     V0 bytes sent, V1 packets sent, V2 in-flight bytes now
+       EV_CREDIT V0 cumulative credit granted (bytes)
+       EV_CUSTOM V0 segment id, V1 length in bytes, V2.. the raw bytes
+                 (little-endian words, at most CUSTOM_MAX bytes)
+
+2. **CC context table** (agent -> engine), one column array per field so the
+   engine can use the columns directly as its per-flow state:
+       rate (bit/s), cwnd (bytes), credit (bytes), flags, version, updated_ns.
+   Each value is one aligned int64, so readers never see a torn value; the
+   agent bumps ``version`` after writing a flow's row.  A rate or cwnd of 0
+   means "no limit from CC" (the port's line rate and the receive window
+   still apply).
+
+3. **Control block** (both ways): CTL_* words (batching thresholds, heartbeat,
+   fallback, back-pressure, counters) and per-flow arrays: which events to
+   report (event_mask, bit EV_x) and the aggregation period of each engine
+   class (period_ns[flow, CLS_*]).
+"""
+import numpy as np
+
+from .shm import Shm
+from .shmring import ShmRing
+
+# ---- events (paper Table 3, plus the NIC's NACK and credit signals) --------
+EV_ACK, EV_ECN, EV_OOO, EV_RTO, EV_RTT, EV_TX, EV_CUSTOM, EV_HOST, EV_NACK, EV_CREDIT = range(10)
+N_EVENTS = 10
+EVENT_NAMES = ("ACK", "ECN", "OOO", "RTO", "RTT", "TX", "CUSTOM", "HOST", "NACK", "CREDIT")
+
+# ---- aggregation classes (paper §3.4) and each event's class ----------------
+CLS_ACCUMULABLE, CLS_COALESCENT, CLS_RAW = range(3)
+EVENT_CLASS = np.array([CLS_ACCUMULABLE,  # ACK: sum bytes/packets
+                        CLS_ACCUMULABLE,  # ECN: sum marked bytes/packets
+                        CLS_COALESCENT,   # OOO: merge recurrences
+                        CLS_COALESCENT,   # RTO
+                        CLS_RAW,          # RTT: every sample
+                        CLS_ACCUMULABLE,  # TX
+                        CLS_RAW,          # CUSTOM
+                        CLS_RAW,          # HOST (software-side only)
+                        CLS_COALESCENT,   # NACK
+                        CLS_COALESCENT],  # CREDIT: latest cumulative value
+                       np.int64)
+
+# ---- report record layout ----------------------------------------------------
+SEQ, FLOW, EVENT, T_FIRST, T_LAST, COUNT, V0 = 0, 1, 2, 3, 4, 5, 6
+N_VALUES = 10
+REC_WIDTH = V0 + N_VALUES          # 16 words = 128 bytes
+CUSTOM_MAX = (N_VALUES - 2) * 8    # 64 bytes of raw custom segment
+
+# ---- context table flags --------------------------------------------------------
+FL_CC_ACTIVE = 1        # an algorithm owns this flow
+FL_FALLBACK = 2         # engine: agent silent, fallback rate in force
+
+# ---- control block words ----------------------------------------------------------
+(CTL_MAGIC, CTL_MAX_FLOWS, CTL_BATCH_BYTES, CTL_DEADLINE_NS, CTL_HEARTBEAT_NS,
+ CTL_HB_TIMEOUT_NS, CTL_FALLBACK_RATE, CTL_BACKPRESSURE, CTL_AGGREGATE, CTL_REPORTED,
+ CTL_SIGNALS, CTL_RING_FULL, CTL_EVICTED, CTL_FALLBACKS, CTL_AGENT_PID,
+ CTL_PROBE_CMD, CTL_DEFAULT_MASK, CTL_GAPS) = range(18)
+N_CTL = 32
+MAGIC = 0x5441555243430001  # "TAURCC" v1
+"""BATCH_BYTES / DEADLINE_NS: message-level aggregation (publish the pending
+batch when it reaches this many bytes or its oldest record this age).
+HEARTBEAT_NS: the agent's last sign of life (engine clock).  HB_TIMEOUT_NS /
+FALLBACK_RATE: past the timeout the engine applies the fallback rate.
+BACKPRESSURE: multiplier (>= 1) the agent sets on every aggregation period
+when it falls behind.  AGGREGATE: 0 turns signal aggregation off (every
+signal its own message: the CCP-like per-event design).  REPORTED / SIGNALS:
+messages published / signals aggregated into them.  RING_FULL: messages the
+ring refused; EVICTED: records dropped oldest-first to make room.
+DEFAULT_MASK: events a new flow reports until the agent sets its own mask
+(the agent writes it at start from its default algorithm's bindings).
+GAPS: sequence gaps the agent saw (written by the agent)."""
+
+DEFAULTS = {CTL_BATCH_BYTES: 512, CTL_DEADLINE_NS: 10_000, CTL_HB_TIMEOUT_NS: 100_000_000,
+            CTL_FALLBACK_RATE: 1_000_000_000, CTL_BACKPRESSURE: 1, CTL_AGGREGATE: 1}
+DEFAULT_PERIOD_NS = (2_000, 2_000, 0)   # Accumulable, Coalescent, Raw (0: at once)
+
+_COLUMNS = ("rate", "cwnd", "credit", "flags", "version", "updated_ns",
+            "event_mask")
+
+
+class CcShm:
+    """The context table and control block of one NIC (plus its ring)."""
+
+    def __init__(self, shm: Shm, ring: ShmRing, max_flows: int):
+        self.shm, self.ring, self.max_flows = shm, ring, max_flows
+        off = 0
+        self.ctl = shm.array(off, np.int64, (N_CTL,))
+        off += N_CTL * 8
+        for name in _COLUMNS:
+            setattr(self, name, shm.array(off, np.int64, (max_flows,)))
+            off += max_flows * 8
+        self.period_ns = shm.array(off, np.int64, (max_flows, 3))
+
+    @staticmethod
+    def size(max_flows: int) -> int:
+        return N_CTL * 8 + len(_COLUMNS) * max_flows * 8 + max_flows * 3 * 8
+
+    @classmethod
+    def create(cls, name: str, max_flows: int, ring_capacity: int = 1 << 14) -> "CcShm":
+        shm = Shm.create(f"taurus-cc-{name}", cls.size(max_flows))
+        try:
+            ring = ShmRing.create(f"taurus-ccring-{name}", ring_capacity, REC_WIDTH)
+        except BaseException:
+            shm.close()
+            raise
+        c = cls(shm, ring, max_flows)
+        c.ctl[CTL_MAGIC], c.ctl[CTL_MAX_FLOWS] = MAGIC, max_flows
+        for k, v in DEFAULTS.items():
+            c.ctl[k] = v
+        c.period_ns[:] = DEFAULT_PERIOD_NS
+        c.event_mask[:] = 0
+        return c
+
+    @classmethod
+    def attach(cls, name: str) -> "CcShm":
+        shm = Shm.attach(f"taurus-cc-{name}", writable=True)
+        ctl = shm.array(0, np.int64, (N_CTL,))
+        if int(ctl[CTL_MAGIC]) != MAGIC:
+            raise ValueError(f"taurus-cc-{name} is not a Taurus CC segment")
+        max_flows = int(ctl[CTL_MAX_FLOWS])
+        return cls(shm, ShmRing.attach(f"taurus-ccring-{name}"), max_flows)
+
+    def close(self) -> None:
+        self.ring.close()
+        self.shm.close()
