@@ -1,7 +1,7 @@
 """The datapath <-> agent contract (DESIGN.md "Datapath <-> agent contract").
 
-One NIC device shares three things with its agent, all in shared memory named
-``taurus-cc-<name>``:
+Each NIC device shares three things with its agent, in one shared-memory
+segment per engine named ``taurus-cc-<name>`` (see CcShm):
 
 1. **Report ring** (engine -> agent): an SPSC ``shmring`` of REC_WIDTH-word
    records, one aggregated signal message each:
@@ -40,10 +40,12 @@ One NIC device shares three things with its agent, all in shared memory named
    report (event_mask, bit EV_x) and the aggregation period of each engine
    class (period_ns[flow, CLS_*]).
 """
+from collections import namedtuple
+
 import numpy as np
 
 from .shm import Shm
-from .shmring import ShmRing
+from .shmring import Ring, ShmRing
 
 # ---- events (paper Table 3, plus the NIC's NACK and credit signals) --------
 EV_ACK, EV_ECN, EV_OOO, EV_RTO, EV_RTT, EV_TX, EV_CUSTOM, EV_HOST, EV_NACK, EV_CREDIT = range(10)
@@ -78,7 +80,7 @@ FL_FALLBACK = 2         # engine: agent silent, fallback rate in force
 (CTL_MAGIC, CTL_MAX_FLOWS, CTL_BATCH_BYTES, CTL_DEADLINE_NS, CTL_HEARTBEAT_NS,
  CTL_HB_TIMEOUT_NS, CTL_FALLBACK_RATE, CTL_BACKPRESSURE, CTL_AGGREGATE, CTL_REPORTED,
  CTL_SIGNALS, CTL_RING_FULL, CTL_EVICTED, CTL_FALLBACKS, CTL_AGENT_PID,
- CTL_PROBE_CMD, CTL_DEFAULT_MASK, CTL_GAPS) = range(18)
+ CTL_PROBE_CMD, CTL_DEFAULT_MASK, CTL_GAPS, CTL_MAX_NICS, CTL_CAPACITY) = range(20)
 N_CTL = 32
 MAGIC = 0x5441555243430001  # "TAURCC" v1
 """BATCH_BYTES / DEADLINE_NS: message-level aggregation (publish the pending
@@ -99,51 +101,81 @@ DEFAULTS = {CTL_BATCH_BYTES: 512, CTL_DEADLINE_NS: 10_000, CTL_HB_TIMEOUT_NS: 10
 DEFAULT_PERIOD_NS = (2_000, 2_000, 0)   # Accumulable, Coalescent, Raw (0: at once)
 
 _COLUMNS = ("rate", "cwnd", "credit", "flags", "version", "updated_ns",
-            "event_mask")
+            "event_mask", "owner")
+
+RingSet = namedtuple("RingSet", ["prod", "cons", "rec"])
+"""Every NIC's report ring, for the engine: prod/cons uint64[K, 8], rec
+int64[K, capacity, REC_WIDTH].  ``shmring.Ring(hdr, prod[k], cons[k], rec[k])``
+is NIC k's ring, so the shmring functions serve both ends."""
 
 
 class CcShm:
-    """The context table and control block of one NIC (plus its ring)."""
+    """The contract segment of one engine: K NIC slots (ring + control block
+    each) and a context table over every flow of the engine (flows are
+    engine-wide indices; ``owner[flow]`` is the NIC slot that reports it).
 
-    def __init__(self, shm: Shm, ring: ShmRing, max_flows: int):
-        self.shm, self.ring, self.max_flows = shm, ring, max_flows
-        off = 0
-        self.ctl = shm.array(off, np.int64, (N_CTL,))
-        off += N_CTL * 8
+    The engine creates it; the agent of NIC k uses ``attach(name, nic=k)``,
+    whose ``ring`` and ``ctl`` are that NIC's; the per-flow columns are shared.
+    """
+
+    def __init__(self, shm: Shm, max_nics: int, max_flows: int, capacity: int, nic: int):
+        self.shm, self.max_nics, self.max_flows, self.nic = shm, max_nics, max_flows, nic
+        lay = _layout(max_nics, max_flows, capacity)
+        self.ctls = shm.array(lay["ctl"], np.int64, (max_nics, N_CTL))
+        self.ctl = self.ctls[nic]
         for name in _COLUMNS:
-            setattr(self, name, shm.array(off, np.int64, (max_flows,)))
-            off += max_flows * 8
-        self.period_ns = shm.array(off, np.int64, (max_flows, 3))
+            setattr(self, name, shm.array(lay[name], np.int64, (max_flows,)))
+        self.period_ns = shm.array(lay["period"], np.int64, (max_flows, 3))
+        self.rings = RingSet(shm.array(lay["prod"], np.uint64, (max_nics, 8)),
+                             shm.array(lay["cons"], np.uint64, (max_nics, 8)),
+                             shm.array(lay["rec"], np.int64, (max_nics, capacity, REC_WIDTH)))
+        self.ring = self.ring_of(nic)
 
-    @staticmethod
-    def size(max_flows: int) -> int:
-        return N_CTL * 8 + len(_COLUMNS) * max_flows * 8 + max_flows * 3 * 8
+    def ring_of(self, nic: int) -> ShmRing:
+        hdr = np.array([0, self.rings.rec.shape[1], REC_WIDTH, 0, 0, 0, 0, 0], np.uint64)
+        return ShmRing(self.shm, Ring(hdr, self.rings.prod[nic], self.rings.cons[nic],
+                                      self.rings.rec[nic]), owner=False)
 
     @classmethod
-    def create(cls, name: str, max_flows: int, ring_capacity: int = 1 << 14) -> "CcShm":
-        shm = Shm.create(f"taurus-cc-{name}", cls.size(max_flows))
-        try:
-            ring = ShmRing.create(f"taurus-ccring-{name}", ring_capacity, REC_WIDTH)
-        except BaseException:
-            shm.close()
-            raise
-        c = cls(shm, ring, max_flows)
-        c.ctl[CTL_MAGIC], c.ctl[CTL_MAX_FLOWS] = MAGIC, max_flows
+    def create(cls, name: str, max_flows: int = 1024, ring_capacity: int = 1 << 14, *,
+               max_nics: int = 1) -> "CcShm":
+        if ring_capacity < 2 or ring_capacity & (ring_capacity - 1):
+            raise ValueError(f"ring capacity must be a power of two, got {ring_capacity}")
+        lay = _layout(max_nics, max_flows, ring_capacity)
+        shm = Shm.create(f"taurus-cc-{name}", lay["size"])
+        c = cls(shm, max_nics, max_flows, ring_capacity, 0)
+        c.ctls[:, CTL_MAGIC] = MAGIC
+        c.ctls[:, CTL_MAX_FLOWS] = max_flows
+        c.ctls[:, CTL_MAX_NICS] = max_nics
+        c.ctls[:, CTL_CAPACITY] = ring_capacity
         for k, v in DEFAULTS.items():
-            c.ctl[k] = v
+            c.ctls[:, k] = v
         c.period_ns[:] = DEFAULT_PERIOD_NS
-        c.event_mask[:] = 0
+        c.owner[:] = -1
         return c
 
     @classmethod
-    def attach(cls, name: str) -> "CcShm":
+    def attach(cls, name: str, nic: int = 0) -> "CcShm":
         shm = Shm.attach(f"taurus-cc-{name}", writable=True)
         ctl = shm.array(0, np.int64, (N_CTL,))
         if int(ctl[CTL_MAGIC]) != MAGIC:
             raise ValueError(f"taurus-cc-{name} is not a Taurus CC segment")
-        max_flows = int(ctl[CTL_MAX_FLOWS])
-        return cls(shm, ShmRing.attach(f"taurus-ccring-{name}"), max_flows)
+        max_nics = int(ctl[CTL_MAX_NICS])
+        if not 0 <= nic < max_nics:
+            raise ValueError(f"taurus-cc-{name} has NIC slots 0..{max_nics - 1}, not {nic}")
+        return cls(shm, max_nics, int(ctl[CTL_MAX_FLOWS]), int(ctl[CTL_CAPACITY]), nic)
 
     def close(self) -> None:
-        self.ring.close()
         self.shm.close()
+
+
+def _layout(max_nics: int, max_flows: int, capacity: int) -> dict:
+    lay, off = {}, 0
+    for name, nbytes in (("ctl", max_nics * N_CTL * 8),
+                         *((c, max_flows * 8) for c in _COLUMNS),
+                         ("period", max_flows * 3 * 8), ("prod", max_nics * 64),
+                         ("cons", max_nics * 64), ("rec", max_nics * capacity * REC_WIDTH * 8)):
+        lay[name] = off
+        off += (nbytes + 63) // 64 * 64  # cache-line aligned
+    lay["size"] = off
+    return lay

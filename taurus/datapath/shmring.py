@@ -45,8 +45,8 @@ def _views(shm: Shm, capacity: int, width: int) -> Ring:
 class ShmRing:
     """A named ring.  The creator owns (and unlinks) the segment."""
 
-    def __init__(self, shm: Shm, ring: Ring):
-        self.shm, self.ring = shm, ring
+    def __init__(self, shm: Shm, ring: Ring, owner: bool = True):
+        self.shm, self.ring, self._owner = shm, ring, owner
         self.capacity = ring.rec.shape[0]
         self.width = ring.rec.shape[1]
 
@@ -99,7 +99,9 @@ class ShmRing:
         return int(self.ring.prod[FULL])
 
     def close(self) -> None:
-        self.shm.close()
+        """Release the segment (only a ring that owns its segment does)."""
+        if self._owner:
+            self.shm.close()
 
 
 # -- Numba ends -----------------------------------------------------------
