@@ -3,6 +3,7 @@ import argparse
 import logging
 import sys
 
+from taurus.agent.cli import add_agent_parser
 from taurus.tools.engine_cli import add_engine_parser
 from taurus.tools.topo_cli import add_topo_parser
 
@@ -13,6 +14,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     add_topo_parser(sub)
     add_engine_parser(sub)
+    add_agent_parser(sub)
     d = sub.add_parser("demo", help="traffic between two namespaces through the engine")
     d.add_argument("--seconds", type=float, default=5.0)
     d.add_argument("--port-kind", default="auto", choices=["auto", "af_xdp", "af_packet"])

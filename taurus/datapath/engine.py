@@ -32,16 +32,19 @@ from .ports import memlink
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
 from .ports.dispatch import port_next_event, port_service
 from .ports.table import Ports
+from .ccshm import CcShm
+from .report import OWNER_REPORT, make_report_state, report_timer
 from .shm import Shm
 from .wheel import make_wheel, wheel_alloc, wheel_expire, wheel_next_due
 
 log = logging.getLogger("taurus.engine")
 
 Engine_ = namedtuple("Engine_", ["clk", "pool", "ports", "wheel", "devs", "ctl",
-                                 "burst", "expired", "sw", "nic"])
+                                 "burst", "expired", "sw", "nic", "rep"])
 """Everything the loop touches, passed to every device as `E`.  `sw` and
 `nic` hold the state of every switch / host NIC of this engine (each kind
-sizes its own arrays; see devices/switch.py and devices/nic.py)."""
+sizes its own arrays; see devices/switch.py and devices/nic.py); `rep` is the
+report engine with its views on the agent contract segment (report.py)."""
 
 # Control block (int64, shared memory).
 STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS = range(8)
@@ -90,7 +93,11 @@ def engine_run(E, until, chunk_ns):
         n = wheel_expire(E.wheel, now, E.expired, E.expired.shape[0])
         for k in range(n):
             t = E.expired[k]
-            device_timer(E, E.wheel.owner[t], t, now)
+            owner = E.wheel.owner[t]
+            if owner == OWNER_REPORT:
+                report_timer(E, E.wheel.arg[t], now)
+            else:
+                device_timer(E, owner, t, now)
         work += n
         for d in range(E.ctl[NDEVS]):
             work += device_poll(E, d, now)
@@ -142,7 +149,7 @@ class Engine:
     def __init__(self, clock: str = "virtual", name: str | None = None, n_frames: int = 16384,
                  buf_size: int = 2048, max_ports: int = 64, max_devices: int = 32,
                  burst: int = 32, timers: int = 1 << 16, max_flows: int = 16384,
-                 chunk_ms: float = 20.0):
+                 max_nics: int = 16, ring_capacity: int = 1 << 12, chunk_ms: float = 20.0):
         self.name = name or f"taurus-eng-{os.getpid()}-{id(self) & 0xffff:x}"
         if not self.name.startswith("taurus-"):
             self.name = "taurus-" + self.name
@@ -155,7 +162,11 @@ class Engine:
         self._closed = False
         h, c, n, nm, kd, size = _layout(max_ports)
         self.shm = Shm.create(self.name, size)
+        self.cc = None
         try:
+            # The agent contract: one report ring + control block per NIC slot.
+            self.cc = CcShm.create(self.name[len("taurus-"):], max_flows, ring_capacity,
+                                   max_nics=max_nics)
             hdr = self.shm.array(h, np.int64, (16,))
             hdr[:4] = (MAGIC, max_ports, N_COUNTERS, os.getpid())
             self.ctl = self.shm.array(c, np.int64, (N_CTL,))
@@ -172,11 +183,14 @@ class Engine:
                              ctl=self.ctl, burst=np.zeros(burst, np.int32),
                              expired=np.zeros(256, np.int32),
                              sw=make_switch_state(max_ports, max_flows),
-                             nic=make_nic_state(max_ports, max_flows))
+                             nic=make_nic_state(max_ports, max_flows),
+                             rep=make_report_state(self.cc))
             # Compile (or load from cache) the loop now, before any port is
             # open: a socket that is not polled while the JIT runs overflows.
             engine_run(self.E, now, 0)
         except BaseException:
+            if self.cc is not None:
+                self.cc.close()
             self.shm.close()
             raise
 
@@ -293,14 +307,19 @@ class Engine:
     def now(self) -> int:
         return int(clock_now(self.clk))
 
-    def run_until(self, until_ns: int) -> str:
+    def run_until(self, until_ns: int, stop_idle: bool = True) -> str:
         """Run until the clock reaches until_ns, stop() is called, or (virtual
-        clock) nothing is left to do.  Returns "until", "stopped" or "idle"."""
+        clock, stop_idle) nothing is left to do.  Returns "until", "stopped"
+        or "idle".  With stop_idle=False an idle virtual clock moves on to
+        until_ns, so Python can act at exact times."""
         self.ctl[STOP] = 0
         self.ctl[STATE] = ST_RUNNING
         try:
             while True:
                 r = engine_run(self.E, int(until_ns), self.chunk_ns)
+                if r == R_IDLE and not stop_idle:
+                    clock_advance_to(self.clk, int(until_ns))
+                    return REASONS[R_UNTIL]
                 if r != R_CHUNK:
                     return REASONS[r]
         finally:
@@ -362,6 +381,7 @@ class Engine:
             except Exception as e:  # keep releasing the rest
                 errors.append(e)
         self._handles.clear()
+        self.cc.close()
         self.shm.close()
         if errors:
             raise errors[0]

@@ -1,0 +1,135 @@
+"""The agent process: attach a NIC's CC segment, then drain -> dispatch -> write.
+
+One ``step()`` is one wake-up: heartbeat, drain a batch, deliver it, run the
+host samplers that are due.  ``run()`` loops with an adaptive sleep (50 µs
+after work, doubling to 1 ms when idle, shorter if a sampler is due; never a
+busy poll; no sleep while a full batch suggests more is waiting) until
+SIGINT/SIGTERM, then tears down: algorithms, host actions (cgroups it
+created), the stats file; after that it writes nothing to shared memory.
+"""
+import json
+import logging
+import os
+import signal
+import time
+
+from taurus.datapath.ccshm import CTL_AGENT_PID, CTL_HEARTBEAT_NS, CcShm
+
+from .handler import AlgorithmHandler
+from .host_actions import HostActions
+from .messages import MessageHandler
+from .signals import SamplerSet
+
+log = logging.getLogger("taurus.agent")
+STATS_DIR = "/run/taurus"
+STATS_EVERY_NS = 1_000_000_000
+
+
+def stats_path(nic: str, stats_dir: str = STATS_DIR, slot: int = 0) -> str:
+    return os.path.join(stats_dir, f"agent-{nic}.json" if not slot else f"agent-{nic}-{slot}.json")
+
+
+class Agent:
+    def __init__(self, nic: str, cfg, cc: CcShm | None = None, stats_dir: str | None = STATS_DIR,
+                 slot: int = 0):
+        """``nic``: the contract segment's name (taurus-cc-<nic>); ``slot``: this
+        NIC's slot in it (its ring and control block)."""
+        self.nic, self.cfg = nic, cfg
+        self.cc = cc if cc is not None else CcShm.attach(nic, nic=slot)
+        self._own_cc = cc is None
+        self.samplers = SamplerSet()
+        h = cfg.host
+        for name, args in h.samplers.items():
+            args = dict(args)
+            period_us = args.pop("period_us", None)
+            self.samplers.add(name, period_us and int(period_us) * 1000, **args)
+        self.messages = MessageHandler(self.cc, cfg.backpressure, cfg.agent.batch_max)
+        # Last: the only step that changes the host (it may create a cgroup).
+        self.host = HostActions(h.cgroup, h.create_cgroup) if h.cgroup else None
+        self.handler = AlgorithmHandler(self.cc, cfg, host=self.host, samplers=self.samplers)
+        self.stats_file = stats_path(nic, stats_dir, self.cc.nic) if stats_dir else None
+        self.stopping = False
+        self.torn_down = False
+        self._next_stats = 0
+
+    def start(self) -> None:
+        self.cc.ctl[CTL_AGENT_PID] = os.getpid()
+        self.handler.start()
+        self.cc.ctl[CTL_HEARTBEAT_NS] = time.monotonic_ns()
+
+    def step(self, now_ns: int | None = None) -> int:
+        """One wake-up; returns how many records were drained."""
+        now = time.monotonic_ns() if now_ns is None else now_ns
+        self.cc.ctl[CTL_HEARTBEAT_NS] = time.monotonic_ns()
+        before = self.messages.c["drained"]
+        try:
+            batch = self.messages.poll(now)
+            if batch is not None:
+                self.handler.dispatch(batch, now)
+        finally:
+            self.messages.release()
+        if self.samplers.items:
+            self.handler.deliver_host(self.samplers.due(now), now)
+        return self.messages.c["drained"] - before
+
+    def run(self) -> int:
+        def stop(signum, frame):
+            self.stopping = True
+        old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        a = self.cfg.agent
+        lo, hi = a.sleep_min_us * 1000, a.sleep_max_us * 1000
+        sleep = lo
+        try:
+            self.start()
+            while not self.stopping:
+                n = self.step()
+                now = time.monotonic_ns()
+                if now >= self._next_stats:
+                    self._next_stats = now + STATS_EVERY_NS
+                    self.write_stats()
+                if n and self.cc.ring.pending():
+                    continue                     # more is waiting: no sleep
+                sleep = lo if n else min(sleep * 2, hi)
+                due = self.samplers.next_due()
+                nap = sleep if due is None else min(sleep, max(due - now, 0))
+                if nap:
+                    time.sleep(nap / 1e9)
+        finally:
+            self.teardown()
+            for s, h in old.items():
+                signal.signal(s, h)
+        return 0
+
+    def stats(self) -> dict:
+        return {"nic": self.nic, "pid": os.getpid(), "messages": self.messages.stats(),
+                "handler": self.handler.stats(), "sampler_errors": dict(self.samplers.errors),
+                "host_actions": dict(self.host.counts) if self.host else {}}
+
+    def write_stats(self) -> None:
+        if not self.stats_file:
+            return
+        try:
+            os.makedirs(os.path.dirname(self.stats_file), exist_ok=True)
+            tmp = self.stats_file + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(self.stats(), f)
+            os.replace(tmp, self.stats_file)
+        except OSError as e:
+            log.debug("stats file: %s", e)
+
+    def teardown(self) -> None:
+        if self.torn_down:
+            return
+        self.torn_down = True
+        self.handler.teardown()
+        if self.host is not None:
+            self.host.teardown()
+        if self.stats_file:
+            for p in (self.stats_file, self.stats_file + ".tmp"):
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+        log.info("agent %s stopped: %s", self.nic, json.dumps(self.messages.stats()))
+        if self._own_cc:
+            self.cc.close()

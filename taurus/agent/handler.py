@@ -1,0 +1,216 @@
+"""Algorithm handler (paper §3.5): per-flow instances, event binding,
+filtered ``result_update`` into the CC context table, and containment.
+
+- A flow gets its instance on its first record: the per-flow override if
+  configured, else the default algorithm.  Its event_mask is set from the
+  instance's bindings; ctl[CTL_DEFAULT_MASK] is the default algorithm's.
+- Only bound events are delivered (others counted as ``unbound``), one
+  ``Events`` batch per (flow, event) per step, then ``decide()``.
+- Results pass the boundary and duplicate-value filters (filters.py); the
+  written fields, then ``version`` and ``updated_ns``, are stored per flow.
+- Containment: an exception in any algorithm call, a non-numeric / NaN /
+  infinite value, or a clamped value never reaches the table unfiltered; the
+  flow keeps its last good decision.  Each kind of fault is logged once per
+  algorithm, then only counted (``faults`` in stats, and a summary at teardown).
+"""
+import logging
+import math
+
+import numpy as np
+
+from taurus.cc_algorithms.base import HANDLERS, Events, FlowContext, HostSample, event_mask
+from taurus.datapath.ccshm import CTL_DEFAULT_MASK, EV_CUSTOM, EV_HOST, FL_CC_ACTIVE, V0
+
+from .filters import FIELDS, UpdateFilter
+from .signals import CUSTOM_PARSERS, raw_bytes
+
+log = logging.getLogger("taurus.agent.handler")
+ENGINE_EVENTS = ~(1 << EV_HOST)   # HOST is the agent's own: never asked of the engine
+
+
+def _num(v) -> float:
+    """NaN: not set; inf: set to something unusable (rejected by the filter)."""
+    if v is None:
+        return math.nan
+    try:
+        f = float(v)
+    except (TypeError, ValueError, OverflowError):
+        return math.inf
+    return f if math.isfinite(f) else math.inf
+
+
+class AlgorithmHandler:
+    def __init__(self, cc, cfg, host=None, samplers=None):
+        self.cc, self.cfg, self.host, self.samplers = cc, cfg, host, samplers
+        self.default, self.per_flow = cfg.resolve()
+        b = cfg.bounds
+        self.filter = UpdateFilter(cc.max_flows,
+                                   (b.rate_min_bps, cfg.cwnd_min(), b.credit_min_bytes),
+                                   (cfg.rate_max(), b.cwnd_max_bytes, b.credit_max_bytes))
+        self.inst = {}              # flow -> Algorithm
+        self.failed = set()         # flows whose instance could not be made
+        self.host_bound = []        # instances bound to HOST
+        self.segments = {sid: CUSTOM_PARSERS[name]
+                         for name, sid in cfg.agent.custom_segments.items() if name in CUSTOM_PARSERS}
+        self.faults = {}            # (algorithm, what) -> count
+        self.c = dict(flows=0, unbound=0, no_algorithm=0, custom_unparsed=0, calls=0)
+
+    def start(self) -> None:
+        cls, params = self.default
+        self.cc.ctl[CTL_DEFAULT_MASK] = self._mask_of_class(cls, params)
+
+    def _mask_of_class(self, cls, params) -> int:
+        """Bindings of a fresh instance (bindings() may read params, not setup state)."""
+        probe = cls(FlowContext(-1, self.cfg.agent.mss, self.cfg.agent.line_rate_bps), params)
+        try:
+            return event_mask(probe) & ENGINE_EVENTS
+        except Exception:
+            return event_mask(cls) & ENGINE_EVENTS
+
+    # ---- containment ----------------------------------------------------
+    def fault(self, inst_or_cls, what: str, exc: BaseException | None = None) -> None:
+        name = getattr(inst_or_cls, "name", "?")
+        k = (name, what)
+        n = self.faults.get(k, 0) + 1
+        self.faults[k] = n
+        if n == 1:
+            log.warning("algorithm %r: %s%s (logged once; further occurrences are counted)",
+                        name, what, f": {exc!r}" if exc is not None else "")
+
+    # ---- instances ------------------------------------------------------
+    def instance(self, flow: int):
+        a = self.inst.get(flow)
+        if a is not None or flow in self.failed:
+            return a
+        cls, params = self.per_flow.get(flow, self.default)
+        ctx = FlowContext(flow, self.cfg.agent.mss, self.cfg.agent.line_rate_bps,
+                          self.cfg.bounds.cwnd_max_bytes, self.host)
+        try:
+            a = cls(ctx, params)
+            a.setup()
+            mask = event_mask(a)
+        except Exception as e:
+            self.fault(cls, "setup failed", e)
+            self.failed.add(flow)
+            return None
+        a._handlers = [getattr(a, HANDLERS[e]) for e in range(len(HANDLERS))]
+        a._mask = mask
+        for name, period in (cls.samplers or {}).items():
+            if self.samplers is not None:
+                try:
+                    self.samplers.add(name, period)
+                except Exception as e:
+                    self.fault(cls, f"host sampler {name!r} unavailable", e)
+        if mask >> EV_HOST & 1:
+            self.host_bound.append(a)
+        self.inst[flow] = a
+        self.cc.event_mask[flow] = mask & ENGINE_EVENTS
+        self.cc.flags[flow] |= FL_CC_ACTIVE
+        self.c["flows"] += 1
+        return a
+
+    def _call(self, a, fn, arg=None) -> None:
+        try:
+            fn() if arg is None else fn(arg)
+        except Exception as e:
+            a._result = None          # a half-made decision is not a decision
+            self.fault(a, f"{getattr(fn, '__name__', 'handler')} raised", e)
+
+    # ---- delivery -------------------------------------------------------
+    def dispatch(self, batch, now_ns: int) -> None:
+        """Deliver a message-handler Batch, then decide and write per flow."""
+        rec, order = batch.rec, batch.order
+        touched = []
+        prev = -1
+        a = None
+        for g, (f, e, s, t) in enumerate(zip(batch.flow.tolist(), batch.event.tolist(),
+                                             batch.start.tolist(), batch.end.tolist())):
+            if f != prev:
+                prev = f
+                a = self.instance(f)
+                if a is not None:
+                    touched.append(a)
+            if a is None:
+                self.c["no_algorithm"] += t - s
+                continue
+            if not a._mask >> e & 1:
+                self.c["unbound"] += t - s
+                continue
+            self.c["calls"] += 1
+            if e == EV_CUSTOM:
+                self._custom(a, f, rec[order[s:t]])
+            else:
+                self._call(a, a._handlers[e], Events(f, e, rec, order[s:t], None, batch, g))
+        self._decide_and_write(touched, now_ns)
+
+    def _custom(self, a, flow, rec) -> None:
+        seg = rec[:, V0]
+        for sid in np.unique(seg).tolist():     # usually one segment kind
+            part = rec[seg == sid]
+            parser = self.segments.get(sid)
+            parsed = None
+            if parser is not None:
+                try:
+                    parsed = parser(*raw_bytes(part))
+                except Exception as e:
+                    self.fault(a, f"custom parser for segment {sid} raised", e)
+            else:
+                self.c["custom_unparsed"] += len(part)
+            self._call(a, a._handlers[EV_CUSTOM], Events.of(flow, EV_CUSTOM, part, parsed))
+
+    def deliver_host(self, samples, now_ns: int) -> None:
+        """Host samples (name, values) to every instance bound to HOST."""
+        if not samples or not self.host_bound:
+            return
+        for name, values in samples:
+            hs = HostSample(name, now_ns, values)
+            for a in self.host_bound:
+                self._call(a, a._handlers[EV_HOST], hs)
+        self._decide_and_write(self.host_bound, now_ns)
+
+    def _decide_and_write(self, insts, now_ns: int) -> None:
+        flows, vals, owners = [], [], []
+        for a in insts:
+            self._call(a, a.decide)
+            r = a._result
+            if r is not None:
+                a._result = None
+                flows.append(a.flow)
+                vals.append((_num(r[0]), _num(r[1]), _num(r[2])))
+                owners.append(a)
+        if flows:
+            self.write(np.array(flows, np.int64), np.array(vals, np.float64), owners, now_ns)
+
+    def write(self, flows, vals, owners, now_ns: int) -> None:
+        write, iv, clamped = self.filter.apply(flows, vals)
+        bad = np.isinf(vals)
+        # Faulty rows are the exception, so per-row Python here is fine.
+        for mask, what in ((bad, "non-finite or non-numeric"), (clamped, "out of bounds, clamped:")):
+            for i, j in zip(*np.nonzero(mask)):
+                self.fault(owners[i], f"{what} {FIELDS[j]}")
+        rows = write.any(1)
+        if not rows.any():
+            return
+        cols = (self.cc.rate, self.cc.cwnd, self.cc.credit)
+        for j in range(3):
+            w = write[:, j]
+            if w.any():
+                cols[j][flows[w]] = iv[w, j]
+        f = flows[rows]
+        self.cc.version[f] += 1         # after the values: a reader sees them first
+        self.cc.updated_ns[f] = now_ns
+
+    # ---- teardown -------------------------------------------------------
+    def teardown(self) -> None:
+        for a in self.inst.values():
+            self._call(a, a.teardown)
+        for (name, what), n in sorted(self.faults.items()):
+            if n > 1:
+                log.warning("algorithm %r: %s: %d times in all", name, what, n)
+        self.inst.clear()
+        self.host_bound.clear()
+
+    def stats(self) -> dict:
+        return dict(self.c, filters=dict(self.filter.c),
+                    faults={f"{n}: {w}": c for (n, w), c in self.faults.items()})
+

@@ -1,0 +1,242 @@
+"""Message handler (paper §3.5): drain the report ring in batches, account for
+every record, apply back-pressure, and order records by hardware timestamps.
+
+Per step, vectorised (numpy; no per-record Python):
+1. back-pressure: ring occupancy before the drain, records the producer
+   refused since last step (ctl[CTL_RING_FULL] / the ring's own counter) and
+   drain lag (now - oldest T_FIRST) decide.  Hot (occupancy >= high, any
+   refusal, or lag >= lag_high): the multiplier ctl[CTL_BACKPRESSURE] doubles
+   (<= max_factor), which the engine applies to every aggregation period.
+   Calm (occupancy <= low, lag < lag_high/2) for calm_steps steps in a row:
+   it halves.  The gap between the two is the hysteresis.
+2. sequence check: SEQ must continue where the last batch ended; each missing
+   number is a gap, counted here and in ctl[CTL_GAPS].
+3. bounds check: flow, event and custom length out of range, and flows
+   owned by another NIC slot, are dropped and counted (the agent trusts
+   nothing it reads).
+4. overload (occupancy >= evict before the drain): Accumulable and
+   Coalescent records of the same flow and event are merged into one
+   (sums, max PSN, latest value — the engine's own merge rules); Raw records
+   (RTT samples, custom segments) cannot merge, so only the newest raw_keep
+   per flow and event are kept and the older ones are evicted, counted here
+   and in ctl[CTL_EVICTED].
+5. order: records are sorted by (flow, event, T_FIRST); groups of one flow
+   are delivered in order of their first arrival.  A record older than one
+   already delivered for its flow and event (reordered across batches) is
+   delivered anyway and counted as ``late``.
+
+Conservation: producer attempts == drained + refused (+ still pending), and
+drained == delivered + merged + evicted + invalid.
+"""
+import numpy as np
+
+from taurus.datapath.ccshm import (CLS_RAW, COUNT, CTL_BACKPRESSURE, CTL_EVICTED, CTL_GAPS,
+                                   CTL_RING_FULL, CUSTOM_MAX, EV_ACK, EV_CREDIT, EV_CUSTOM,
+                                   EV_ECN, EV_HOST, EV_NACK, EV_OOO, EV_RTO, EV_TX, EVENT,
+                                   EVENT_CLASS, FLOW, N_EVENTS, N_VALUES, SEQ, T_FIRST, T_LAST, V0)
+from taurus.datapath.shmring import HEAD, TAIL
+
+# Merge rule of each value of each event (used only in overload).
+SUM, MAX, LAST = 0, 1, 2
+MERGE = np.full((N_EVENTS, N_VALUES), LAST, np.int64)
+MERGE[EV_ACK, :2], MERGE[EV_ACK, 2] = SUM, MAX            # bytes, packets; highest PSN
+MERGE[EV_ECN, :2] = SUM
+MERGE[EV_OOO, 0] = SUM
+MERGE[EV_RTO, 0] = SUM                                     # timeouts; last PSN
+MERGE[EV_TX, :2] = SUM                                     # bytes, packets; in-flight now
+MERGE[EV_NACK, :2] = SUM                                   # NACKs, trimmed; last PSN
+MERGE[EV_CREDIT, 0] = MAX                                  # cumulative credit
+LAG_SANE_NS = 1_000_000_000  # a lag beyond this means the clocks differ (virtual time)
+
+
+class Batch:
+    """Group i is rows ``order[start[i]:end[i]]`` of ``rec``, all of ``flow[i]``
+    and ``event[i]``, oldest first; groups are in delivery order.  ``rec`` may
+    be a view of the ring itself: valid until the handler's ``release()``.
+    ``group_sum(j)`` sums column j per group for all groups at once (cached),
+    so an algorithm's ``ev.total(...)`` costs a lookup."""
+    __slots__ = ("rec", "order", "flow", "event", "start", "end", "_kstart", "_go", "_sums")
+
+    def __init__(self, rec, order, kstart, go, flow, event):
+        self.rec, self.order, self._kstart, self._go = rec, order, kstart, go
+        kend = np.concatenate((kstart[1:], [len(order)]))
+        self.flow, self.event, self.start, self.end = flow[go], event[go], kstart[go], kend[go]
+        self._sums = {}
+
+    def __len__(self):
+        return len(self.flow)
+
+    def group_sum(self, j: int) -> np.ndarray:
+        s = self._sums.get(j)
+        if s is None:
+            s = self._sums[j] = np.add.reduceat(self.rec[self.order, j], self._kstart)[self._go]
+        return s
+
+
+def _order(rec):
+    """(order, sorted keys, group starts, group ends) by (flow, event, T_FIRST)."""
+    key = rec[:, FLOW] * N_EVENTS + rec[:, EVENT]
+    if len(key) and int(key.max()) < 1 << 15:
+        key = key.astype(np.int16)          # numpy radix-sorts small ints
+    t = rec[:, T_FIRST]
+    if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):
+        o = np.argsort(t, kind="stable")    # two stable passes: by time, then by key
+        o = o[np.argsort(key[o], kind="stable")]
+    else:
+        o = np.argsort(key, kind="stable")
+    ks = key[o].astype(np.int64)
+    start = np.concatenate(([0], np.flatnonzero(ks[1:] != ks[:-1]) + 1))
+    end = np.concatenate((start[1:], [len(ks)]))
+    return o, ks, start, end
+
+
+class MessageHandler:
+    def __init__(self, cc, bp, batch_max: int = 65536):
+        self.cc, self.ring, self.ctl, self.bp = cc, cc.ring, cc.ctl, bp
+        self.batch_max = batch_max
+        self.next_seq = None
+        self.refused_seen = self._refused()
+        self.last_t = np.full(cc.max_flows * N_EVENTS, np.iinfo(np.int64).min, np.int64)
+        self.calm = 0
+        self.c = dict(drained=0, delivered=0, merged=0, evicted=0, invalid=0, gaps=0,
+                      seq_back=0, late=0, steps=0, bp_raised=0, bp_lowered=0, overload_steps=0)
+        self.occupancy = 0.0
+        self._tail_after = None
+
+    def _refused(self) -> int:
+        return max(int(self.ctl[CTL_RING_FULL]), self.ring.refused())
+
+    def _peek(self):
+        """The oldest published records, as a view of the ring (no copy; up to
+        the ring's end, so a wrapped batch comes in two steps)."""
+        r = self.ring.ring
+        tail = int(r.cons[TAIL])
+        n = min(int(r.prod[HEAD]) - tail, self.batch_max)   # x86: loads keep order
+        i = tail % self.ring.capacity
+        n = min(n, self.ring.capacity - i)
+        self._tail_after = tail + n
+        return r.rec[i:i + n]
+
+    def release(self) -> None:
+        """Hand the records of the last poll back to the producer."""
+        if self._tail_after is not None:
+            self.ring.ring.cons[TAIL] = self._tail_after
+            self._tail_after = None
+
+    def poll(self, now_ns: int) -> Batch | None:
+        """Account for, check and order the next batch; call ``release()`` after
+        delivering it (the batch may be a view of the ring)."""
+        self.release()
+        pending = self.ring.pending()
+        occ = pending / self.ring.capacity
+        self.occupancy = occ
+        refused = self._refused()
+        new_refused, self.refused_seen = refused - self.refused_seen, refused
+        rec = self._peek() if pending else None
+        n = 0 if rec is None else len(rec)
+        lag = now_ns - int(rec[:, T_FIRST].min()) if n else -1
+        self._backpressure(occ, new_refused, lag if 0 <= lag < LAG_SANE_NS else -1)
+        self.c["steps"] += 1
+        if not n:
+            return None
+        self.c["drained"] += n
+        self._check_seq(rec[:, SEQ])
+        rec = self._valid(rec)
+        if occ >= self.bp.evict and len(rec):
+            self.c["overload_steps"] += 1
+            rec = self._merge_evict(rec)
+        if not len(rec):
+            return None
+        self.c["delivered"] += len(rec)
+        order, key, start, end = _order(rec)
+        t = rec[order, T_FIRST]
+        self.c["late"] += int(np.count_nonzero(t < self.last_t[key]))
+        gkey = key[start]
+        self.last_t[gkey] = np.maximum(self.last_t[gkey], t[end - 1])
+        flow, event = gkey // N_EVENTS, gkey % N_EVENTS
+        go = np.lexsort((event, t[start], flow))   # per flow, by first arrival
+        return Batch(rec, order, start, go, flow, event)
+
+    # ---- 1. back-pressure -------------------------------------------------
+    def _backpressure(self, occ: float, new_refused: int, lag: int) -> None:
+        cfg = self.bp
+        cur = max(int(self.ctl[CTL_BACKPRESSURE]), 1)
+        lag_hi = cfg.lag_high_us * 1000
+        new = cur
+        if occ >= cfg.high or new_refused > 0 or lag >= lag_hi > 0:
+            self.calm = 0
+            new = min(cur * 2, cfg.max_factor)
+        elif occ <= cfg.low and lag < lag_hi // 2:
+            self.calm += 1
+            if self.calm >= cfg.calm_steps and cur > 1:
+                self.calm, new = 0, cur // 2
+        else:
+            self.calm = 0
+        if new != cur:
+            self.c["bp_raised" if new > cur else "bp_lowered"] += 1
+            self.ctl[CTL_BACKPRESSURE] = new
+
+    # ---- 2. sequence numbers --------------------------------------------
+    def _check_seq(self, seq: np.ndarray) -> None:
+        if self.next_seq is None:
+            self.next_seq = int(seq[0])
+        n, first = len(seq), self.next_seq
+        if int(seq[0]) == first and int(seq[-1]) == first + n - 1 and \
+                (n < 3 or np.all(np.diff(seq) == 1)):
+            self.next_seq = first + n
+            return
+        d = np.diff(np.r_[np.int64(first - 1), seq])
+        gaps = int((d[d > 1] - 1).sum())
+        self.c["gaps"] += gaps
+        self.c["seq_back"] += int(np.count_nonzero(d < 1))
+        if gaps:
+            self.ctl[CTL_GAPS] += gaps
+        self.next_seq = max(first, int(seq.max()) + 1)
+
+    # ---- 3. bounds ------------------------------------------------------
+    def _valid(self, rec: np.ndarray) -> np.ndarray:
+        f, e = rec[:, FLOW], rec[:, EVENT]
+        ok = (f >= 0) & (f < self.cc.max_flows) & (e >= 0) & (e < N_EVENTS) & (e != EV_HOST) \
+            & (rec[:, COUNT] >= 0)
+        # Flows are engine-wide: never act on a flow another NIC slot owns
+        # (-1, no owner recorded yet, is accepted).
+        own = self.cc.owner[np.where(ok, f, 0)]
+        ok &= (own == self.cc.nic) | (own < 0)
+        ln = rec[:, V0 + 1]
+        ok &= (e != EV_CUSTOM) | ((ln >= 0) & (ln <= CUSTOM_MAX))
+        bad = len(rec) - int(np.count_nonzero(ok))
+        if bad:
+            self.c["invalid"] += bad
+            rec = rec[ok]
+        return rec
+
+    # ---- 4. overload: merge what merges, evict the oldest of the rest -----
+    def _merge_evict(self, rec: np.ndarray) -> np.ndarray:
+        order, key, start, end = _order(rec)
+        rec = rec[order]
+        ev = key[start] % N_EVENTS
+        raw = EVENT_CLASS[ev] == CLS_RAW
+        sums = np.add.reduceat(rec, start, axis=0)
+        maxs = np.maximum.reduceat(rec, start, axis=0)
+        merged = rec[end - 1].copy()                 # latest values, SEQ, T_LAST
+        merged[:, T_FIRST] = rec[start, T_FIRST]
+        merged[:, T_LAST] = maxs[:, T_LAST]
+        merged[:, COUNT] = sums[:, COUNT]
+        rule = MERGE[ev]
+        v = slice(V0, V0 + N_VALUES)
+        merged[:, v] = np.where(rule == SUM, sums[:, v], np.where(rule == MAX, maxs[:, v],
+                                                                  merged[:, v]))
+        lens = end - start
+        pos = np.arange(len(rec)) - np.repeat(start, lens)      # index within its group
+        is_raw = np.repeat(raw, lens)
+        keep_raw = is_raw & (pos >= np.repeat(lens - self.bp.raw_keep, lens))
+        evicted = int(is_raw.sum()) - int(keep_raw.sum())
+        self.c["merged"] += int((lens[~raw] - 1).sum())
+        if evicted:
+            self.c["evicted"] += evicted
+            self.ctl[CTL_EVICTED] += evicted
+        return np.concatenate([merged[~raw], rec[keep_raw]])
+
+    def stats(self) -> dict:
+        return dict(self.c, backpressure=int(self.ctl[CTL_BACKPRESSURE]),
+                    occupancy=round(self.occupancy, 4), refused=self.refused_seen)

@@ -1,0 +1,188 @@
+"""The algorithm API (paper appendix A, in Python).
+
+Life cycle: the agent makes one instance per flow, calls ``setup()``, then
+delivers only the events the instance binds, each as an ``Events`` batch (all
+records of one event type for one flow from one drain, oldest first), then
+``decide()`` once per flow and step.  Handlers publish decisions with
+``result_update(rate=, cwnd=, credit=)``; the agent filters them (bounds,
+duplicates) before writing the context table.  ``teardown()`` at exit.
+
+    class MyCC(Algorithm):
+        name = "mycc"
+        binds = ("ACK", "ECN")
+        Params = MyParams                 # a dataclass deriving from Params
+        def setup(self): self.cwnd = 10 * self.mss
+        def on_ack(self, ev): ...ev.total("bytes")...
+        def on_ecn(self, ev): ...
+        def decide(self): self.result_update(cwnd=self.cwnd)
+"""
+import dataclasses
+
+from taurus.datapath.ccshm import (COUNT, EV_ACK, EV_CREDIT, EV_CUSTOM, EV_ECN, EV_HOST,
+                                   EV_NACK, EV_OOO, EV_RTO, EV_RTT, EV_TX, EVENT_NAMES, T_FIRST,
+                                   T_LAST, V0)
+
+from .params import ConfigError, Params
+
+# Names of V0.. per event (ccshm.py documents the values).
+FIELDS = {
+    EV_ACK: ("bytes", "packets", "psn"),
+    EV_ECN: ("bytes", "packets"),
+    EV_OOO: ("packets",),
+    EV_RTO: ("timeouts", "psn"),
+    EV_RTT: ("rtt_ns", "psn", "qdelay_ns", "hops"),
+    EV_TX: ("bytes", "packets", "inflight"),
+    EV_CUSTOM: ("segment", "length"),
+    EV_NACK: ("nacks", "trimmed", "psn"),
+    EV_CREDIT: ("credit",),
+}
+_COL = {e: {n: V0 + i for i, n in enumerate(names)} for e, names in FIELDS.items()}
+HANDLERS = {EV_ACK: "on_ack", EV_ECN: "on_ecn", EV_OOO: "on_ooo", EV_RTO: "on_rto",
+            EV_RTT: "on_rtt", EV_TX: "on_tx", EV_CUSTOM: "on_custom", EV_HOST: "on_host",
+            EV_NACK: "on_nack", EV_CREDIT: "on_credit"}
+EVENT_IDS = {n: i for i, n in enumerate(EVENT_NAMES)}
+
+
+class Events:
+    """All records of one event type for one flow from one drain, oldest first.
+
+    The records stay where the agent read them (``batch`` rows ``idx``), so
+    making an Events costs nothing; accessors gather what they need.  Field
+    names come from FIELDS: ``total("bytes")`` (sum), ``last("psn")``,
+    ``col("rtt_ns")`` (a numpy copy), ``rec`` (int64[n, REC_WIDTH] copy).
+    Copy what you keep: the batch is reused after the call.  ``parsed``
+    (CUSTOM only): a dict of numpy columns from the segment's parser.
+    """
+    __slots__ = ("flow", "event", "batch", "idx", "parsed", "src", "g")
+
+    def __init__(self, flow: int, event: int, batch, idx, parsed=None, src=None, g=0):
+        self.flow, self.event, self.batch, self.idx, self.parsed = flow, event, batch, idx, parsed
+        self.src, self.g = src, g      # the agent's Batch and this group's index in it
+
+    @classmethod
+    def of(cls, flow: int, event: int, rec, parsed=None) -> "Events":
+        """Events over every row of ``rec`` (tests, synthetic events)."""
+        import numpy as np
+        return cls(flow, event, rec, np.arange(len(rec)), parsed)
+
+    def __len__(self):
+        return len(self.idx)
+
+    def _c(self, j):
+        return self.batch[self.idx, j]
+
+    def col(self, name: str):
+        return self._c(_COL[self.event][name])
+
+    def total(self, name: str) -> int:
+        j = _COL[self.event][name]
+        # One record is the common case after aggregation: skip numpy's sum.
+        if len(self.idx) == 1:
+            return int(self.batch[self.idx[0], j])
+        if self.src is not None:       # per-group sums of the whole batch, computed once
+            return int(self.src.group_sum(j)[self.g])
+        return int(self._c(j).sum())
+
+    def last(self, name: str) -> int:
+        return int(self.batch[self.idx[-1], _COL[self.event][name]])
+
+    @property
+    def rec(self):
+        return self.batch[self.idx]
+
+    @property
+    def t_first(self):
+        return self._c(T_FIRST)
+
+    @property
+    def t_last(self):
+        return self._c(T_LAST)
+
+    @property
+    def signals(self) -> int:
+        """How many signals the records aggregate."""
+        return int(self._c(COUNT).sum())
+
+
+@dataclasses.dataclass
+class HostSample:
+    """One reading of a host sampler (EV_HOST): ``source`` is the sampler's
+    name, ``values`` its numbers (see taurus.agent.signals)."""
+    source: str
+    t_ns: int
+    values: dict
+
+
+@dataclasses.dataclass
+class FlowContext:
+    """What the agent tells an instance about its flow and host."""
+    flow: int
+    mss: int
+    line_rate_bps: int
+    max_cwnd: int = 1 << 40      # the boundary filter's cwnd ceiling (bytes)
+    host: object = None          # taurus.agent.host_actions.HostActions or None
+
+
+class Algorithm:
+    name = "base"
+    Params = Params
+    binds: tuple = ()            # event names, e.g. ("ACK", "ECN")
+    samplers: dict = {}          # host samplers wanted: name -> period (ns)
+
+    def __init__(self, ctx: FlowContext, params: Params):
+        self.ctx, self.params = ctx, params
+        self.flow, self.mss, self.line_rate_bps = ctx.flow, ctx.mss, ctx.line_rate_bps
+        self._result = None
+
+    # ---- life cycle (override what you need) ----
+    def setup(self) -> None:
+        pass
+
+    def bindings(self) -> tuple:
+        """Events this instance binds; default: the class's ``binds``."""
+        return self.binds
+
+    def decide(self) -> None:
+        """Called once per flow after a step's events were delivered."""
+
+    def teardown(self) -> None:
+        pass
+
+    # ---- the decision ----
+    def result_update(self, rate=None, cwnd=None, credit=None) -> None:
+        """Publish a decision (bit/s, bytes, bytes); None leaves a field alone.
+        The agent filters and writes it after this flow's step."""
+        r = self._result or [None, None, None]
+        for i, v in enumerate((rate, cwnd, credit)):
+            if v is not None:
+                r[i] = v
+        self._result = r
+
+    # ---- event handlers (bound ones must be overridden) ----
+    def on_ack(self, ev: Events): pass
+    def on_ecn(self, ev: Events): pass
+    def on_ooo(self, ev: Events): pass
+    def on_rto(self, ev: Events): pass
+    def on_rtt(self, ev: Events): pass
+    def on_tx(self, ev: Events): pass
+    def on_custom(self, ev: Events): pass
+    def on_host(self, sample: HostSample): pass
+    def on_nack(self, ev: Events): pass
+    def on_credit(self, ev: Events): pass
+
+
+def event_mask(cls_or_inst) -> int:
+    """Bit EV_x for each bound event; unknown names or missing handlers are errors."""
+    binds = cls_or_inst.bindings() if isinstance(cls_or_inst, Algorithm) else cls_or_inst.binds
+    cls = cls_or_inst if isinstance(cls_or_inst, type) else type(cls_or_inst)
+    mask = 0
+    for b in binds:
+        e = EVENT_IDS.get(str(b).upper()) if not isinstance(b, int) else b
+        if e is None or not 0 <= e < len(EVENT_NAMES):
+            raise ConfigError(f"algorithm {cls.name!r} binds unknown event {b!r} "
+                              f"(events: {', '.join(EVENT_NAMES)})")
+        if getattr(cls, HANDLERS[e]) is getattr(Algorithm, HANDLERS[e]):
+            raise ConfigError(f"algorithm {cls.name!r} binds {EVENT_NAMES[e]} "
+                              f"but does not define {HANDLERS[e]}()")
+        mask |= 1 << e
+    return mask

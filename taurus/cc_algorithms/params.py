@@ -1,0 +1,110 @@
+"""Typed dataclasses built from config tables, with errors that name the key.
+
+Used for algorithm parameters and for the agent's own config: every unknown
+key, wrong type or out-of-range value raises ``ConfigError`` naming where it
+is (``[agent.params] g: expected float, got str 'x'``).
+"""
+import dataclasses
+import math
+import types
+import typing
+
+
+class ConfigError(ValueError):
+    """A config or parameter value that cannot be used (the message says where)."""
+
+
+def _type_name(t) -> str:
+    return getattr(t, "__name__", str(t))
+
+
+def _coerce(value, typ, where: str):
+    origin = typing.get_origin(typ)
+    if origin in (typing.Union, types.UnionType):           # X | None
+        args = typing.get_args(typ)
+        if value is None and type(None) in args:
+            return None
+        for t in args:
+            if t is type(None):
+                continue
+            try:
+                return _coerce(value, t, where)
+            except ConfigError:
+                pass
+        raise ConfigError(f"{where}: expected {' or '.join(_type_name(a) for a in args)}, "
+                          f"got {type(value).__name__} {value!r}")
+    if dataclasses.is_dataclass(typ):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a table, got {type(value).__name__}")
+        return build(typ, value, where)
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__} {value!r}")
+        (item,) = typing.get_args(typ)[:1] or (typing.Any,)
+        return [_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict or typ is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a table, got {type(value).__name__}")
+        args = typing.get_args(typ)
+        if len(args) == 2:
+            return {k: _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
+        return dict(value)
+    if typ is typing.Any:
+        return value
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true/false, got {type(value).__name__} {value!r}")
+        return value
+    if typ is int:
+        # TOML writes big numbers as floats (1e9): accept whole floats.
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {type(value).__name__} {value!r}")
+        return value
+    if typ is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {type(value).__name__} {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: must be finite, got {value!r}")
+        return float(value)
+    if typ is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {type(value).__name__} {value!r}")
+        return value
+    raise ConfigError(f"{where}: unsupported parameter type {_type_name(typ)}")
+
+
+def build(cls, data: dict | None, where: str):
+    """An instance of dataclass ``cls`` from ``data``; unknown keys, bad types and
+    failed ``check()`` calls raise ConfigError naming ``where.key``."""
+    data = dict(data or {})
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    for k in data:
+        if k not in names:
+            raise ConfigError(f"{where}: unknown key {k!r} (known: {', '.join(names) or 'none'})")
+    kwargs = {k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()}
+    obj = cls(**kwargs)
+    check = getattr(obj, "check", None)
+    if check is not None:
+        try:
+            check()
+        except ConfigError as e:
+            raise ConfigError(f"{where}.{e}") from None
+    return obj
+
+
+def require(cond: bool, key: str, why: str) -> None:
+    """For ``check()`` methods: ``require(self.g > 0, "g", "must be > 0")``."""
+    if not cond:
+        raise ConfigError(f"{key}: {why}")
+
+
+@dataclasses.dataclass
+class Params:
+    """Base of every algorithm's parameter dataclass; override ``check()``
+    with ``require(...)`` calls."""
+
+    def check(self) -> None:
+        pass

@@ -1,0 +1,195 @@
+"""The type-aware message report engine (TAURUS §3.4), inside the engine.
+
+Signal-level aggregation: every signal a NIC collects goes to its event's
+engine class (ccshm.EVENT_CLASS).  Accumulable events are summed, Coalescent
+events merged, each over a per-flow period set by the algorithm
+(period_ns[flow, class], times the agent's back-pressure factor); Raw events
+(and every event when aggregation is off: the CCP-like per-event design) go
+out at once.  When a (flow, class) window closes, its aggregates move out as
+messages and the slots start empty, so a closed aggregate is never written
+again (the role of the paper's ping-pong buffer).  Each message carries the
+arrival time of the first and last signal it aggregates.
+
+Message-level aggregation: messages are written straight into free slots of
+the NIC's report ring but published only when the staged batch reaches
+CTL_BATCH_BYTES or its oldest message CTL_DEADLINE_NS.  A ring without room
+refuses the message and counts it (CTL_RING_FULL): never silent.
+
+Timers (windows, deadlines) live on the engine's wheel with the reserved
+owner OWNER_REPORT; the engine loop hands them back to ``report_timer``.
+"""
+from collections import namedtuple
+
+import numba as nb
+import numpy as np
+
+from . import ccshm as C
+from .shmring import Ring, ring_publish, ring_slot, ring_space
+from .wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
+
+Report = namedtuple("Report", ["acc", "win_timer", "staged", "dl_timer", "hdr",
+                               "rings", "ctls", "mask", "period", "owner"])
+"""acc int64[F, N_EVENTS, A_W]: open aggregates; win_timer int32[F, 3]:
+window timer per (flow, class), -1 until first used; staged int64[K, 2]:
+messages staged per NIC and when the oldest was staged; dl_timer int32[K];
+hdr uint64[8] (a dummy ring header); the rest are views on the CcShm."""
+
+A_COUNT, A_FIRST, A_LAST, A_V = 0, 1, 2, 3
+A_W = A_V + C.N_VALUES
+REC_BYTES = C.REC_WIDTH * 8
+OWNER_REPORT = -2
+TAG_WINDOW = np.int64(1) << 40
+TAG_DEADLINE = np.int64(2) << 40
+
+SUM, MAX, LAST = 0, 1, 2
+# How each value of each event merges inside a window (rows: events).
+MERGE = np.array([[SUM, SUM, MAX, LAST],    # ACK: bytes, packets, highest cum PSN
+                  [SUM, SUM, LAST, LAST],   # ECN: bytes, packets
+                  [SUM, LAST, LAST, LAST],  # OOO: count
+                  [SUM, LAST, LAST, LAST],  # RTO: count, last PSN
+                  [LAST, LAST, LAST, LAST],  # RTT (Raw)
+                  [SUM, SUM, LAST, LAST],   # TX: bytes, packets, in flight now
+                  [LAST, LAST, LAST, LAST],  # CUSTOM (Raw)
+                  [LAST, LAST, LAST, LAST],  # HOST (software only)
+                  [SUM, SUM, LAST, LAST],   # NACK: count, trimmed, last PSN
+                  [MAX, LAST, LAST, LAST]],  # CREDIT: cumulative grant
+                 np.int64)
+
+
+def make_report_state(cc: "C.CcShm") -> Report:
+    f, k = cc.max_flows, cc.max_nics
+    return Report(acc=np.zeros((f, C.N_EVENTS, A_W), np.int64),
+                  win_timer=np.full((f, 3), -1, np.int32),
+                  staged=np.zeros((k, 2), np.int64), dl_timer=np.full(k, -1, np.int32),
+                  hdr=np.zeros(8, np.uint64), rings=cc.rings, ctls=cc.ctls,
+                  mask=cc.event_mask, period=cc.period_ns, owner=cc.owner)
+
+
+@nb.njit(cache=True, inline="always")
+def _ring(R, k):
+    return Ring(R.hdr, R.rings.prod[k], R.rings.cons[k], R.rings.rec[k])
+
+
+@nb.njit(cache=True)
+def report_publish(R, k):
+    n = R.staged[k, 0]
+    if n > 0:
+        ring_publish(_ring(R, k), n)
+        R.ctls[k, C.CTL_REPORTED] += n
+        R.staged[k, 0] = 0
+
+
+@nb.njit(cache=True)
+def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
+    """Write one message into NIC k's next free ring slot (unpublished)."""
+    ring = _ring(R, k)
+    n = R.staged[k, 0]
+    if ring_space(ring) <= n:
+        R.ctls[k, C.CTL_RING_FULL] += 1
+        return
+    row = ring_slot(ring, n)
+    row[C.FLOW] = flow
+    row[C.EVENT] = ev
+    row[C.T_FIRST] = t_first
+    row[C.T_LAST] = t_last
+    row[C.COUNT] = count
+    for i in range(C.N_VALUES):
+        row[C.V0 + i] = vals[i] if i < nvals else 0
+    R.staged[k, 0] = n + 1
+    if n == 0:
+        R.staged[k, 1] = now
+        t = R.dl_timer[k]
+        if t < 0:
+            t = wheel_alloc(E.wheel, OWNER_REPORT, TAG_DEADLINE | k)
+            R.dl_timer[k] = t
+        if t >= 0:
+            wheel_schedule(E.wheel, t, now + R.ctls[k, C.CTL_DEADLINE_NS])
+    if (n + 1) * REC_BYTES >= R.ctls[k, C.CTL_BATCH_BYTES]:
+        report_publish(R, k)
+        if R.dl_timer[k] >= 0:
+            wheel_cancel(E.wheel, R.dl_timer[k])
+
+
+@nb.njit(cache=True)
+def report_signal(E, flow, ev, now, v0, v1, v2, v3):
+    """One signal of event `ev` for `flow` at time `now` (values by event as
+    in ccshm).  Cheap when the flow's algorithm did not bind the event."""
+    R = E.rep
+    k = R.owner[flow]
+    if k < 0 or ((R.mask[flow] >> ev) & 1) == 0:
+        return
+    ctl = R.ctls[k]
+    ctl[C.CTL_SIGNALS] += 1
+    cls = C.EVENT_CLASS[ev]
+    period = R.period[flow, cls] * max(np.int64(1), ctl[C.CTL_BACKPRESSURE])
+    if ctl[C.CTL_AGGREGATE] == 0 or cls == C.CLS_RAW or period <= 0:
+        vals = np.empty(4, np.int64)
+        vals[0], vals[1], vals[2], vals[3] = v0, v1, v2, v3
+        _stage(E, R, k, flow, ev, 1, now, now, vals, 4, now)
+        return
+    a = R.acc[flow, ev]
+    if a[A_COUNT] == 0:
+        a[A_FIRST] = now
+        t = R.win_timer[flow, cls]
+        if t < 0:
+            t = wheel_alloc(E.wheel, OWNER_REPORT, TAG_WINDOW | (np.int64(flow) << 2) | cls)
+            R.win_timer[flow, cls] = t
+        if t >= 0 and not wheel_armed(E.wheel, t):
+            wheel_schedule(E.wheel, t, now + period)
+        a[A_V], a[A_V + 1], a[A_V + 2], a[A_V + 3] = v0, v1, v2, v3
+    else:
+        vs = (np.int64(v0), np.int64(v1), np.int64(v2), np.int64(v3))
+        for i in range(4):
+            m = MERGE[ev, i]
+            if m == SUM:
+                a[A_V + i] += vs[i]
+            elif m == MAX:
+                a[A_V + i] = max(a[A_V + i], vs[i])
+            else:
+                a[A_V + i] = vs[i]
+    a[A_COUNT] += 1
+    a[A_LAST] = now
+
+
+@nb.njit(cache=True)
+def report_custom(E, flow, now, seg_id, buf, off, n):
+    """A custom feedback segment: forwarded raw (at most CUSTOM_MAX bytes)."""
+    R = E.rep
+    k = R.owner[flow]
+    if k < 0 or ((R.mask[flow] >> C.EV_CUSTOM) & 1) == 0:
+        return
+    R.ctls[k, C.CTL_SIGNALS] += 1
+    n = min(n, C.CUSTOM_MAX)
+    vals = np.zeros(C.N_VALUES, np.int64)
+    vals[0], vals[1] = seg_id, n
+    for i in range(n):  # little-endian words
+        vals[2 + i // 8] |= np.int64(buf[off + i]) << np.int64(8 * (i % 8))
+    _stage(E, R, k, flow, C.EV_CUSTOM, 1, now, now, vals, C.N_VALUES, now)
+
+
+@nb.njit(cache=True)
+def report_flush(E, flow, cls, now):
+    """Close the (flow, class) window: every open aggregate becomes a message."""
+    R = E.rep
+    k = R.owner[flow]
+    if k < 0:
+        return
+    for ev in range(C.N_EVENTS):
+        if C.EVENT_CLASS[ev] != cls:
+            continue
+        a = R.acc[flow, ev]
+        if a[A_COUNT] > 0:
+            _stage(E, R, k, flow, ev, a[A_COUNT], a[A_FIRST], a[A_LAST], a[A_V:], C.N_VALUES, now)
+            a[:] = 0
+
+
+@nb.njit(cache=True)
+def report_timer(E, arg, now):
+    """A report timer expired: a window closed, or a batch's deadline."""
+    if arg & TAG_WINDOW:
+        x = arg & (TAG_WINDOW - 1)
+        report_flush(E, x >> 2, x & 3, now)
+        return 1
+    k = arg & (TAG_WINDOW - 1)
+    report_publish(E.rep, k)
+    return 1

@@ -1,0 +1,61 @@
+"""The agent's TOML config: defaults, overrides, errors that name the key."""
+import pytest
+
+from taurus.agent.config import load, parse
+from taurus.cc_algorithms.dctcp import Dctcp
+from taurus.cc_algorithms.params import ConfigError
+
+
+def test_defaults_and_overrides(tmp_path):
+    p = tmp_path / "a.toml"
+    p.write_text('''
+[agent]
+algorithm = "dctcp"
+params = { g = 0.125 }
+mss = 1500
+line_rate_bps = 25e9
+[bounds]
+rate_min_bps = 1_000_000
+[backpressure]
+high = 0.4
+[[override]]
+flows = [3, 4]
+algorithm = "taurus.cc_algorithms.dctcp:Dctcp"
+params = { alpha_init = 0.0 }
+''')
+    cfg = load(str(p))
+    (cls, params), per_flow = cfg.resolve()
+    assert cls is Dctcp and params.g == 0.125
+    assert per_flow[3][1].alpha_init == 0.0 and per_flow[4][0] is Dctcp
+    assert cfg.rate_max() == 25_000_000_000 and cfg.cwnd_min() == 1500
+    assert cfg.backpressure.high == 0.4
+    assert load(None).agent.algorithm == "dctcp"
+
+
+@pytest.mark.parametrize("data, msg", [
+    ({"agnt": {}}, "unknown key 'agnt'"),
+    ({"agent": {"sleep": 1}}, "unknown key 'sleep'"),
+    ({"agent": {"mss": "big"}}, r"config.agent.mss: expected an integer"),
+    ({"agent": {"params": {"gee": 1}}}, r"\[agent.params\]: unknown key 'gee'"),
+    ({"agent": {"params": {"g": 5.0}}}, r"\[agent.params\].g: must be in"),
+    ({"agent": {"algorithm": "cubic"}}, "unknown algorithm 'cubic'"),
+    ({"backpressure": {"low": 0.9}}, "backpressure.high: need 0 <= low < high"),
+    ({"bounds": {"rate_min_bps": 0}}, "bounds.rate_min_bps"),
+    ({"host": {"cgroup": "mine", "create_cgroup": True}}, "taurus-"),
+    ({"override": [{"flows": [1], "algorithm": "dctcp", "params": {"x": 1}}]},
+     r"\[\[override\]\] #1 params: unknown key 'x'"),
+    ({"override": [{"flows": [1], "algorithm": "dctcp"}, {"flows": [1], "algorithm": "dctcp"}]},
+     "flow 1 already overridden"),
+])
+def test_errors_name_the_key(data, msg):
+    with pytest.raises(ConfigError, match=msg):
+        parse(data)
+
+
+def test_bad_file(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text("[agent\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load(str(p))
+    with pytest.raises(ConfigError, match="No such file"):
+        load(str(tmp_path / "missing.toml"))

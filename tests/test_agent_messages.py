@@ -1,0 +1,162 @@
+"""Message handler: batch drain, gaps, ordering, back-pressure, eviction, and
+conservation (nothing lost silently), driven step by step by a fake datapath."""
+import itertools
+import os
+
+import numpy as np
+import pytest
+
+from taurus.agent.agent import Agent
+from taurus.agent.config import parse
+from taurus.agent.fakedp import FakeDatapath, record
+from taurus.cc_algorithms.base import Algorithm
+from taurus.datapath import ccshm as C
+
+_n = itertools.count()
+SEEN = []
+
+
+class Recorder(Algorithm):
+    """Remembers every record it was given, in delivery order."""
+    name = "recorder"
+    binds = ("ACK", "ECN", "RTT", "OOO")
+
+    def _rec(self, ev):
+        for r in ev.rec:
+            SEEN.append((ev.flow, ev.event, int(r[C.T_FIRST]), tuple(r[C.V0:C.V0 + 3])))
+
+    on_ack = on_ecn = on_rtt = on_ooo = _rec
+
+
+@pytest.fixture
+def dp():
+    d = FakeDatapath(f"t{os.getpid()}-{next(_n)}", max_flows=16, ring_capacity=256)
+    SEEN.clear()
+    yield d
+    d.close()
+
+
+def agent(dp, **sections):
+    sections.setdefault("agent", {}).setdefault("algorithm", f"{__name__}:Recorder")
+    a = Agent(dp.name, parse(sections), cc=dp.cc, stats_dir=None)
+    a.start()
+    return a
+
+
+def acks(n, flow=0, t0=0):
+    return np.array([record(flow, C.EV_ACK, t0 + i, (100, 1, i)) for i in range(n)])
+
+
+def test_batch_drain_and_default_mask(dp):
+    a = agent(dp)
+    assert dp.cc.ctl[C.CTL_DEFAULT_MASK] == sum(1 << e for e in (C.EV_ACK, C.EV_ECN, C.EV_RTT, C.EV_OOO))
+    dp.push(acks(100, flow=2))
+    assert a.step() == 100 and len(SEEN) == 100 and dp.cc.ring.pending() == 0
+    assert dp.cc.event_mask[2] == dp.cc.ctl[C.CTL_DEFAULT_MASK]
+    assert dp.cc.flags[2] & C.FL_CC_ACTIVE
+    assert a.step() == 0
+    assert a.messages.c["gaps"] == 0
+
+
+def test_gaps_are_counted(dp):
+    a = agent(dp)
+    dp.push(acks(10))
+    r = dp.cc.ring.ring
+    r.rec[5:10, C.SEQ] += 3               # the producer lost SEQ 5, 6, 7
+    a.step()
+    assert a.messages.c["gaps"] == 3 and dp.cc.ctl[C.CTL_GAPS] == 3
+    assert len(SEEN) == 10                # what did arrive is still delivered
+
+
+def test_ordering_by_t_first_within_a_batch_and_late_records(dp):
+    a = agent(dp)
+    ts = [50, 10, 40, 20, 30]
+    dp.push([record(1, C.EV_RTT, t, (t * 100, 0, -1, -1)) for t in ts])
+    a.step()
+    assert [s[2] for s in SEEN] == sorted(ts)
+    # one flow's groups come in order of first arrival (ECN first here)
+    SEEN.clear()
+    dp.push([record(3, C.EV_ACK, 200, (1, 1, 1)), record(3, C.EV_ECN, 100, (1, 1))])
+    a.step()
+    assert [s[1] for s in SEEN] == [C.EV_ECN, C.EV_ACK]
+    dp.push([record(1, C.EV_RTT, 5, (1, 0, -1, -1))])      # older than delivered ones
+    a.step()
+    assert a.messages.c["late"] == 1
+
+
+def test_invalid_records_are_dropped_and_counted(dp):
+    a = agent(dp)
+    dp.cc.owner[7] = 1                            # another NIC slot's flow
+    dp.push([record(99, C.EV_ACK, 1, (1, 1, 1)), record(1, 42, 1), record(1, C.EV_HOST, 1),
+             record(1, C.EV_CUSTOM, 1, (1, 999)), record(7, C.EV_ACK, 1, (1, 1, 1)),
+             record(1, C.EV_ACK, 2, (1, 1, 1))])
+    a.step()
+    assert a.messages.c["invalid"] == 5 and len(SEEN) == 1 and 7 not in a.handler.inst
+
+
+def test_unbound_events_are_not_delivered(dp):
+    a = agent(dp)
+    dp.push([record(1, C.EV_TX, 1, (1, 1, 1)), record(1, C.EV_ACK, 2, (1, 1, 1))])
+    a.step()
+    assert len(SEEN) == 1 and a.handler.c["unbound"] == 1
+
+
+def test_slow_agent_backpressure_and_conservation(dp):
+    a = agent(dp, backpressure={"calm_steps": 2, "max_factor": 8})
+    cap = dp.cc.ring.capacity
+    dp.push(acks(cap + 100))                     # the agent slept through a burst
+    assert dp.cc.ctl[C.CTL_RING_FULL] == 100
+    a.step()
+    assert dp.cc.ctl[C.CTL_BACKPRESSURE] == 2     # full ring and refusals: raise
+    for _ in range(3):                            # still behind: keeps raising, capped
+        dp.push(acks(cap, t0=10_000))
+        a.step()
+    assert dp.cc.ctl[C.CTL_BACKPRESSURE] == 8 and a.messages.c["bp_raised"] == 3
+    for _ in range(6):                            # caught up: lowers with hysteresis
+        a.step()
+    assert dp.cc.ctl[C.CTL_BACKPRESSURE] == 1 and a.messages.c["bp_lowered"] == 3
+    m = a.messages.c
+    refused = int(dp.cc.ctl[C.CTL_RING_FULL])
+    assert dp.attempts == m["drained"] + refused + dp.cc.ring.pending()
+    assert m["drained"] == m["delivered"] + m["merged"] + m["evicted"] + m["invalid"]
+    assert m["delivered"] == len(SEEN)
+
+
+def test_lag_raises_backpressure(dp):
+    a = agent(dp, backpressure={"lag_high_us": 100})
+    dp.push(acks(4, t0=1_000_000))
+    a.step(now_ns=1_000_000 + 500_000)            # records waited 500 us
+    assert dp.cc.ctl[C.CTL_BACKPRESSURE] == 2
+
+
+def test_overload_merges_accumulable_and_evicts_oldest_raw(dp):
+    a = agent(dp, backpressure={"evict": 0.75, "raw_keep": 4})
+    rows = []
+    for i in range(100):
+        rows.append(record(1, C.EV_ACK, 1000 + i, (100, 1, i)))
+        rows.append(record(1, C.EV_RTT, 1000 + i, (i, i, -1, -1)))
+    rows.append(record(2, C.EV_OOO, 5, (3,)))
+    rows.append(record(2, C.EV_OOO, 6, (4,)))
+    dp.push(np.array(rows))                       # 202 of 256: above the watermark
+    a.step()
+    m = a.messages.c
+    acks_seen = [s for s in SEEN if s[1] == C.EV_ACK]
+    assert len(acks_seen) == 1 and acks_seen[0][3] == (100 * 100, 100, 99)  # sums, max PSN
+    assert acks_seen[0][2] == 1000                                          # first arrival kept
+    rtts = [s[3][0] for s in SEEN if s[1] == C.EV_RTT]
+    assert rtts == [96, 97, 98, 99]                                         # newest kept
+    ooo = [s for s in SEEN if s[1] == C.EV_OOO]
+    assert ooo[0][3][0] == 7
+    assert m["evicted"] == 96 and dp.cc.ctl[C.CTL_EVICTED] == 96
+    assert m["merged"] == 99 + 1
+    assert m["drained"] == m["delivered"] + m["merged"] + m["evicted"] + m["invalid"] == 202
+
+
+def test_ring_wrap_is_drained_in_two_steps_without_loss(dp):
+    a = agent(dp)
+    dp.push(acks(120))
+    a.step()
+    dp.push(acks(150, t0=1000))                   # wraps around the 256-slot ring
+    assert a.step() == 256 - 120 and a.step() == 150 - 136
+    assert len(SEEN) == 270 and a.messages.c["gaps"] == 0 and a.messages.c["merged"] == 0
+    assert [s[3][2] for s in SEEN[120:]] == list(range(150))
