@@ -22,6 +22,7 @@ apt:
 pip: $(STAMP)
 
 $(STAMP): setup.py $(wildcard taurus/datapath/ports/xsk_build.py taurus/datapath/ports/bpf/*.c)
+	$(PY) -m pip install -q --disable-pip-version-check cffi  # setup.py builds a cffi module
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
 	@touch $(STAMP)
 
