@@ -1,0 +1,35 @@
+"""Native (in-engine) DCTCP against its agent-mode twin: fed the same
+windows of ACKed and ECN-echoed bytes, both follow the same alpha and cwnd."""
+import numpy as np
+import pytest
+
+from taurus.cc_algorithms.native.dctcp import dctcp_on_ack, dctcp_on_rto, make_native_dctcp
+from test_cc_dctcp import MSS, make, window
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_native_matches_agent_window_by_window(seed):
+    rng = np.random.default_rng(seed)
+    agent = make()
+    S = make_native_dctcp(4, mss=MSS, max_cwnd=float(1 << 30))
+    cwnd = np.zeros(4, np.int64)
+    cwnd[2] = 10 * MSS
+    for step in range(60):
+        acked = int(max(agent.cwnd, cwnd[2])) + 1          # exactly one window for both
+        marked = int(acked * rng.choice([0.0, 0.0, 0.1, 0.5, 1.0]))
+        window(agent, acked, marked)
+        dctcp_on_ack(S, cwnd, 2, acked, marked)
+        assert S.alpha[2] == pytest.approx(agent.alpha, rel=1e-9)
+        assert cwnd[2] == pytest.approx(agent.cwnd, rel=1e-3, abs=2)
+    assert cwnd[[0, 1, 3]].tolist() == [0, 0, 0]             # other flows untouched
+
+
+def test_native_waits_for_a_full_window_and_rto_collapses():
+    S = make_native_dctcp(1, mss=MSS, alpha_init=0.0)
+    cwnd = np.array([10 * MSS], np.int64)
+    dctcp_on_ack(S, cwnd, 0, 5 * MSS, 5 * MSS)
+    assert cwnd[0] == 10 * MSS                                # half a window: no decision
+    dctcp_on_ack(S, cwnd, 0, 5 * MSS, 5 * MSS)
+    assert cwnd[0] == int(10 * MSS * (1 - 1 / 32))
+    dctcp_on_rto(S, cwnd, 0)
+    assert cwnd[0] == MSS
