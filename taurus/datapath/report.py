@@ -28,11 +28,13 @@ from .shmring import Ring, ring_publish, ring_slot, ring_space
 from .wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
 
 Report = namedtuple("Report", ["acc", "win_timer", "staged", "dl_timer", "hdr",
-                               "rings", "ctls", "mask", "period", "owner"])
+                               "rings", "ctls", "mask", "period", "owner",
+                               "rate", "cwnd", "credit", "flags", "fallback"])
 """acc int64[F, N_EVENTS, A_W]: open aggregates; win_timer int32[F, 3]:
 window timer per (flow, class), -1 until first used; staged int64[K, 2]:
 messages staged per NIC and when the oldest was staged; dl_timer int32[K];
-hdr uint64[8] (a dummy ring header); the rest are views on the CcShm."""
+hdr uint64[8] (a dummy ring header); fallback int64[K]: 1 while NIC k's
+agent is silent (ccguard.py); the rest are views on the CcShm."""
 
 A_COUNT, A_FIRST, A_LAST, A_V = 0, 1, 2, 3
 A_W = A_V + C.N_VALUES
@@ -62,7 +64,9 @@ def make_report_state(cc: "C.CcShm") -> Report:
                   win_timer=np.full((f, 3), -1, np.int32),
                   staged=np.zeros((k, 2), np.int64), dl_timer=np.full(k, -1, np.int32),
                   hdr=np.zeros(8, np.uint64), rings=cc.rings, ctls=cc.ctls,
-                  mask=cc.event_mask, period=cc.period_ns, owner=cc.owner)
+                  mask=cc.event_mask, period=cc.period_ns, owner=cc.owner,
+                  rate=cc.rate, cwnd=cc.cwnd, credit=cc.credit, flags=cc.flags,
+                  fallback=np.zeros(k, np.int64))
 
 
 @nb.njit(cache=True, inline="always")
