@@ -1,0 +1,226 @@
+"""Python API of the host NIC (build, feed, observe).  Call between runs.
+
+    nic_reserve(eng, max_flows=..., win=256, tx_bytes=..., rx_bytes=...)   optional, first
+    d = add_nic(eng, port, mac, ip, line_rate_bps=..., ...)
+    f = add_flow(eng, d, peer_mac, peer_ip, rate_bps=..., cwnd_bytes=..., credit=False)
+    nic_post(eng, d, f, data)                 one message (the future SQ entry)
+    eng.run_for(...)
+    nic_take_delivered(eng, d_rx, src_ip, f)  bytes delivered in order since the last take
+    nic_completions(eng)                      [(kind, nic, flow-or-pdc, msg, end, time)]
+    nic_counters(eng, d), flow_stats(eng, f), flow_done(eng, f)
+
+The delivery sink keeps the whole stream: a receive PDC's bytes sit at their
+SES buffer_offset in its region of ``rxbuf`` (NR_RXCAP bytes per PDC), and
+``RP_DELIV`` is the end of the in-order prefix.
+"""
+import ipaddress
+
+import numpy as np
+
+from ..wire import spec as S
+from .nic_state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
+                        FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
+                        FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
+                        FL_RTO, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO, FL_TXCAP,
+                        FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, M_CQ_HEAD, M_CQ_TAIL,
+                        M_NFL, M_NNIC, M_TX_BUMP, NIC_COUNTERS, NR_ACK_DELAY, NR_ACK_EVERY,
+                        NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
+                        NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
+                        NR_RXCAP, NR_TXTIMER, RP_BUFOFF, RP_DELIV, RP_READ, SIGNAL_NAMES,
+                        TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
+from .nic_tx import flow_wake
+from .table import NIC
+from ..wheel import wheel_alloc
+from ..wire.desc import status_counts
+
+DATA_HDR = (S.ETH_SIZE + S.IPV4_SIZE + S.UDP_SIZE + S.RUD_CC_REQ_SIZE + S.PROBE_SIZE
+            + S.SES_STD_SIZE)
+
+
+def mac_int(mac) -> int:
+    return mac if isinstance(mac, int) else int(str(mac).replace(":", ""), 16)
+
+
+def ip_int(ip) -> int:
+    return ip if isinstance(ip, int) else int(ipaddress.IPv4Address(ip))
+
+
+def nic_reserve(eng, max_flows: int | None = None, win: int = 256, tx_bytes: int = 64 << 20,
+                rx_bytes: int = 64 << 20, msgs: int = 16, cq: int = 1 << 16) -> None:
+    """Size the NIC tables of this engine (before any NIC is added and before
+    the first run; zero-filled, so unused capacity costs no memory)."""
+    if getattr(eng, "_nic_reserved", False):
+        raise ValueError("nic_reserve must come before the first add_nic")
+    old = eng.E.nic
+    F = old.fl.shape[0] if max_flows is None else max_flows + 1
+    new = make_nic_state(old.nr.shape[0], F, win=win, tx_bytes=tx_bytes, rx_bytes=rx_bytes,
+                         msgs=msgs, cq=cq)
+    eng.E = eng.E._replace(nic=new)
+    eng._nic_reserved = True
+
+
+def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
+            ack_every: int = 4, ack_delay_ns: int = 2000, rto_min_ns: int = 50_000,
+            rto_init_ns: int = 200_000, max_retries: int = 15, init_credit: int = 16384,
+            credit_window: int = 65536, rx_buf_bytes: int = 1 << 20, dupthresh: int = 3,
+            budget: int = 32, name: str | None = None) -> int:
+    """A host NIC on engine port `port`; returns its device index."""
+    if not getattr(eng, "_nic_reserved", False):
+        nic_reserve(eng)
+    N = eng.E.nic
+    n = int(N.meta[M_NNIC])
+    if n >= N.nr.shape[0]:
+        raise ValueError("too many NICs")
+    if not 64 <= mss <= eng.E.pool.data.shape[1] - DATA_HDR:
+        raise ValueError(f"mss must be in 64..{eng.E.pool.data.shape[1] - DATA_HDR}")
+    if ack_every < 1 or ack_delay_ns < 0 or budget < 1 or dupthresh < 1:
+        raise ValueError("ack_every, budget, dupthresh >= 1 and ack_delay_ns >= 0 required")
+    d = eng.add_device(NIC, [port], name)
+    eng.E.devs.regs[d, 0] = n
+    r = N.nr[n]
+    r[NR_DEV], r[NR_PORT], r[NR_MAC], r[NR_IP] = d, port, mac_int(mac), ip_int(ip)
+    r[NR_LINE], r[NR_MSS], r[NR_ACK_EVERY], r[NR_ACK_DELAY] = (line_rate_bps, mss, ack_every,
+                                                               ack_delay_ns)
+    r[NR_RTO_MIN], r[NR_RTO_INIT], r[NR_RETRIES] = rto_min_ns, rto_init_ns, max_retries
+    r[NR_INIT_CREDIT], r[NR_CREDIT_WIN], r[NR_RXCAP] = init_credit, credit_window, rx_buf_bytes
+    r[NR_DUPTHRESH], r[NR_BUDGET] = dupthresh, budget
+    t = wheel_alloc(eng.E.wheel, d, (TK_TX << TK_SHIFT) | n)
+    if t < 0:
+        raise ValueError("timing wheel full (Engine(timers=...))")
+    r[NR_TXTIMER] = t
+    N.meta[M_NNIC] = n + 1
+    return d
+
+
+def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int = 0,
+             credit: bool = False, init_credit: int | None = None, buf_bytes: int = 1 << 20,
+             start_psn: int = 0, ev: int | None = None) -> int:
+    """A sending flow (one PDC + one CCC) from NIC `d` to a peer.  rate_bps
+    (0: unpaced) and cwnd_bytes (0: none) fill its CC context row; credit:
+    RCCC (RUD_CC_REQ, sends only within cumulative credit, starting from
+    init_credit, default the NIC's)."""
+    N = eng.E.nic
+    n = int(eng.E.devs.regs[d, 0])
+    f = int(N.meta[M_NFL]) + 1
+    if f >= N.fl.shape[0]:
+        raise ValueError("too many flows (nic_reserve(max_flows=...))")
+    off = int(N.meta[M_TX_BUMP])
+    if off + buf_bytes > N.txbuf.shape[0]:
+        raise ValueError("send arena full (nic_reserve(tx_bytes=...))")
+    tp = wheel_alloc(eng.E.wheel, d, (TK_PACE << TK_SHIFT) | f)
+    tr = wheel_alloc(eng.E.wheel, d, (TK_RTO << TK_SHIFT) | f)
+    if tp < 0 or tr < 0:
+        raise ValueError("timing wheel full (Engine(timers=...))")
+    N.meta[M_NFL] = f
+    N.meta[M_TX_BUMP] = off + buf_bytes
+    row = N.fl[f]
+    row[:] = 0
+    row[FL_NIC], row[FL_STATE] = n + 1, FS_ACTIVE
+    row[FL_PEER_MAC], row[FL_PEER_IP] = mac_int(peer_mac), ip_int(peer_ip)
+    row[FL_EV] = (0xC000 | (f & 0x3FFF)) if ev is None else ev & 0xFFFF
+    for c in (FL_START, FL_NXT, FL_UNA, FL_RETX_SCAN, FL_LOST_SCAN):
+        row[c] = start_psn
+    row[FL_TXOFF], row[FL_TXCAP] = off, buf_bytes
+    row[FL_T_PACE], row[FL_T_RTO] = tp, tr
+    row[FL_RTO], row[FL_BACKOFF] = N.nr[n, NR_RTO_INIT], 1
+    row[FL_USES_CREDIT] = int(bool(credit))
+    N.ctx[f, CX_RATE], N.ctx[f, CX_CWND] = rate_bps, cwnd_bytes
+    N.ctx[f, CX_CREDIT] = (N.nr[n, NR_INIT_CREDIT] if init_credit is None else init_credit) \
+        if credit else 0
+    N.ctx[f, CX_VERSION] = 1
+    N.sig[f] = 0
+    return f
+
+
+def set_flow_cc(eng, f: int, rate_bps: int | None = None, cwnd_bytes: int | None = None):
+    """What the agent will do through the shared context table."""
+    N = eng.E.nic
+    if rate_bps is not None:
+        N.ctx[f, CX_RATE] = rate_bps
+    if cwnd_bytes is not None:
+        N.ctx[f, CX_CWND] = cwnd_bytes
+    N.ctx[f, CX_VERSION] += 1
+
+
+def nic_post(eng, d: int, f: int, data, msg_id: int | None = None) -> int:
+    """Queue one message on flow f; returns its message id (16 bits on the wire)."""
+    N = eng.E.nic
+    if N.fl[f, FL_NIC] != int(eng.E.devs.regs[d, 0]) + 1:
+        raise ValueError(f"flow {f} does not belong to device {d}")
+    buf = np.frombuffer(bytes(data), np.uint8)
+    M = N.mq.shape[1]
+    tail, done = int(N.fl[f, FL_MQ_TAIL]), int(N.fl[f, FL_MQ_DONE])
+    if len(buf) == 0:
+        raise ValueError("empty message")
+    if tail - done >= M:
+        raise ValueError("message queue full")
+    pos = int(N.fl[f, FL_POSTED])
+    if pos + len(buf) > N.fl[f, FL_TXCAP]:
+        raise ValueError("flow send buffer full")
+    base = int(N.fl[f, FL_TXOFF])
+    N.txbuf[base + pos:base + pos + len(buf)] = buf
+    mid = tail & 0xFFFF if msg_id is None else msg_id & 0xFFFF
+    N.mq[f, tail % M] = (pos + len(buf), mid)
+    N.fl[f, FL_POSTED] = pos + len(buf)
+    N.fl[f, FL_MQ_TAIL] = tail + 1
+    flow_wake(eng.E, f, eng.now())
+    return mid
+
+
+def _rx_pdc(eng, d, src_ip, f):
+    return int(rx_lookup(eng.E.nic, int(eng.E.devs.regs[d, 0]), ip_int(src_ip), f, False))
+
+
+def nic_delivered(eng, d: int, src_ip, f: int) -> bytes:
+    """Everything flow f of host src_ip has delivered in order at NIC d."""
+    r = _rx_pdc(eng, d, src_ip, f)
+    if r == 0:
+        return b""
+    N = eng.E.nic
+    o = int(N.rp[r, RP_BUFOFF])
+    return N.rxbuf[o:o + int(N.rp[r, RP_DELIV])].tobytes()
+
+
+def nic_take_delivered(eng, d: int, src_ip, f: int) -> bytes:
+    """The in-order bytes delivered since the last take."""
+    r = _rx_pdc(eng, d, src_ip, f)
+    if r == 0:
+        return b""
+    N = eng.E.nic
+    o, a, b = int(N.rp[r, RP_BUFOFF]), int(N.rp[r, RP_READ]), int(N.rp[r, RP_DELIV])
+    N.rp[r, RP_READ] = b
+    return N.rxbuf[o + a:o + b].tobytes()
+
+
+def nic_completions(eng) -> list[tuple]:
+    """Drain the completion ring: (kind 1=TX 2=RX, nic, flow or rx PDC, msg id,
+    end offset in the stream, time ns)."""
+    N = eng.E.nic
+    h, t = int(N.meta[M_CQ_HEAD]), int(N.meta[M_CQ_TAIL])
+    C = N.cq.shape[0]
+    rows = [tuple(int(x) for x in N.cq[k % C, :CQ_TIME + 1]) for k in range(h, t)]
+    N.meta[M_CQ_HEAD] = t
+    return rows
+
+
+def nic_counters(eng, d: int) -> dict:
+    N = eng.E.nic
+    n = int(eng.E.devs.regs[d, 0])
+    out = {name: int(N.ncnt[n, k]) for k, name in enumerate(NIC_COUNTERS)}
+    out["parse"] = status_counts(N.pcnt[n])
+    return out
+
+
+def flow_stats(eng, f: int) -> dict:
+    N = eng.E.nic
+    out = {name: int(N.sig[f, k]) for k, name in enumerate(SIGNAL_NAMES)}
+    out.update(posted=int(N.fl[f, FL_POSTED]), acked=int(N.fl[f, FL_ACKED_OFF]),
+               psn_next=int(N.fl[f, FL_NXT]), psn_una=int(N.fl[f, FL_UNA]),
+               max_inflight=int(N.fl[f, FL_MAX_INFL]), srtt=int(N.fl[f, FL_SRTT]),
+               state=int(N.fl[f, FL_STATE]), credit=int(N.ctx[f, CX_CREDIT]))
+    return out
+
+
+def flow_done(eng, f: int) -> bool:
+    N = eng.E.nic
+    return bool(N.fl[f, FL_ACKED_OFF] >= N.fl[f, FL_POSTED] > 0)
