@@ -75,6 +75,7 @@ CUSTOM_MAX = (N_VALUES - 2) * 8    # 64 bytes of raw custom segment
 # ---- context table flags --------------------------------------------------------
 FL_CC_ACTIVE = 1        # an algorithm owns this flow
 FL_FALLBACK = 2         # engine: agent silent, fallback rate in force
+FL_NATIVE = 4           # the algorithm runs compiled in the engine (native mode)
 
 # ---- control block words ----------------------------------------------------------
 (CTL_MAGIC, CTL_MAX_FLOWS, CTL_BATCH_BYTES, CTL_DEADLINE_NS, CTL_HEARTBEAT_NS,

@@ -34,17 +34,19 @@ from .ports.dispatch import port_next_event, port_service
 from .ports.table import Ports
 from .ccshm import CcShm
 from .report import OWNER_REPORT, make_report_state, report_timer
+from ..cc_algorithms.native.dctcp import make_native_dctcp
 from .shm import Shm
 from .wheel import make_wheel, wheel_alloc, wheel_expire, wheel_next_due
 
 log = logging.getLogger("taurus.engine")
 
 Engine_ = namedtuple("Engine_", ["clk", "pool", "ports", "wheel", "devs", "ctl",
-                                 "burst", "expired", "sw", "nic", "rep"])
+                                 "burst", "expired", "sw", "nic", "rep", "alg"])
 """Everything the loop touches, passed to every device as `E`.  `sw` and
 `nic` hold the state of every switch / host NIC of this engine (each kind
 sizes its own arrays; see devices/switch.py and devices/nic.py); `rep` is the
-report engine with its views on the agent contract segment (report.py)."""
+report engine with its views on the agent contract segment (report.py);
+`alg` the state of the native (in-engine) algorithm (ccnative.py)."""
 
 # Control block (int64, shared memory).
 STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS = range(8)
@@ -184,7 +186,8 @@ class Engine:
                              expired=np.zeros(256, np.int32),
                              sw=make_switch_state(max_ports, max_flows),
                              nic=make_nic_state(max_ports, max_flows),
-                             rep=make_report_state(self.cc))
+                             rep=make_report_state(self.cc),
+                             alg=make_native_dctcp(max_flows))
             # Compile (or load from cache) the loop now, before any port is
             # open: a socket that is not polled while the JIT runs overflows.
             engine_run(self.E, now, 0)

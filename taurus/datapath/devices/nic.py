@@ -13,6 +13,8 @@ Malformed or hostile frames are dropped under a named counter
 """
 import numba as nb
 
+from ..ccguard import cc_watch
+
 from ..mbuf import mbuf_free
 from ..ports.dispatch import port_rx_burst
 from ..wire import spec as S
@@ -55,6 +57,7 @@ def nic_rx_frame(E, n, i, now):
 @nb.njit(cache=True)
 def nic_poll(E, d, now):
     n = E.devs.regs[d, 0]
+    cc_watch(E, n, now)  # a silent agent puts this NIC's flows on the fallback rate
     k = port_rx_burst(E.ports, E.pool, E.nic.nr[n, NR_PORT], now, E.burst, E.burst.shape[0])
     for j in range(k):
         i = E.burst[j]

@@ -8,6 +8,8 @@ in-flight count and wait in the flow's slots for ``send_one``; each is
 retransmitted once per loss event (the RTO covers a lost retransmission).
 """
 import numba as nb
+
+from ..ccnative import cc_native_ack
 import numpy as np
 
 from ..wheel import wheel_cancel
@@ -66,7 +68,7 @@ def _rtt_sample(E, n, f, ts, now):
         N.fl[f, FL_RTTVAR] = (3 * N.fl[f, FL_RTTVAR] + abs(N.fl[f, FL_SRTT] - rtt)) // 4
         N.fl[f, FL_SRTT] = (7 * N.fl[f, FL_SRTT] + rtt) // 8
     N.fl[f, FL_RTO] = max(N.nr[n, NR_RTO_MIN], N.fl[f, FL_SRTT] + 4 * N.fl[f, FL_RTTVAR])
-    signal_rtt(N, f, rtt, now)
+    signal_rtt(E, N, f, rtt, N.fl[f, FL_UNA], now)
 
 
 @nb.njit(cache=True)
@@ -137,7 +139,7 @@ def rx_ack(E, n, i, now):
         if t == S.T_ACK_CC:
             o = unit_recon(get_field(buf, q, S.ACK_CC_OOO_COUNT), N.fl[f, FL_OOO_LAST], 16)
             if o > N.fl[f, FL_OOO_LAST]:
-                signal_ooo(N, f, o - N.fl[f, FL_OOO_LAST], now)
+                signal_ooo(E, N, f, o - N.fl[f, FL_OOO_LAST], now)
                 N.fl[f, FL_OOO_LAST] = o
             if cct == S.CC_CREDIT:
                 cur = N.ctx[f, CX_CREDIT] // S.CREDIT_UNIT_BYTES
@@ -145,17 +147,19 @@ def rx_ack(E, n, i, now):
                     * S.CREDIT_UNIT_BYTES
                 if c > N.ctx[f, CX_CREDIT]:
                     N.ctx[f, CX_CREDIT] = c
-                    signal_credit(N, f, c, now)
+                    signal_credit(E, N, f, c, now)
         elif cct == S.CCX_CSIG and get_field(buf, q, S.ACK_CCX_RCSIG_FMT) != 0:
-            signal_csig(N, f, get_field(buf, q, S.ACK_CCX_RCSIG_T),
+            signal_csig(E, N, f, get_field(buf, q, S.ACK_CCX_RCSIG_T),
                         get_field(buf, q, S.ACK_CCX_RCSIG_S),
                         get_field(buf, q, S.ACK_CCX_RCSIG_LM),
                         get_field(buf, q, S.ACK_CCX_RCSIG_D), now)
-    if d[D_PDS_FLAGS] & S.F_ACK_M:
-        signal_ecn(N, f, now)
+    marked = freed if d[D_PDS_FLAGS] & S.F_ACK_M else 0
+    if marked or d[D_PDS_FLAGS] & S.F_ACK_M:
+        signal_ecn(E, N, f, marked, now)
     if d[D_PROBE_OFF] >= 0 and d[D_PROBE_MODE] == S.PROBE_ECHO:
         _rtt_sample(E, n, f, d[D_PROBE_TS], now)
-    signal_ack(N, f, freed, now)
+    signal_ack(E, N, f, freed, N.fl[f, FL_UNA], now)
+    cc_native_ack(E, f, freed, marked)
     if advanced:
         _complete(N, n, f, now)
         if una < nxt:
@@ -190,7 +194,7 @@ def rx_nack(E, n, i, now):
     msk = N.sl_state.shape[1] - 1
     p = psn_recon(d[D_PSN], N.fl[f, FL_UNA])
     code = d[D_NACK_CODE]
-    signal_nack(N, f, p, code, now)
+    signal_nack(E, N, f, p, code, now)
     if N.fl[f, FL_UNA] <= p < N.fl[f, FL_NXT]:
         st = N.sl_state[f, p & msk]
         trimmed = code == S.NACK_TRIMMED or code == S.NACK_TRIMMED_LASTHOP

@@ -17,6 +17,7 @@ import ipaddress
 
 import numpy as np
 
+from .. import ccshm as C
 from ..wire import spec as S
 from .nic_state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
@@ -129,7 +130,46 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
         if credit else 0
     N.ctx[f, CX_VERSION] = 1
     N.sig[f] = 0
+    _register_cc(eng, n, f)
     return f
+
+
+CC_MODES = ("static", "agent", "per-event", "native")
+
+
+def _register_cc(eng, n: int, f: int) -> None:
+    """Announce flow f of NIC n on the agent contract: its reports go to NIC
+    n's ring, with the events the agent asked new flows to report."""
+    cc = eng.cc
+    if f >= cc.max_flows or n >= cc.max_nics:
+        raise ValueError(f"flow {f} of NIC {n} exceeds the engine's contract "
+                         f"(Engine(max_flows={cc.max_flows}, max_nics={cc.max_nics}))")
+    cc.owner[f] = n
+    cc.event_mask[f] = cc.ctls[n, C.CTL_DEFAULT_MASK]
+    cc.rate[f] = cc.cwnd[f] = cc.credit[f] = cc.flags[f] = 0
+
+
+def set_flow_mode(eng, f: int, mode: str) -> None:
+    """Who decides flow f's rate and window:
+    static     the values given to add_flow / set_flow_cc, no reports;
+    agent      the agent (TAURUS), through aggregated reports;
+    per-event  the agent with aggregation off on this flow's NIC (CCP-like);
+    native     DCTCP compiled into the engine, per ACK (in-datapath baseline)."""
+    if mode not in CC_MODES:
+        raise ValueError(f"cc mode must be one of {CC_MODES}, got {mode!r}")
+    cc, N = eng.cc, eng.E.nic
+    n = int(cc.owner[f])
+    if mode == "static":
+        cc.flags[f], cc.event_mask[f] = 0, 0
+    elif mode in ("agent", "per-event"):
+        cc.flags[f] = C.FL_CC_ACTIVE
+        cc.event_mask[f] = cc.event_mask[f] or cc.ctls[n, C.CTL_DEFAULT_MASK]
+        cc.ctls[n, C.CTL_AGGREGATE] = 0 if mode == "per-event" else 1
+    else:
+        mss = int(N.nr[n, NR_MSS])
+        eng.E.alg.par[1] = mss                                  # native DCTCP's MSS
+        cc.flags[f], cc.event_mask[f] = C.FL_NATIVE, 0
+        cc.cwnd[f] = int(N.ctx[f, CX_CWND]) or 10 * mss
 
 
 def set_flow_cc(eng, f: int, rate_bps: int | None = None, cwnd_bytes: int | None = None):

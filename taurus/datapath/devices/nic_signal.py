@@ -1,11 +1,14 @@
 """Signal collection: the one call site per transport event (DESIGN.md step 4).
 
-Today each signal only updates per-flow accumulators in ``N.sig`` (tests and
-``flow_stats`` read them).  The TAURUS report engine will hook in here: every
-function below is where an Accumulable / Coalescent / Raw aggregator gets the
-event, with ``now`` as its first-arrival timestamp.
+Each signal updates the per-flow counters in ``N.sig`` (tests and
+``flow_stats`` read them) and hands the event to the TAURUS report engine
+(report.py), which aggregates it for the agent if the flow's algorithm bound
+it, with ``now`` as its arrival time.
 """
 import numba as nb
+
+from .. import ccshm as C
+from ..report import report_signal
 
 from .nic_state import (SG_ACKED_BYTES, SG_ACKS, SG_CREDIT, SG_CSIG_D, SG_CSIG_LM, SG_CSIG_N,
                         SG_CSIG_S, SG_CSIG_T, SG_ECN, SG_NACK, SG_OOO, SG_RETX, SG_RTO,
@@ -15,40 +18,46 @@ from ..wire import spec as S
 
 
 @nb.njit(cache=True, inline="always")
-def signal_ack(N, f, acked_bytes, now):
+def signal_ack(E, N, f, acked_bytes, psn, now):
     """Cumulative or selective ACK freed `acked_bytes` of payload (ACK signal)."""
     N.sig[f, SG_ACKS] += 1
     N.sig[f, SG_ACKED_BYTES] += acked_bytes
+    report_signal(E, f, C.EV_ACK, now, acked_bytes, 1, psn, 0)
 
 
 @nb.njit(cache=True, inline="always")
-def signal_ecn(N, f, now):
-    """The receiver echoed CE (ACK M flag)."""
+def signal_ecn(E, N, f, nbytes, now):
+    """The receiver echoed CE (ACK M flag) on an ACK covering `nbytes`."""
     N.sig[f, SG_ECN] += 1
+    report_signal(E, f, C.EV_ECN, now, nbytes, 1, 0, 0)
 
 
 @nb.njit(cache=True, inline="always")
-def signal_ooo(N, f, count, now):
+def signal_ooo(E, N, f, count, now):
     """The receiver saw `count` more out-of-order packets (ACK ooo_count)."""
     N.sig[f, SG_OOO] += count
+    report_signal(E, f, C.EV_OOO, now, count, 0, 0, 0)
 
 
 @nb.njit(cache=True, inline="always")
-def signal_nack(N, f, psn, code, now):
+def signal_nack(E, N, f, psn, code, now):
     """A NACK; TRIMMED codes are also the trim signal."""
     N.sig[f, SG_NACK] += 1
-    if code == S.NACK_TRIMMED or code == S.NACK_TRIMMED_LASTHOP:
-        N.sig[f, SG_TRIM] += 1
+    trimmed = 1 if code == S.NACK_TRIMMED or code == S.NACK_TRIMMED_LASTHOP else 0
+    N.sig[f, SG_TRIM] += trimmed
+    report_signal(E, f, C.EV_NACK, now, 1, trimmed, psn, 0)
 
 
 @nb.njit(cache=True, inline="always")
-def signal_rto(N, f, now):
+def signal_rto(E, N, f, psn, now):
     N.sig[f, SG_RTO] += 1
+    report_signal(E, f, C.EV_RTO, now, 1, psn, 0, 0)
 
 
 @nb.njit(cache=True, inline="always")
-def signal_rtt(N, f, rtt, now):
+def signal_rtt(E, N, f, rtt, psn, now):
     """One RTT sample (ns) from an echoed per-packet timestamp."""
+    report_signal(E, f, C.EV_RTT, now, rtt, psn, -1, -1)
     N.sig[f, SG_RTT_LAST] = rtt
     if N.sig[f, SG_RTT_N] == 0 or rtt < N.sig[f, SG_RTT_MIN]:
         N.sig[f, SG_RTT_MIN] = rtt
@@ -57,13 +66,14 @@ def signal_rtt(N, f, rtt, now):
 
 
 @nb.njit(cache=True, inline="always")
-def signal_credit(N, f, credit_bytes, now):
+def signal_credit(E, N, f, credit_bytes, now):
     """New cumulative credit from the receiver (ACK_CC CREDIT)."""
     N.sig[f, SG_CREDIT] = credit_bytes
+    report_signal(E, f, C.EV_CREDIT, now, credit_bytes, 0, 0, 0)
 
 
 @nb.njit(cache=True, inline="always")
-def signal_csig(N, f, t, s, lm, d, now):
+def signal_csig(E, N, f, t, s, lm, d, now):
     """A reflected CSIG tag (ACK_CCX)."""
     N.sig[f, SG_CSIG_N] += 1
     N.sig[f, SG_CSIG_T] = t
@@ -73,9 +83,10 @@ def signal_csig(N, f, t, s, lm, d, now):
 
 
 @nb.njit(cache=True, inline="always")
-def signal_tx(N, f, nbytes, retx, now):
+def signal_tx(E, N, f, nbytes, retx, inflight, now):
     """A data packet left (TX counters)."""
     N.sig[f, SG_TX_PKTS] += 1
     N.sig[f, SG_TX_BYTES] += nbytes
+    report_signal(E, f, C.EV_TX, now, nbytes, 1, inflight, 0)
     if retx:
         N.sig[f, SG_RETX] += 1

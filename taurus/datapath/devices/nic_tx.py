@@ -21,6 +21,9 @@ cumulative; retransmissions are not charged, they replace bytes already
 charged).  The NIC line (NR_LINE) caps the aggregate.
 """
 import numba as nb
+
+from ..ccguard import cc_cwnd, cc_rate
+from ..ccnative import cc_native_rto
 import numpy as np
 
 from ..wheel import wheel_armed, wheel_cancel, wheel_schedule
@@ -151,8 +154,8 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
 
 
 @nb.njit(cache=True)
-def _window_ok(N, f, ln):
-    cwnd = N.ctx[f, CX_CWND]
+def _window_ok(E, N, f, ln):
+    cwnd = cc_cwnd(E, f, N.ctx[f, CX_CWND])   # the agent's window, else the flow's
     infl = N.fl[f, FL_INFL]
     return cwnd <= 0 or infl == 0 or infl + ln <= cwnd
 
@@ -177,7 +180,7 @@ def send_one(E, n, f, now):
             N.fl[f, FL_NLOST] = 0            # nothing left to repair
         else:
             ln = np.int64(N.sl_len[f, p & msk])
-            if not _window_ok(N, f, ln):
+            if not _window_ok(E, N, f, ln):
                 return 0
             total = _data_frame(E, n, f, p, N.sl_off[f, p & msk], ln, True, now)
             if total < 0:
@@ -200,7 +203,7 @@ def send_one(E, n, f, now):
     N.fl[f, FL_MQ_TX] = k
     end = N.mq[f, k % M, 0]
     ln = min(N.nr[n, NR_MSS], end - off)
-    if not _window_ok(N, f, ln):
+    if not _window_ok(E, N, f, ln):
         return 0
     if N.fl[f, FL_USES_CREDIT] != 0 and off + ln > N.ctx[f, CX_CREDIT]:
         return 0
@@ -232,12 +235,12 @@ def send_one(E, n, f, now):
 def _sent(E, n, f, ln, total, retx, now):
     """After any data packet: pacing account, RTO, signal."""
     N = E.nic
-    rate = N.ctx[f, CX_RATE]
+    rate = cc_rate(E, f, N.ctx[f, CX_RATE])  # the agent's rate, else the flow's; fallback caps
     if rate > 0:
         start = max(N.fl[f, FL_NEXT_T], now)
         N.fl[f, FL_NEXT_T] = start + (np.int64(total) * 8_000_000_000 + rate // 2) // rate
     rto_arm(E, f, now, False)
-    signal_tx(N, f, ln, retx, now)
+    signal_tx(E, N, f, ln, retx, N.fl[f, FL_INFL], now)
 
 
 @nb.njit(cache=True)
@@ -267,7 +270,8 @@ def rto_fire(E, n, f, now):
     if N.fl[f, FL_STATE] != FS_ACTIVE or N.fl[f, FL_UNA] >= N.fl[f, FL_NXT]:
         return 0
     N.ncnt[n, C_RTO_FIRE] += 1
-    signal_rto(N, f, now)
+    signal_rto(E, N, f, N.fl[f, FL_UNA], now)
+    cc_native_rto(E, f)
     N.fl[f, FL_RETRIES] += 1
     if N.fl[f, FL_RETRIES] > N.nr[n, NR_RETRIES]:
         N.fl[f, FL_STATE] = FS_FAILED
