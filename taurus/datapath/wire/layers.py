@@ -90,6 +90,9 @@ class _ProbeBase(Packet):
 CSIGCompact = _make(spec.CSIG_C)
 CSIGWide = _make(spec.CSIG_W)
 UETEntropy = _make(spec.ENTROPY)
+PFCPause = _make(spec.PFC)
+INTHop = _make(spec.INT_HOP)
+INTTail = _make(spec.INT_TAIL)
 TaurusProbe = _make(spec.PROBE, _ProbeBase)
 SES_CLASSES = {h.name: _make(h) for h in spec.SES_LAYOUTS.values()}
 PDS_CLASSES = {h.name: _make(h, _PDSBase) for h in spec.PDS_LAYOUTS.values()}
@@ -158,6 +161,7 @@ def set_uet_ip_proto(proto=spec.UET_IP_PROTO):
     _bound["proto"] = proto
 
 
+bind_layers(Ether, PFCPause, type=spec.ETH_P_MAC_CONTROL)
 for _c in (CSIGCompact, CSIGWide):
     bind_layers(_c, IP, type=spec.ETH_P_IP)
 set_csig_tpids()

@@ -211,9 +211,41 @@ SES_RESP_DATA_SMALL = Header("SESRespDataSmall", "SES_RESP_DATA_SMALL", _SES_RSP
     Field("rsvd", 2), Field("payload_length", 14), Field("rsvd1", 8), Field("job_id", 24),
     Field("original_request_psn", 32)), "SES response with small data (xdp2)")
 
+# ---- fabric frames (the software switch) ----
+# PFC (802.1Qbb): a MAC control frame, opcode 0x0101, class-enable vector and
+# eight pause times in quanta of 512 bit times; quanta 0 resumes the class.
+ETH_P_MAC_CONTROL = 0x8808
+PFC_PAUSE_OPCODE = 0x0101
+PFC_DMAC = 0x0180C2000001
+PFC_QUANTUM_BIT_TIMES = 512
+PFC = Header("PFCPause", "PFC", (
+    Field("opcode", 16, default=PFC_PAUSE_OPCODE), Field("class_enable", 16))
+    + tuple(Field(f"quanta{c}", 16) for c in range(8)),
+    "PFC pause frame body after the Ethernet header (ethertype 0x8808)")
+# HPCC INT, ours: carried as a *trailer* after the IP datagram (Ethernet
+# frames may carry bytes beyond the IP total length), so no parser, length or
+# checksum changes: ... IP datagram | hop 1 | ... | hop n | INTTail.  The
+# sender appends an INTTail with nhop = 0 to ask for INT; each switch inserts
+# its hop record before the tail, up to max_hop.  Hop fields as HPCC's ns-3
+# code (PROTOCOLS.md): line-rate code (3), ts (24, ns), tx_bytes (20, 128 B
+# units), qlen (17, 80 B units).
+INT_MAGIC = 0x1A7E
+INT_MAX_HOPS = 5
+INT_TX_UNIT, INT_QLEN_UNIT = 128, 80
+INT_RATES_BPS = (10**9, 2 * 10**9, 5 * 10**9, 10 * 10**9, 25 * 10**9, 40 * 10**9,
+                 100 * 10**9, 400 * 10**9)     # line-rate codes 0..7 (ours)
+INT_HOP = Header("INTHop", "INTHOP", (
+    Field("rate_code", 3), Field("ts", 24), Field("tx_bytes", 20), Field("qlen", 17)),
+    "HPCC INT per-hop record (8 B)")
+INT_TAIL = Header("INTTail", "INTTAIL", (
+    Field("magic", 16, default=INT_MAGIC), Field("nhop", 8),
+    Field("max_hop", 8, default=INT_MAX_HOPS)),
+    "INT trailer: the last 4 bytes of a frame carrying INT hop records (ours)")
+
 HEADERS = (ETH, CSIG_C, CSIG_W, IPV4, UDP, ENTROPY, PROLOGUE, RUD_REQ, RUD_CC_REQ, RUDI,
            UUD, ACK, ACK_CC, ACK_CCX, NACK, NACK_CCX, CONTROL, PROBE, SES_SMALL,
-           SES_MEDIUM, SES_STD, SES_RESP, SES_RESP_DATA, SES_RESP_DATA_SMALL)
+           SES_MEDIUM, SES_STD, SES_RESP, SES_RESP_DATA, SES_RESP_DATA_SMALL,
+           PFC, INT_HOP, INT_TAIL)
 
 # Fixed bindings: PDS type -> layout; next_hdr -> SES layout; next_hdr values each
 # PDS type may carry (CONTROL's 4 bits are ctl_type, checked against CTL_TYPES).
