@@ -62,7 +62,7 @@ def add_agent_parser(subparsers) -> None:
     p = subparsers.add_parser("agent", help="the CC agent (one per NIC)")
     sub = p.add_subparsers(dest="agent_cmd", required=True)
     r = sub.add_parser("run", help="run the agent of a NIC until SIGINT/SIGTERM")
-    r.add_argument("--nic", required=True, help="NIC device name (its taurus-cc-<name> segment)")
+    r.add_argument("--nic", required=True, help="contract segment: an engine name + \"-cc\" (taurus-eng-...-cc), or a bare name for taurus-cc-<name>")
     r.add_argument("--slot", type=int, default=0, help="the NIC's slot in the engine's segment")
     r.add_argument("--config", help="agent TOML config (default: DCTCP with defaults)")
     r.add_argument("--pid-dir", help=argparse.SUPPRESS)

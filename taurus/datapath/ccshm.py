@@ -1,7 +1,7 @@
 """The datapath <-> agent contract (DESIGN.md "Datapath <-> agent contract").
 
 Each NIC device shares three things with its agent, in one shared-memory
-segment per engine named ``taurus-cc-<name>`` (see CcShm):
+segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
 
 1. **Report ring** (engine -> agent): an SPSC ``shmring`` of REC_WIDTH-word
    records, one aggregated signal message each:
@@ -143,7 +143,7 @@ class CcShm:
         if ring_capacity < 2 or ring_capacity & (ring_capacity - 1):
             raise ValueError(f"ring capacity must be a power of two, got {ring_capacity}")
         lay = _layout(max_nics, max_flows, ring_capacity)
-        shm = Shm.create(f"taurus-cc-{name}", lay["size"])
+        shm = Shm.create(segment_name(name), lay["size"])
         c = cls(shm, max_nics, max_flows, ring_capacity, 0)
         c.ctls[:, CTL_MAGIC] = MAGIC
         c.ctls[:, CTL_MAX_FLOWS] = max_flows
@@ -157,17 +157,24 @@ class CcShm:
 
     @classmethod
     def attach(cls, name: str, nic: int = 0) -> "CcShm":
-        shm = Shm.attach(f"taurus-cc-{name}", writable=True)
+        seg = segment_name(name)
+        shm = Shm.attach(seg, writable=True)
         ctl = shm.array(0, np.int64, (N_CTL,))
         if int(ctl[CTL_MAGIC]) != MAGIC:
-            raise ValueError(f"taurus-cc-{name} is not a Taurus CC segment")
+            raise ValueError(f"{seg} is not a Taurus CC segment")
         max_nics = int(ctl[CTL_MAX_NICS])
         if not 0 <= nic < max_nics:
-            raise ValueError(f"taurus-cc-{name} has NIC slots 0..{max_nics - 1}, not {nic}")
+            raise ValueError(f"{seg} has NIC slots 0..{max_nics - 1}, not {nic}")
         return cls(shm, max_nics, int(ctl[CTL_MAX_FLOWS]), int(ctl[CTL_CAPACITY]), nic)
 
     def close(self) -> None:
         self.shm.close()
+
+
+def segment_name(name: str) -> str:
+    """An engine's segment is `<engine name>-cc` (so everything an engine
+    creates shares its prefix); a bare name gets `taurus-cc-`."""
+    return name if name.startswith("taurus-") else f"taurus-cc-{name}"
 
 
 def _layout(max_nics: int, max_flows: int, capacity: int) -> dict:

@@ -13,6 +13,7 @@ Counters, the control block and port names live in one shared-memory segment
 so that other processes (``taurus engine stats``, tests, the agent) can read
 them while the engine runs.
 """
+import itertools
 import logging
 import os
 import signal
@@ -57,6 +58,7 @@ R_UNTIL, R_STOP, R_IDLE, R_CHUNK = 1, 2, 3, 4
 REASONS = {R_UNTIL: "until", R_STOP: "stopped", R_IDLE: "idle", R_CHUNK: "chunk"}
 
 VIRTUAL_CHUNK_ITERS = 1 << 20
+_ENGINE_IDS = itertools.count()
 NAME_LEN = 32
 MAGIC = 0x5441555255530001  # "TAURUS" v1
 
@@ -152,7 +154,7 @@ class Engine:
                  buf_size: int = 2048, max_ports: int = 64, max_devices: int = 32,
                  burst: int = 32, timers: int = 1 << 16, max_flows: int = 16384,
                  max_nics: int = 16, ring_capacity: int = 1 << 12, chunk_ms: float = 20.0):
-        self.name = name or f"taurus-eng-{os.getpid()}-{id(self) & 0xffff:x}"
+        self.name = name or f"taurus-eng-{os.getpid()}-{next(_ENGINE_IDS)}"
         if not self.name.startswith("taurus-"):
             self.name = "taurus-" + self.name
         self.clk = make_clock(clock)
@@ -167,7 +169,7 @@ class Engine:
         self.cc = None
         try:
             # The agent contract: one report ring + control block per NIC slot.
-            self.cc = CcShm.create(self.name[len("taurus-"):], max_flows, ring_capacity,
+            self.cc = CcShm.create(self.name + "-cc", max_flows, ring_capacity,
                                    max_nics=max_nics)
             hdr = self.shm.array(h, np.int64, (16,))
             hdr[:4] = (MAGIC, max_ports, N_COUNTERS, os.getpid())

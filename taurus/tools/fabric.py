@@ -1,22 +1,111 @@
-"""Put a topology's switches on an engine: every switch interface becomes an
-engine port opened inside the switch's namespace, and each switch becomes a
-device.  Until the software switch lands, a two-port switch is an L2
-forwarder."""
+"""Put a topology's switches on an engine as software-switch devices.
+
+- `attach_switches(eng, topo)`: real packets.  Every switch interface becomes
+  an engine port opened inside the switch's namespace (AF_XDP, else
+  AF_PACKET).  Hosts do not model their access link, so the switch applies a
+  host link's delay in *both* directions: on the way in (an ingress delay
+  line on the host-facing port) and on the way out (egress propagation).
+  Thus `ping` between two hosts sees RTT = 2 x the sum of the one-way link
+  delays on the path, plus serialization and the engine's own overhead.
+  Switch-to-switch links are emulated at the egress of each end.
+- `build_virtual(eng, topo)`: the same topology on memory links in virtual
+  time.  The host side of a host link models the host NIC's serialization
+  and the propagation delay toward the switch; switch egress ports model
+  everything else.  Each host end goes to `host_factory(eng, topo, host,
+  port)` (default: left as an open end for inject/collect); a host NIC
+  device plugs in there.
+
+Per-port features come from the topology (switch table, overridden by the
+link's; switch_config.py documents them).
+"""
+from taurus.datapath.devices import switch_config as F
+from taurus.datapath.devices.switch_setup import add_switch, install_switch_state
 from taurus.datapath.engine import Engine
-from taurus.tools.topology import Topology, TopologyError
+from taurus.datapath.ports import memlink
+from taurus.tools.topology import Topology
 
 
-def attach_switches(eng: Engine, topo: Topology, port_kind: str = "auto") -> dict:
-    """Open the ports and add the devices; returns {switch: [port indices]}."""
+def _switch_config(topo: Topology, sw: str, ports: list[int], real: bool, overrides=None) -> dict:
+    node = topo.node(sw)
+    pcs = []
+    byname = {}
+    for i, p in zip(node.ifaces, ports):
+        lk = i.link
+        pc = dict(topo.port_features(sw, i.name))
+        pc.update({"rate": lk.rate or 0, "delay": lk.delay or 0, "mac": i.mac})
+        if lk.buffer:
+            pc["buffer"] = lk.buffer
+        if real and topo.node(i.peer_node).is_host:
+            pc["in_delay"] = lk.delay or 0
+        pc.update((overrides or {}).get(i.name, {}))
+        pcs.append(pc)
+        byname[i.name] = p
+    routes = {ip: [byname[ifn] for ifn in ifs] for ip, ifs in topo.routes(sw).items() if ifs}
+    cfg = {"ports": pcs, "routes": routes, "switch_id": node.index}
+    for k in F.SWITCH_ONLY:
+        if k in node.features:
+            cfg[k] = node.features[k]
+    return cfg
+
+
+def attach_switches(eng: Engine, topo: Topology, port_kind: str = "auto",
+                    port_overrides: dict | None = None, **state_opts) -> dict:
+    """Open the ports and add one switch device per topology switch; returns
+    {switch: [engine port indices]} (in the switch's interface order)."""
+    install_switch_state(eng, **state_opts)
     placed = {}
     for sw in topo.switches:
-        ifaces = topo.ifaces_of(sw)
-        if len(ifaces) != 2:
-            raise TopologyError(topo.source or topo.name, f"switches.{sw}",
-                                f"has {len(ifaces)} links; the L2 forwarder needs exactly 2 "
-                                "(multi-port switching comes with the software switch)")
         ports = [eng.add_port(i.name, i.name, netns=topo.ns_of(sw), kind=port_kind)
-                 for i in ifaces]
-        eng.add_l2fwd(ports[0], ports[1], name=sw)
+                 for i in topo.ifaces_of(sw)]
+        add_switch(eng, ports, _switch_config(topo, sw, ports, True, port_overrides), name=sw)
         placed[sw] = ports
     return placed
+
+
+def open_end(eng, topo, host, port):
+    """Default host factory: leave the host's port as an open end."""
+    return port
+
+
+def build_virtual(eng: Engine, topo: Topology, host_factory=open_end,
+                  port_overrides: dict | None = None, **state_opts) -> dict:
+    """Build `topo` on memory links; returns {"switches": {name: device},
+    "ports": {iface: engine port}, "hosts": {host: host_factory result}}."""
+    install_switch_state(eng, **state_opts)
+    ports, hosts = {}, {}
+    for lk in topo.links:
+        a, b = eng.add_mem_link(lk.a_iface, lk.b_iface)
+        ports[lk.a_iface], ports[lk.b_iface] = a, b
+        for me, peer_node, p in ((lk.a, lk.b, a), (lk.b, lk.a, b)):
+            if topo.node(me).is_host:
+                # the host NIC serializes onto its link, which delays toward the switch
+                eng.E.ports.regs[p, memlink.RATE] = lk.rate or 0
+                eng.E.ports.regs[p, memlink.DELAY] = lk.delay or 0
+            else:
+                eng.E.ports.regs[p, memlink.RATE] = 0
+                eng.E.ports.regs[p, memlink.DELAY] = 0
+    switches = {}
+    for sw in topo.switches:
+        sp = [ports[i.name] for i in topo.ifaces_of(sw)]
+        switches[sw] = add_switch(eng, sp, _switch_config(topo, sw, sp, False, port_overrides),
+                                  name=sw)
+    for h in topo.hosts:
+        hosts[h] = host_factory(eng, topo, h, ports[topo.ifaces_of(h)[0].name])
+    return {"switches": switches, "ports": ports, "hosts": hosts}
+
+
+def pfc_host(eng, topo, host, port, buffer=64 * 2**20):
+    """A host factory for tests until the transport NIC lands: a two-port
+    switch device as the host's NIC that honours PFC from the fabric.  Frames
+    injected at the returned open end wait in the NIC's (large) send queue
+    and leave at the link rate, pausing when the fabric says so."""
+    lk = topo.ifaces_of(host)[0].link
+    app, nic_in = eng.add_mem_link(f"{host}-app", f"{host}-nic")
+    eng.E.ports.regs[port, memlink.RATE] = 0       # the NIC device models the link now
+    eng.E.ports.regs[port, memlink.DELAY] = 0
+    ip = topo.ip_of(host)
+    add_switch(eng, [nic_in, port], {
+        "ports": [{"buffer": buffer}, {"rate": lk.rate or 0, "delay": lk.delay or 0,
+                                       "buffer": buffer, "classes": {"control_high": False}}],
+        "routes": {ip: [nic_in]}, "default": [port], "buffer": 2 * buffer}, name=f"{host}-nic")
+    return app

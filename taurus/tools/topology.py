@@ -163,6 +163,7 @@ class Node:
     prefixlen: int | None = None
     ifaces: list = dataclasses.field(default_factory=list)
     field: str = ""               # where it was defined (for messages)
+    features: dict = dataclasses.field(default_factory=dict)   # switches: switch_config
 
     @property
     def is_host(self) -> bool:
@@ -181,6 +182,7 @@ class Link:
     a_iface: str = ""
     b_iface: str = ""
     field: str = ""
+    features: dict = dataclasses.field(default_factory=dict)   # per-port switch features
 
 
 @dataclasses.dataclass
@@ -280,12 +282,40 @@ class Topology:
             raise self._err(field, f"expected a unicast host address, got {_q(ip)}")
         return str(itf.ip), net.prefixlen
 
-    def add_switch(self, name: str, *, _field: str | None = None) -> str:
-        self._add_node(name, "switch", _field)
+    def add_switch(self, name: str, features: dict | None = None, *,
+                   _field: str | None = None) -> str:
+        """`features`: the switch's fabric features (see
+        taurus/datapath/devices/switch_config.py), e.g. {"ecn": {"k": "30KB"}}."""
+        node = self._add_node(name, "switch", _field)
+        try:
+            node.features = self._features(features, node.field, True)
+        except TopologyError:
+            del self._nodes[name]
+            raise
         return name
 
+    def _features(self, raw, field, switch_level):
+        from taurus.datapath.devices import switch_config as F
+        if not raw:
+            return {}
+        try:
+            F.validate(raw, field, switch_level)
+        except F.FeatureError as e:
+            raise self._err(e.field, e.msg) from None
+        keys = F.SWITCH_KEYS if switch_level else F.PORT_KEYS
+        bad = [k for k in raw if k not in keys]
+        if bad:
+            raise self._err(f"{field}.{bad[0]}", f"unknown feature (expected one of: {', '.join(keys)})")
+        return dict(raw)
+
+    def port_features(self, switch, iface: str) -> dict:
+        """Raw features of one switch port: the switch's, overridden by its link's."""
+        from taurus.datapath.devices import switch_config as F
+        i = next(x for x in self.node(switch).ifaces if x.name == iface)
+        return F.merge(self.node(switch).features, i.link.features)
+
     def add_link(self, a, b, rate=None, delay=None, buffer=None, mtu: int = 1500,
-                 *, _field: str | None = None) -> Link:
+                 features: dict | None = None, *, _field: str | None = None) -> Link:
         a, b = self._name(a), self._name(b)
         field = _field or f"add_link({a!r}, {b!r})"
         ep = f"{field}.endpoints" if _field else field
@@ -313,7 +343,8 @@ class Topology:
                 raise self._err(ep, f"host {n.name!r} already has its link (to {other!r}); "
                                     "a host has one NIC: connect it through a switch")
             self._check_ifname(n.name, len(n.ifaces), ep)
-        link = Link(a, b, mtu=mtu, index=len(self._links), field=field, **params)
+        feats = self._features(features, field, False)
+        link = Link(a, b, mtu=mtu, index=len(self._links), field=field, features=feats, **params)
         link.a_iface, link.b_iface = f"{a}-eth{len(na.ifaces)}", f"{b}-eth{len(nb.ifaces)}"
         for n, me, peer, peer_if in ((na, link.a_iface, b, link.b_iface), (nb, link.b_iface, a, link.a_iface)):
             k = len(n.ifaces)
@@ -488,11 +519,13 @@ class Topology:
                 "ip": x.ip and f"{x.ip}/{x.prefixlen}",
                 "ifaces": [{"name": i.name, "mac": i.mac, "peer": f"{i.peer_node}:{i.peer_iface}"}
                            for i in x.ifaces],
-                **({} if x.is_host else {"routes": self.routes(x.name)})})
+                **({} if x.is_host else {"routes": self.routes(x.name),
+                                         "features": x.features})})
         for lk in self._links:
             d["links"].append({"endpoints": [f"{lk.a}:{lk.a_iface}", f"{lk.b}:{lk.b_iface}"],
                                "rate_bps": lk.rate, "delay_ns": lk.delay,
-                               "buffer_bytes": lk.buffer, "mtu": lk.mtu})
+                               "buffer_bytes": lk.buffer, "mtu": lk.mtu,
+                               "features": lk.features})
         return d
 
     def __repr__(self):
@@ -503,10 +536,12 @@ class Topology:
 # ------------------------------------------------------------------ TOML
 
 _TABLES = {"topology", "defaults", "hosts", "switches", "links"}
+_FEATURE_KEYS = ("buffer", "telemetry", "ecn", "csig", "int", "pfc", "trim", "classes")
+_PORT_FEATURE_KEYS = ("ecn", "csig", "int", "pfc", "trim", "classes")
 _KEYS = {"topology": {"name", "allow_jumbo"},
          "defaults": {"rate", "delay", "buffer", "mtu"},
-         "hosts": {"name", "ip"}, "switches": {"name"},
-         "links": {"endpoints", "rate", "delay", "buffer", "mtu"}}
+         "hosts": {"name", "ip"}, "switches": {"name", *_FEATURE_KEYS},
+         "links": {"endpoints", "rate", "delay", "buffer", "mtu", *_PORT_FEATURE_KEYS}}
 
 
 def _check_keys(src, field, table, allowed):
@@ -560,13 +595,15 @@ def from_dict(data: dict, source: str = "<dict>", prefix: str = netns.PREFIX) ->
     for f, it in items("hosts"):
         t.add_host(need(f, it, "name", "a node name"), it.get("ip"), _field=f)
     for f, it in items("switches"):
-        t.add_switch(need(f, it, "name", "a node name"), _field=f)
+        t.add_switch(need(f, it, "name", "a node name"),
+                     {k: v for k, v in it.items() if k != "name"}, _field=f)
     for f, it in items("links"):
         ep = need(f, it, "endpoints", 'two node names like ["h1", "s1"]')
         if not (isinstance(ep, list) and len(ep) == 2 and all(isinstance(e, str) for e in ep)):
             raise TopologyError(src, f"{f}.endpoints", f'expected two node names like ["h1", "s1"], got {_q(ep)}')
         kw = {k: it.get(k, defaults.get(k)) for k in ("rate", "delay", "buffer")}
-        t.add_link(ep[0], ep[1], mtu=it.get("mtu", defaults.get("mtu", 1500)), _field=f, **kw)
+        t.add_link(ep[0], ep[1], mtu=it.get("mtu", defaults.get("mtu", 1500)), _field=f,
+                   features={k: it[k] for k in _PORT_FEATURE_KEYS if k in it}, **kw)
     return t.validate()
 
 

@@ -1,0 +1,91 @@
+"""Lossless class in virtual time: PFC on an 8:1 incast loses nothing (and
+drops without it); TCD on seed 002's head-of-line victim topology marks the
+victim UE at the paused port and the root port CE, while plain ECN marks the
+victim CE."""
+import pytest
+from scapy.layers.inet import IP
+from scapy.layers.l2 import Ether
+
+from taurus.datapath.devices.switch_setup import switch_stats
+from taurus.tools import topology as topo
+from taurus.tools.fabric import build_virtual, pfc_host
+
+from test_switch_virtual import _close_engines, new_engine, uet  # noqa: F401
+
+
+def _run(eng, hosts, receivers, dur_ns, step_ns=100_000):
+    """Run in steps, collecting what reaches the receivers' open ends."""
+    got = {r: [] for r in receivers}
+    end = eng.now() + dur_ns
+    while eng.now() < end:
+        eng.run_for(step_ns)
+        for r in receivers:
+            got[r] += eng.collect(hosts[r])
+    return got
+
+
+def _incast(pfc: bool):
+    t = topo.load(topo.builtin("incast"))
+    if not pfc:
+        t.node("s1").features.pop("pfc")
+    eng = new_engine(n_frames=32768)
+    fab = build_virtual(eng, t, host_factory=pfc_host)
+    hosts = fab["hosts"]
+    n = 400
+    for k in range(1, 9):
+        f = uet(1000, src=t.ip_of(f"h{k}"), dst=t.ip_of("h9"), ev=k)
+        eng.add_pktgen(hosts[f"h{k}"], f, rate_pps=10**6, count=n, burst=8)
+    got = _run(eng, hosts, ["h9"], 60 * 10**6)
+    return eng, len(got["h9"]), switch_stats(eng), 8 * n
+
+
+def test_pfc_incast_8_to_1_is_lossless():
+    eng, received, st, sent = _incast(pfc=True)
+    assert received == sent
+    assert sum(s["drop"] for s in st.values()) == 0
+    assert sum(s["pfc_tx_xoff"] for s in st.values()) > 0      # the senders were paused
+    assert sum(s["paused_ns"] for s in st.values()) > 0        # and their NICs honoured it
+    assert eng.frames_in_use() == 8 * 1                        # only pktgen templates
+
+
+def test_incast_without_pfc_drops():
+    eng, received, st, sent = _incast(pfc=False)
+    assert st["s1-eth8"]["drop"] > 0 and received < sent
+
+
+def _victim(tcd: bool):
+    t = topo.load(topo.builtin("pfc_victim"))
+    for s in ("T0", "T1"):
+        t.node(s).features["pfc"] = dict(t.node(s).features["pfc"], tcd=tcd)
+    eng = new_engine(n_frames=65536)
+    fab = build_virtual(eng, t, host_factory=pfc_host)
+    hosts = fab["hosts"]
+    ip = t.ip_of
+    # victim S0->R0 and S1->R1 below their 1 Gbit/s links; A0..A3 burst to R1 at 2 Gbit/s
+    eng.add_pktgen(hosts["S0"], uet(1000, src=ip("S0"), dst=ip("R0"), ev=1), 40_000, count=800)
+    eng.add_pktgen(hosts["S1"], uet(1000, src=ip("S1"), dst=ip("R1"), ev=2), 100_000, count=2000)
+    start = eng.now() + 2 * 10**6
+    for k in range(4):
+        eng.add_pktgen(hosts[f"A{k}"], uet(1000, src=ip(f"A{k}"), dst=ip("R1"), ev=10 + k),
+                       250_000, count=1500, start_ns=start)
+    got = _run(eng, hosts, ["R0", "R1"], 40 * 10**6)
+    ecn = {r: [Ether(x)[IP].tos & 3 for x in got[r]] for r in got}
+    return eng, ecn, switch_stats(eng)
+
+
+def test_tcd_marks_victim_ue_and_root_ce():
+    eng, ecn, st = _victim(tcd=True)
+    assert len(ecn["R0"]) == 800 and len(ecn["R1"]) == 2000 + 4 * 1500   # lossless
+    assert st["T0-eth2"]["pfc_rx"] > 0                 # P0 was paused by T1
+    assert ecn["R0"].count(1) > 0                       # victim: undetermined (UE)
+    assert ecn["R0"].count(3) == 0                      # ... and never congested
+    assert st["T0-eth2"]["ue_mark"] > 0 and st["T0-eth2"]["ecn_mark"] == 0
+    assert st["T1-eth2"]["ecn_mark"] > 0                # the root port is congested
+    assert ecn["R1"].count(3) > 0
+
+
+def test_plain_ecn_marks_the_victim_ce():
+    eng, ecn, st = _victim(tcd=False)
+    assert len(ecn["R0"]) == 800
+    assert ecn["R0"].count(3) > 0 and ecn["R0"].count(1) == 0
+    assert st["T0-eth2"]["ecn_mark"] > 0 and st["T0-eth2"]["ue_mark"] == 0
