@@ -109,3 +109,13 @@ def pfc_host(eng, topo, host, port, buffer=64 * 2**20):
                                        "buffer": buffer, "classes": {"control_high": False}}],
         "routes": {ip: [nic_in]}, "default": [port], "buffer": 2 * buffer}, name=f"{host}-nic")
     return app
+
+
+def nic_host(eng, topo, host, port, mss: int = 1024, **nic_opts):
+    """A host factory: the transport NIC on the host's link.  The NIC paces
+    at its own line rate, so the wire itself keeps only the delay."""
+    from taurus.datapath.devices.nic_setup import add_nic
+    lk = topo.ifaces_of(host)[0].link
+    eng.E.ports.regs[port, memlink.RATE] = 0
+    return add_nic(eng, port, topo.mac_of(host), topo.ip_of(host),
+                   line_rate_bps=lk.rate or 0, mss=mss, **nic_opts)
