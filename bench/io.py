@@ -2,7 +2,7 @@
 """I/O benchmark: what the port layer and the engine's forwarder move, each
 beside a raw-I/O ceiling measured in the same run on the same sockets.
 
-    sudo python bench/io.py            # about 2.5 minutes
+    sudo python bench/io.py            # about 2 minutes (+20 s compiling on a new cache)
     sudo python bench/io.py --quick    # about 30 s
     sudo python bench/io.py --json out.json
 
@@ -675,21 +675,23 @@ def main(argv=None) -> int:
 
     main_pid = os.getpid()
 
-    def _term(signum, frame):
+    # pyroute2 forks helpers (namespace creation, sockets in a namespace)
+    # that run Python with our handlers, and signals them (SIGTERM) when done.
+    # An exception raised there would unwind through Topology.up()'s cleanup
+    # and ours in the child and delete the parent's namespaces: a child just
+    # vanishes.
+    def _sig(signum, frame):
         if os.getpid() != main_pid:
             os._exit(128 + signum)
         raise KeyboardInterrupt
-    old_term = signal.signal(signal.SIGTERM, _term)
-    # pyroute2 forks helpers (namespace creation, sockets in a namespace)
-    # that run Python and inherit our handlers; one interrupted there unwinds
-    # through this function in the child, which must then vanish without
-    # cleaning up (that would delete the parent's namespaces).
+    old_term = signal.signal(signal.SIGTERM, _sig)
+    signal.signal(signal.SIGINT, _sig)
     t_start = time.monotonic()
     bench = Bench(args)
     skipped = {}
     interrupted = False
     try:
-        log(f"compiling / loading the Numba loops ...")
+        log("compiling / loading the Numba loops ...")
         t0 = time.monotonic()
         bench.compile()
         log(f"  done in {time.monotonic() - t0:.1f} s")
