@@ -31,8 +31,16 @@ from .nic_tx import PROBE_TS_MASK, SLO_OFF, flow_wake, rto_arm
 
 @nb.njit(cache=True)
 def _flow_of(N, n):
-    """The flow an ACK/NACK is for; 0 = not ours (counted by the caller).
+    """The flow an ACK/NACK is for; 0 = not ours (counted as wrong PDC).
     The first valid ACK tells us the receiver's PDC id (ends SYN)."""
+    f = _match_flow(N, n)
+    if f == 0:
+        N.ncnt[n, C_DROP_WRONG_PDC] += 1
+    return f
+
+
+@nb.njit(cache=True)
+def _match_flow(N, n):
     d = N.desc
     f = d[D_DPDCID]
     if (f <= 0 or f >= N.fl.shape[0] or N.fl[f, FL_NIC] != n + 1
@@ -77,7 +85,6 @@ def rx_ack(E, n, i, now):
     d = N.desc
     f = _flow_of(N, n)
     if f == 0:
-        N.ncnt[n, C_DROP_WRONG_PDC] += 1
         return
     W = N.sl_state.shape[1]
     msk = W - 1
@@ -188,7 +195,6 @@ def rx_nack(E, n, i, now):
     d = N.desc
     f = _flow_of(N, n)
     if f == 0:
-        N.ncnt[n, C_DROP_WRONG_PDC] += 1
         return
     N.ncnt[n, C_RX_NACK] += 1
     msk = N.sl_state.shape[1] - 1
