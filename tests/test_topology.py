@@ -359,3 +359,26 @@ def test_cli_reports_bad_file(tmp_path, capsys):
     assert topo_cli.main(["topo", "show", str(path)]) == 2
     err = capsys.readouterr().err
     assert "links[0].rate" in err and str(path) in err
+
+
+def test_forked_helpers_do_not_inherit_our_signal_handlers():
+    """pyroute2 forks helpers; one that ran our handlers could unwind through
+    the parent's cleanup and delete the parent's namespaces."""
+    import signal
+    import taurus.tools.netns  # noqa: F401  (installs the at-fork hook)
+    old = signal.signal(signal.SIGTERM, lambda *a: None)
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:
+            plain = all(signal.getsignal(s) == signal.SIG_DFL
+                        for s in (signal.SIGINT, signal.SIGTERM))
+            os.write(w, b"1" if plain else b"0")
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert os.read(r, 1) == b"1"
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        os.close(r)
+        os.close(w)

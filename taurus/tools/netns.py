@@ -19,6 +19,21 @@ PREFIX = "taurus-"
 NETNS_DIR = "/var/run/netns"
 
 
+def _plain_signals_in_forked_child():
+    # pyroute2 (namespace creation, sockets in a namespace) and run_in_ns fork
+    # helpers that inherit our Python signal handlers.  A KeyboardInterrupt
+    # raised in such a helper unwinds through the *parent's* cleanup code
+    # (Topology.up, runners) and deletes the parent's namespaces.  A forked
+    # child therefore ends on SIGINT/SIGTERM like a plain process; a child
+    # that wants handlers installs its own after the fork.
+    for s in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(s) != signal.SIG_IGN:
+            signal.signal(s, signal.SIG_DFL)
+
+
+os.register_at_fork(after_in_child=_plain_signals_in_forked_child)
+
+
 def list_ns(prefix: str = PREFIX) -> list[str]:
     return sorted(n for n in _netns.listnetns() if n.startswith(prefix))
 

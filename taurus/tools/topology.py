@@ -477,10 +477,12 @@ class Topology:
         if existing:
             raise self._err(None, f"namespace {existing[0]} already exists: the topology is up "
                                   "(`taurus topo down FILE`, or `taurus topo clean` after a crash)")
-        created = []
+        created, pid = [], os.getpid()
         try:
             _build(self, created)
         except BaseException:
+            if os.getpid() != pid:       # a forked helper: never the parent's cleanup
+                os._exit(1)
             for ns in reversed(created):
                 netns.remove_ns(ns)
             raise
