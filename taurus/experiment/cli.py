@@ -14,6 +14,8 @@ def add_run_parsers(sub) -> None:
                         "wall: namespaces and real ports")
     r.add_argument("--out", help="run directory (default: runs/<name>-<clock>-<time>)")
     r.add_argument("--check", action="store_true", help="validate the file and exit")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one value of the file, e.g. cc.mode=native (repeatable)")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--port-kind", default="auto", choices=["auto", "af_xdp", "af_packet"])
     r.set_defaults(func=run_cmd)
@@ -25,7 +27,7 @@ def add_run_parsers(sub) -> None:
 def run_cmd(a) -> int:
     from .schema import ExperimentError, load
     try:
-        x = load(a.file)
+        x = load(a.file, a.set)
         from .traffic import build_plan
         plan = build_plan(x)
     except (ExperimentError, ValueError) as e:

@@ -61,6 +61,11 @@ class Runner:
         self.progress = progress
         self.eng = None
         self.agents: dict[str, Agent] = {}
+        self.nics: dict[str, int] = {}
+        self.sw_ports: dict[str, int] = {}
+        self.port_list: list[tuple[str, int]] = []     # switch ports, sampled in this order
+        self.flow_of: dict[int, int] = {}
+        self.rpc_state: list[dict] = []
         self.topo_up = False
         self.loads = HostLoads(x, clock)
         self.t0 = 0

@@ -250,16 +250,25 @@ def _choice(options):
     return conv
 
 
+_ZERO_RE = re.compile(r"\s*0*\.?0*\s*[A-Za-zµ]*\s*\Z")
+
+
+def _zero(v) -> bool:
+    """0, "0", "0B", "0ms": the unit parsers refuse zero, these keys allow it."""
+    return (v == 0 and not isinstance(v, bool)) or (isinstance(v, str) and "0" in v
+                                                    and bool(_ZERO_RE.match(v)))
+
+
 def _size0(v) -> int:
-    return 0 if v == 0 else T.parse_size(v)
+    return 0 if _zero(v) else T.parse_size(v)
 
 
 def _rate0(v) -> int:
-    return 0 if v in (0, "0") else T.parse_rate(v)
+    return 0 if _zero(v) else T.parse_rate(v)
 
 
 def _delay0(v) -> int:
-    return 0 if v in (0, "0") else T.parse_delay(v)
+    return 0 if _zero(v) else T.parse_delay(v)
 
 
 def _dict(v) -> dict:
@@ -529,7 +538,30 @@ def _check_modes(x: Experiment) -> None:
                                       f"{tr.dst[0]!r} would mix {m} with {seen[tr.dst[0]][0]}")
 
 
-def load(path: str) -> Experiment:
+def apply_set(data: dict, assignment: str, source: str = "--set") -> None:
+    """`cc.mode=native`, `experiment.duration="5ms"`: one TOML value at a
+    dotted key of tables (arrays of tables are indexed: traffic.0.size)."""
+    key, eq, raw = assignment.partition("=")
+    if not eq or not key.strip():
+        raise ExperimentError(source, None, f"expected KEY=VALUE, got {assignment!r}")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw                     # a bare word is a string: mode=native
+    parts = key.strip().split(".")
+    node = data
+    for i, p in enumerate(parts[:-1]):
+        nxt = node[int(p)] if isinstance(node, list) and p.isdigit() and int(p) < len(node) \
+            else node.setdefault(p, {}) if isinstance(node, dict) else None
+        if not isinstance(nxt, (dict, list)):
+            raise ExperimentError(source, ".".join(parts[:i + 1]), "not a table")
+        node = nxt
+    if not isinstance(node, dict):
+        raise ExperimentError(source, key, "not a table key")
+    node[parts[-1]] = value
+
+
+def load(path: str, sets: list[str] = ()) -> Experiment:
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -537,4 +569,6 @@ def load(path: str) -> Experiment:
         raise ExperimentError(path, None, f"TOML syntax error: {e}") from None
     except OSError as e:
         raise ExperimentError(path, None, f"cannot read: {e.strerror}") from None
+    for a in sets:
+        apply_set(data, a)
     return from_dict(data, source=path, base_dir=os.path.dirname(os.path.abspath(path)))
