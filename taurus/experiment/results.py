@@ -58,7 +58,7 @@ def path_of(topo, a: str, b: str) -> tuple[int, int]:
 
 def _flow_rows(r, snap) -> list[dict]:
     x, flows = r.x, r.plan.flows
-    acked = snap.get("acked")
+    acked, srtt = snap.get("acked"), snap.get("srtt")
     end = r.now
     rows = []
     for k, f in enumerate(flows):
@@ -72,7 +72,8 @@ def _flow_rows(r, snap) -> list[dict]:
                      "src": f.src, "dst": f.dst, "start_ns": f.start, "size": f.size,
                      "mode": cc.mode, "algorithm": cc.algorithm if cc.mode != "native" else "dctcp",
                      "bytes": b, "goodput_bps": (b * 8e9 / span) if span and span > 0 else 0.0,
-                     "fct_ns": fct, "done": fct is not None})
+                     "fct_ns": fct, "done": fct is not None,
+                     "srtt_ns": int(srtt[k]) if srtt is not None else None})
     return rows
 
 
@@ -172,6 +173,7 @@ def build_summary(r, snap) -> dict:
         "sample_ns": r.step * r.sample_every, "warmup_ns": x.warmup,
         "complete": r.complete, "error": r.error, "ended_at_ns": int(r.now),
         "notes": r.loads.notes,
+        "loop_wall_s": round(r.loop_s, 3), "engine_wall_s": round(r.engine_s, 3),
         "throughput_bps": float(total.mean()) if len(total) else 0.0,
         "fairness": {"jain_mean": float(np.mean(warm)) if warm else None,
                      "jain_min": float(np.min(warm)) if warm else None},

@@ -32,7 +32,8 @@ from taurus.agent.agent import Agent
 from taurus.agent.config import parse as agent_config
 from taurus.datapath.ccshm import CcShm
 from taurus.datapath.devices import nic_setup as NS
-from taurus.datapath.devices.nic_state import CQ_RX, CQ_TX, CX_CWND, CX_RATE, FL_ACKED_OFF, FL_POSTED
+from taurus.datapath.devices.nic_state import (CQ_RX, CQ_TX, CX_CWND, CX_RATE, FL_ACKED_OFF,
+                                              FL_POSTED, FL_SRTT)
 from taurus.datapath.devices.switch_setup import switch_stats
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import attach_switches, build_virtual, nic_host
@@ -43,7 +44,8 @@ from .traffic import BULK_CHUNK, Plan, build_plan, link_rate
 
 log = logging.getLogger("taurus.run")
 AHEAD = 4 * BULK_CHUNK          # an open-ended bulk flow keeps this much posted beyond acked
-WALL_MIN_STEP = 200_000         # ns: Python between slices stalls the datapath on the wall clock
+WALL_MIN_STEP = 500_000         # ns: Python between slices stalls the datapath on the wall clock
+WALL_RTO_STEPS = 8              # wall clock: minimum RTO in steps
 MAX_BUFFERS = 8 << 30           # bytes of send + receive buffers a plan may ask for
 
 
@@ -73,6 +75,8 @@ class Runner:
         self.complete = False
         self.error = ""
         self.agent_cpu_s = 0.0
+        self.engine_s = 0.0             # wall seconds inside run_until (the rest is Python)
+        self.loop_s = 0.0
         self.stats_cache: dict = {}
         n = len(self.plan.flows)
         self.fid = np.zeros(n, np.int64)            # plan index -> NIC flow id
@@ -125,9 +129,12 @@ class Runner:
             for h in topo.hosts:
                 i = topo.ifaces_of(h)[0]
                 p = eng.add_port(i.name, i.name, netns=topo.ns_of(h), kind=self.port_kind)
+                # The engine pauses while Python acts between slices: an RTO
+                # shorter than a few steps would fire on ACKs waiting in the ring.
                 self.nics[h] = NS.add_nic(eng, p, topo.mac_of(h), topo.ip_of(h),
                                           line_rate_bps=link_rate(x, h), mss=x.host_cc(h).mss,
-                                          rx_buf_bytes=cap[h])
+                                          rx_buf_bytes=cap[h], rto_min_ns=WALL_RTO_STEPS * self.step,
+                                          rto_init_ns=2 * WALL_RTO_STEPS * self.step)
         self._start_agents()
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)
@@ -190,7 +197,10 @@ class Runner:
             for k in list(bulk_open):
                 self._feed(k, bulk_open)
             until = min(x.duration, (self.now // self.step + 1) * self.step)
+            w0 = time.perf_counter()
             eng.run_until(self.t0 + until, stop_idle=False)
+            w1 = time.perf_counter()
+            self.engine_s += w1 - w0
             self.now = eng.now() - self.t0
             self._completions()
             if self.agents:
@@ -205,8 +215,9 @@ class Runner:
             if self.progress and time.monotonic() - last_bar > 0.2:
                 last_bar = time.monotonic()
                 self._bar(time.monotonic() - wall0)
+        self.loop_s = time.monotonic() - wall0
         if self.progress:
-            self._bar(time.monotonic() - wall0)
+            self._bar(self.loop_s)
             sys.stderr.write("\n")
         self.complete = True
 
@@ -336,6 +347,7 @@ class Runner:
         N = eng.E.nic
         out["acked"] = N.fl[self.fid, FL_ACKED_OFF].copy()
         out["rate"] = N.ctx[self.fid, CX_RATE].copy()
+        out["srtt"] = N.fl[self.fid, FL_SRTT].copy()
         return out
 
     def teardown(self) -> list[str]:
@@ -374,8 +386,16 @@ def NS_rate(v, default):
     return default if v is None else (0 if v in (0, "0") else parse_rate(v))
 
 
-def _raise_stopped(signum, frame):
-    raise Stopped(signal.Signals(signum).name)
+def _stop_handler(main_pid: int):
+    """SIGINT/SIGTERM end the run in this process.  pyroute2 forks helpers
+    (namespace work) that inherit the handler and are sent SIGTERM when
+    done: there the handler must exit at once, never unwind through our
+    cleanup (which would tear down the parent's namespaces)."""
+    def handler(signum, frame):
+        if os.getpid() != main_pid:
+            os._exit(128 + signum)
+        raise Stopped(signal.Signals(signum).name)
+    return handler
 
 
 def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress: bool = False,
@@ -385,7 +405,8 @@ def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress
     from .results import write_results
     os.makedirs(out_dir, exist_ok=True)
     r = Runner(x, clock, progress, port_kind)
-    old = {s: signal.signal(s, _raise_stopped) for s in (signal.SIGINT, signal.SIGTERM)}
+    handler = _stop_handler(os.getpid())
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     snap = {}
     try:
         try:
