@@ -14,6 +14,8 @@ import time
 import numpy as np
 import pytest
 
+from conftest import needs_root
+
 from taurus.experiment import schema
 from taurus.experiment.results import path_of
 from taurus.experiment.runner import run_experiment
@@ -238,6 +240,7 @@ def _ours():
     return [n for n in netns.list_ns(netns.PREFIX) if "exptest" in n]
 
 
+@needs_root
 def test_demo_on_namespaces_cleans_up(tmp_path):
     x = schema.load(DEMO, WALL)
     try:
@@ -251,6 +254,7 @@ def test_demo_on_namespaces_cleans_up(tmp_path):
     assert s["agent"]["messages"] > 0 and s["ports"]["s1-eth2"]["counters"]["tx"] > 0
 
 
+@needs_root
 def test_wall_run_killed_leaves_no_namespaces(tmp_path):
     sets = []
     for a in WALL:
