@@ -73,7 +73,7 @@ class HostLoads:
             with contextlib.suppress(OSError):
                 with open(os.path.join(cg, "cgroup.procs"), "w") as f:
                     f.write(str(p.pid))
-        self.notes.append(f"host_load on {h.host}: {' '.join(cmd[:6])} (pid {p.pid}"
+        self.notes.append(f"host_load on {h.host}: {' '.join(cmd)} (pid {p.pid}"
                           f"{', cgroup ' + cg if cg else ''})")
         return (h, p, cg, h.stop)
 

@@ -151,7 +151,7 @@ class Runner:
         o = f.cc
         return CcSpec(o.get("algorithm", base.algorithm), o.get("mode", base.mode),
                       o.get("params", base.params), base.mss,
-                      NS_size(o.get("cwnd"), base.cwnd), NS_rate(o.get("rate"), base.rate))
+                      _size_or(o.get("cwnd"), base.cwnd), _rate_or(o.get("rate"), base.rate))
 
     def _start_agents(self) -> None:
         """One in-process agent per host with agent or per-event flows; flows
@@ -376,14 +376,15 @@ class Runner:
         return errors
 
 
-def NS_size(v, default):
-    from taurus.tools.topology import parse_size
-    return default if v is None else (0 if v == 0 else parse_size(v))
+def _size_or(v, default):
+    """A per-flow override (already validated by the schema), else the host's value."""
+    from .schema import _size0
+    return default if v is None else _size0(v)
 
 
-def NS_rate(v, default):
-    from taurus.tools.topology import parse_rate
-    return default if v is None else (0 if v in (0, "0") else parse_rate(v))
+def _rate_or(v, default):
+    from .schema import _rate0
+    return default if v is None else _rate0(v)
 
 
 def _stop_handler(main_pid: int):
