@@ -185,7 +185,7 @@ def test_rpc_and_workload_in_virtual_time(tmp_path):
         "cc": {"mode": "native"}, "outputs": {"plots": False}})
     d["topology"]["defaults"] = {"rate": "10Gbit", "delay": "1us"}
     x = schema.from_dict(d, "x")
-    s = run_experiment(x, str(tmp_path), "virtual")
+    s = run_experiment(x, str(tmp_path), "virtual", progress=True)   # the bar goes to stderr
     assert s["complete"]
     assert s["rpc"]["count"] == 20 and s["rpc"]["p50"] > 4_000   # >= base RTT 4 us
     wl = s["groups"]["traffic[1]"]
