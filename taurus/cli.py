@@ -4,6 +4,8 @@ import logging
 import sys
 
 from taurus.agent.cli import add_agent_parser
+from taurus.experiment.cli import add_run_parsers
+from taurus.tools.demo import add_demo_parser
 from taurus.tools.engine_cli import add_engine_parser
 from taurus.tools.topo_cli import add_topo_parser
 
@@ -15,10 +17,8 @@ def main(argv=None) -> int:
     add_topo_parser(sub)
     add_engine_parser(sub)
     add_agent_parser(sub)
-    d = sub.add_parser("demo", help="traffic between two namespaces through the engine")
-    d.add_argument("--seconds", type=float, default=5.0)
-    d.add_argument("--port-kind", default="auto", choices=["auto", "af_xdp", "af_packet"])
-    d.set_defaults(func=lambda a: __import__("taurus.tools.demo", fromlist=["run"]).run(a))
+    add_run_parsers(sub)
+    add_demo_parser(sub)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(name)s: %(message)s")

@@ -48,3 +48,17 @@ def test_up_engine_stats_down(tmp_path):
     finally:
         taurus("topo", "clean", "--prefix", PREFIX, check=False)
     assert netns.list_ns(PREFIX) == []
+
+
+def test_run_check_and_bad_experiment(tmp_path):
+    ex = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    out = taurus("run", os.path.join(ex, "incast_8to1.toml"), "--check").stdout
+    assert "ok (9 hosts, 1 switches, 24 flows" in out
+    f = tmp_path / "bad.toml"
+    f.write_text('[experiment]\nname = "x"\nduration = "1ms"\n[topology]\nbuiltin = "line"\n'
+                 '[[traffic]]\nkind = "bulk"\nfrom = "h1"\nto = "h2"\nrate = "1Gbit"\n')
+    r = taurus("run", str(f), check=False)
+    assert r.returncode == 2 and "bad.toml: traffic[0].rate: unknown key" in r.stderr
+    r = taurus("run", os.path.join(ex, "incast_8to1.toml"), "--set", "cc.mode", check=False)
+    assert r.returncode == 2 and "KEY=VALUE" in r.stderr
+    assert "--clock" in taurus("run", "--help").stdout and "--clock" in taurus("demo", "--help").stdout

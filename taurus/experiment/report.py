@@ -1,0 +1,55 @@
+"""`taurus report RUN_DIR [RUN_DIR...]`: runs side by side, one column each."""
+from __future__ import annotations
+
+import json
+import os
+
+from .results import SUMMARY
+
+
+def _g(v, scale=1.0, fmt="{:.2f}"):
+    return "-" if v is None else fmt.format(v / scale)
+
+
+def rows_of(s: dict) -> list[tuple[str, str]]:
+    """(label, value) lines for one run summary."""
+    out = [("experiment", s["experiment"]), ("clock", s["clock"]),
+           ("complete", "yes" if s["complete"] else f"NO ({s.get('error') or 'partial'})"),
+           ("duration (ms)", _g(s["duration_ns"], 1e6)),
+           ("throughput (Gbit/s)", _g(s["throughput_bps"], 1e9)),
+           ("Jain mean / min", f"{_g(s['fairness']['jain_mean'], fmt='{:.3f}')} / "
+                               f"{_g(s['fairness']['jain_min'], fmt='{:.3f}')}")]
+    p = s.get("busiest_port")
+    if p:
+        q = s["ports"][p]
+        out += [(f"busiest port", p), ("  queue mean / max (KB)",
+                                        f"{_g(q['queue_mean'], 1e3, '{:.1f}')} / {_g(q['queue_max'], 1e3, '{:.1f}')}"),
+                ("  marks / drops", f"{q['marks']} / {q['drops']}")]
+    out += [("drops (all ports)", str(sum(v["drops"] for v in s["ports"].values()))),
+            ("agent messages / updates", f"{s['agent']['messages']} / {s['agent']['updates']}"),
+            ("agent CPU (s)", _g(s["agent"]["cpu_s"], fmt="{:.3f}"))]
+    for g, v in s["groups"].items():
+        out.append((f"{g} {v['kind']} (Gbit/s)", _g(v["goodput_bps"], 1e9)))
+        if v["completed"]:
+            f = v["fct_ns"]
+            out.append((f"  FCT p50/p99 (us)", f"{_g(f['p50'], 1e3, '{:.1f}')} / {_g(f['p99'], 1e3, '{:.1f}')}"))
+            sd = v["slowdown"]
+            out.append((f"  slowdown p50/p99", f"{_g(sd['p50'])} / {_g(sd['p99'])}"))
+    return out
+
+
+def table(dirs: list[str]) -> str:
+    cols = []
+    for d in dirs:
+        path = os.path.join(d, SUMMARY)
+        with open(path) as f:
+            cols.append((os.path.basename(os.path.normpath(d)), dict(rows_of(json.load(f)))))
+    labels = []
+    for _, c in cols:
+        labels += [k for k in c if k not in labels]
+    w0 = max(len(k) for k in labels)
+    ws = [max(len(name), *(len(c.get(k, "")) for k in labels)) for name, c in cols]
+    lines = [" " * w0 + "  " + "  ".join(n.rjust(w) for (n, _), w in zip(cols, ws))]
+    for k in labels:
+        lines.append(k.ljust(w0) + "  " + "  ".join(c.get(k, "").rjust(w) for (_, c), w in zip(cols, ws)))
+    return "\n".join(lines)

@@ -1,0 +1,239 @@
+"""The run directory: summary.json, CSV time series, FCT slowdown, fairness.
+
+    summary.json       run facts, per flow (bytes, goodput, FCT), per group,
+                       per switch port (drops, marks, queue), per agent
+                       (messages, updates, CPU), FCT slowdown bins, fairness
+    flow_series.csv    t_ns, flow, group, rate_bps, cwnd_bytes (long flows:
+                       bulk and incast), every sample period
+    group_series.csv   t_ns, group, rate_bps (every traffic table)
+    queue_series.csv   t_ns, port, queue_bytes (every switch port)
+    fairness.csv       t_ns, active, jain (over the active long flows)
+    fct.csv            one row per finished flow or RPC: size, FCT, slowdown
+    fct_bins.csv       slowdown p50/p95/p99 per size bin
+
+Slowdown = FCT / (base RTT + size / line rate): base RTT is twice the sum
+of the link delays on the path, line rate the slowest link on it; FCT of a
+flow runs from its first post to the ack of its last byte, of an RPC from
+the request's post to the ack of the response's last byte.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections import deque
+
+import numpy as np
+
+from taurus.tools.analysis import fct_slowdown, jain, slowdown_bins
+
+SUMMARY = "summary.json"
+
+
+def path_of(topo, a: str, b: str) -> tuple[int, int]:
+    """(sum of one-way link delays ns, slowest link rate bit/s) from host a to b."""
+    adj: dict[str, list] = {}
+    for lk in topo.links:
+        adj.setdefault(lk.a, []).append((lk.b, lk))
+        adj.setdefault(lk.b, []).append((lk.a, lk))
+    prev = {a: None}
+    q = deque([a])
+    while q:
+        u = q.popleft()
+        for v, lk in adj.get(u, ()):
+            if v not in prev:
+                prev[v] = (u, lk)
+                q.append(v)
+    if b not in prev:
+        raise ValueError(f"no path from {a} to {b}")
+    delay, rate, v = 0, None, b
+    while prev[v] is not None:
+        u, lk = prev[v]
+        delay += lk.delay or 0
+        r = lk.rate or 10**10
+        rate = r if rate is None else min(rate, r)
+        v = u
+    return delay, rate or 10**10
+
+
+def _flow_rows(r, snap) -> list[dict]:
+    x, flows = r.x, r.plan.flows
+    acked, srtt = snap.get("acked"), snap.get("srtt")
+    end = r.now
+    rows = []
+    for k, f in enumerate(flows):
+        cc = r._flow_cc(f)
+        b = int(acked[k]) if acked is not None else 0
+        fct = int(r.done_at[k] - r.posted_at[k]) if r.done_at[k] >= 0 and r.posted_at[k] >= 0 \
+            and f.kind not in ("rpc-req", "rpc-resp") else None
+        t_start = int(r.posted_at[k]) if r.posted_at[k] >= 0 else None
+        span = (fct if fct else (min(end, f.stop) - t_start) if t_start is not None else 0)
+        rows.append({"id": k, "nic_flow": int(r.fid[k]), "group": f.group, "kind": f.kind,
+                     "src": f.src, "dst": f.dst, "start_ns": f.start, "size": f.size,
+                     "mode": cc.mode, "algorithm": cc.algorithm if cc.mode != "native" else "dctcp",
+                     "bytes": b, "goodput_bps": (b * 8e9 / span) if span and span > 0 else 0.0,
+                     "fct_ns": fct, "done": fct is not None,
+                     "srtt_ns": int(srtt[k]) if srtt is not None else None})
+    return rows
+
+
+def _fct_table(r, rows) -> list[dict]:
+    """Finished flows and RPCs with their ideal FCT and slowdown."""
+    topo = r.x.topo
+    out = []
+    for row in rows:
+        if row["fct_ns"] is None:
+            continue
+        d, rate = path_of(topo, row["src"], row["dst"])
+        out.append({"what": f"flow {row['id']}", "group": row["group"], "size": row["size"],
+                    "fct_ns": row["fct_ns"], "base_rtt_ns": 2 * d, "line_rate_bps": rate})
+    for i, size, lat in r.rpc_lat:
+        rp = r.plan.rpcs[i]
+        d, rate = path_of(topo, rp.client, rp.server)
+        out.append({"what": f"rpc {i}", "group": rp.group, "size": size, "fct_ns": lat,
+                    "base_rtt_ns": 2 * d, "line_rate_bps": rate})
+    for o in out:
+        o["slowdown"] = float(fct_slowdown([o["size"]], [o["fct_ns"]], o["base_rtt_ns"],
+                                           o["line_rate_bps"])[0])
+    return out
+
+
+def _pct(v) -> dict:
+    if not len(v):
+        return {"count": 0, "p50": None, "p95": None, "p99": None}
+    return {"count": len(v), **{f"p{q}": float(np.percentile(v, q)) for q in (50, 95, 99)}}
+
+
+def _series(r):
+    """Rates (bit/s) between samples: t[1:], rates [T-1, flows]."""
+    if len(r.samples_t) < 2:
+        return np.zeros(0), np.zeros((0, len(r.plan.flows)))
+    t = np.array(r.samples_t, np.int64)
+    acked = np.array(r.samples_acked, np.float64)
+    dt = np.diff(t).astype(float)
+    return t[1:], np.diff(acked, axis=0) * 8e9 / dt[:, None]
+
+
+def _long_flows(r) -> list[int]:
+    return [k for k, f in enumerate(r.plan.flows) if f.kind in ("bulk", "incast")]
+
+
+def fairness_series(r, t, rates):
+    """Jain over the long flows active in each sample interval (started, not
+    stopped, not yet finished)."""
+    out = []
+    longs = _long_flows(r)
+    for i, ti in enumerate(t):
+        act = [k for k in longs if r.plan.flows[k].start < ti - (t[1] - t[0] if len(t) > 1 else 0)
+               and ti <= r.plan.flows[k].stop and (r.done_at[k] < 0 or r.done_at[k] >= ti)]
+        out.append((int(ti), len(act), jain(rates[i, act]) if act else None))
+    return out
+
+
+def build_summary(r, snap) -> dict:
+    x = r.x
+    rows = _flow_rows(r, snap)
+    fcts = _fct_table(r, rows)
+    t, rates = _series(r)
+    fair = fairness_series(r, t, rates)
+    warm = [j for (ti, n, j) in fair if ti > x.warmup and j is not None and n >= 2]
+    keep = t > x.warmup
+    groups = {}
+    for tr in x.traffic:
+        ks = [k for k, f in enumerate(r.plan.flows) if f.group == tr.key]
+        g_rate = rates[keep][:, ks].sum(axis=1) if len(ks) and keep.any() else np.zeros(0)
+        gf = [o["fct_ns"] for o in fcts if o["group"] == tr.key]
+        groups[tr.key] = {"kind": tr.kind, "flows": len(ks),
+                          "bytes": int(sum(rows[k]["bytes"] for k in ks)),
+                          "goodput_bps": float(g_rate.mean()) if len(g_rate) else 0.0,
+                          "completed": len(gf), "fct_ns": _pct(gf),
+                          "slowdown": _pct([o["slowdown"] for o in fcts if o["group"] == tr.key])}
+    qs = np.array(r.samples_queue) if r.samples_queue else np.zeros((0, len(r.port_list)))
+    ports = {}
+    for j, (name, _) in enumerate(r.port_list):
+        st = snap.get("ports", {}).get(name, {})
+        col = qs[:, j] if len(qs) else np.zeros(0)
+        ports[name] = {"drops": st.get("drop", 0), "marks": st.get("ecn_mark", 0),
+                       "tx_bytes": st.get("tx_bytes", 0),
+                       "queue_max": int(col.max()) if len(col) else 0,
+                       "queue_mean": float(col.mean()) if len(col) else 0.0,
+                       "queue_p99": float(np.percentile(col, 99)) if len(col) else 0.0,
+                       "counters": st}
+    agents = {}
+    for h, a in snap.get("agents", {}).items():
+        w = {k: v for k, v in a["handler"].get("filters", {}).items() if k.startswith("written")}
+        agents[h] = {"messages": a["messages"].get("drained", 0), "updates": int(sum(w.values())),
+                     "calls": a["handler"].get("calls", 0), "detail": a}
+    total = rates[keep].sum(axis=1) if keep.any() else np.zeros(0)
+    busiest = max(ports, key=lambda p: ports[p]["tx_bytes"]) if ports else None
+    return {
+        "experiment": x.name, "description": x.description, "source": os.path.abspath(x.source)
+        if os.path.exists(x.source) else x.source,
+        "clock": r.clock, "seed": x.seed, "duration_ns": x.duration, "step_ns": r.step,
+        "sample_ns": r.step * r.sample_every, "warmup_ns": x.warmup,
+        "complete": r.complete, "error": r.error, "ended_at_ns": int(r.now),
+        "notes": r.loads.notes,
+        "loop_wall_s": round(r.loop_s, 3), "engine_wall_s": round(r.engine_s, 3),
+        "throughput_bps": float(total.mean()) if len(total) else 0.0,
+        "fairness": {"jain_mean": float(np.mean(warm)) if warm else None,
+                     "jain_min": float(np.min(warm)) if warm else None},
+        "busiest_port": busiest,
+        "flows": rows, "groups": groups, "ports": ports,
+        "agent": {"hosts": agents,
+                  "messages": int(sum(a["messages"] for a in agents.values())),
+                  "updates": int(sum(a["updates"] for a in agents.values())),
+                  "cpu_s": round(r.agent_cpu_s, 4)},
+        "nics": snap.get("nics", {}),
+        "fct_slowdown": slowdown_bins([o["size"] for o in fcts], [o["slowdown"] for o in fcts],
+                                      x.size_bins),
+        "rpc": _pct([lat for _, _, lat in r.rpc_lat]),
+    }
+
+
+def _csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def write_results(r, snap, out_dir) -> dict:
+    s = build_summary(r, snap)
+    tmp = os.path.join(out_dir, SUMMARY + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(s, f, indent=1, default=int)
+    os.replace(tmp, os.path.join(out_dir, SUMMARY))
+    if r.x.csv:
+        t, rates = _series(r)
+        flows = r.plan.flows
+        cw = np.array(r.samples_cwnd[1:]) if len(r.samples_cwnd) > 1 else np.zeros((0, len(flows)))
+        _csv(os.path.join(out_dir, "flow_series.csv"), ["t_ns", "flow", "group", "rate_bps", "cwnd_bytes"],
+             [(int(ti), k, flows[k].group, round(float(rates[i, k])), int(cw[i, k]))
+              for i, ti in enumerate(t) for k in _long_flows(r)])
+        _csv(os.path.join(out_dir, "group_series.csv"), ["t_ns", "group", "rate_bps"],
+             [(int(ti), tr.key, round(float(rates[i, [k for k, f in enumerate(flows)
+                                                      if f.group == tr.key]].sum())))
+              for i, ti in enumerate(t) for tr in r.x.traffic])
+        _csv(os.path.join(out_dir, "queue_series.csv"), ["t_ns", "port", "queue_bytes"],
+             [(int(ti), name, int(q[j])) for ti, q in zip(r.samples_t, r.samples_queue)
+              for j, (name, _) in enumerate(r.port_list)])
+        _csv(os.path.join(out_dir, "fairness.csv"), ["t_ns", "active", "jain"],
+             fairness_series(r, t, rates))
+        rows = _fct_table(r, s["flows"])
+        _csv(os.path.join(out_dir, "fct.csv"),
+             ["what", "group", "size", "fct_ns", "base_rtt_ns", "line_rate_bps", "slowdown"],
+             [(o["what"], o["group"], o["size"], o["fct_ns"], o["base_rtt_ns"], o["line_rate_bps"],
+               round(o["slowdown"], 4)) for o in rows])
+        _csv(os.path.join(out_dir, "fct_bins.csv"), ["lo", "hi", "count", "p50", "p95", "p99"],
+             [(b["lo"], b["hi"], b["count"], b["p50"], b["p95"], b["p99"])
+              for b in s["fct_slowdown"]])
+    if r.x.plots:
+        try:
+            from .plots import plot_run
+            s["plots"] = plot_run(out_dir)
+        except Exception as e:      # plots are a convenience; the data is already written
+            s["notes"].append(f"plots failed: {e}")
+        with open(tmp, "w") as f:
+            json.dump(s, f, indent=1, default=int)
+        os.replace(tmp, os.path.join(out_dir, SUMMARY))
+    return s

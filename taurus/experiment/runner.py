@@ -1,0 +1,433 @@
+"""Run an experiment: build, drive the traffic, sample, collect, tear down.
+
+One engine carries the whole topology: in virtual time on memory links
+(fabric.build_virtual, one process, deterministic), or on the wall clock
+over the topology's namespaces (switch ports via fabric.attach_switches,
+each host NIC on an engine port opened in its host's namespace).  Python
+acts between `run_until` slices of `step` ns: it posts application data,
+reacts to completions (RPC responses, FCTs), steps the agents and samples.
+
+Agents run in-process, one per sending host NIC, stepped after every slice
+(as in the e2e tests).  That is the TAURUS picture with the PCIe queue
+replaced by the slice: a decision lands within one step.  A separate `taurus
+agent` process per host is the DESIGN.md picture for long wall-clock runs;
+here in-process stepping keeps one busy process on a 2-core machine.
+
+Teardown always runs (finally): agents, host loads, engine (its shared
+memory), namespaces.  SIGINT/SIGTERM end the run early; the results written
+so far are marked incomplete.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+from taurus.agent.agent import Agent
+from taurus.agent.config import parse as agent_config
+from taurus.datapath.ccshm import CcShm
+from taurus.datapath.devices import nic_setup as NS
+from taurus.datapath.devices.nic_state import (CQ_RX, CQ_TX, CX_CWND, CX_RATE, FL_ACKED_OFF,
+                                              FL_POSTED, FL_SRTT)
+from taurus.datapath.devices.switch_setup import switch_stats
+from taurus.datapath.engine import Engine
+from taurus.tools.fabric import attach_switches, build_virtual, nic_host
+
+from .hog import HostLoads
+from .schema import CcSpec, Experiment
+from .traffic import BULK_CHUNK, Plan, build_plan, link_rate
+
+log = logging.getLogger("taurus.run")
+AHEAD = 4 * BULK_CHUNK          # an open-ended bulk flow keeps this much posted beyond acked
+WALL_MIN_STEP = 500_000         # ns: Python between slices stalls the datapath on the wall clock
+WALL_RTO_STEPS = 8              # wall clock: minimum RTO in steps
+MAX_BUFFERS = 8 << 30           # bytes of send + receive buffers a plan may ask for
+
+
+class Stopped(Exception):
+    """SIGINT or SIGTERM arrived during the run."""
+
+
+class Runner:
+    def __init__(self, x: Experiment, clock: str = "virtual", progress: bool = False,
+                 port_kind: str = "auto"):
+        self.x, self.clock, self.port_kind = x, clock, port_kind
+        self.plan: Plan = build_plan(x)
+        self.step = x.step if clock == "virtual" else max(x.step, WALL_MIN_STEP)
+        self.sample_every = max(1, x.sample // self.step)
+        self.progress = progress
+        self.eng = None
+        self.agents: dict[str, Agent] = {}
+        self.nics: dict[str, int] = {}
+        self.sw_ports: dict[str, int] = {}
+        self.port_list: list[tuple[str, int]] = []     # switch ports, sampled in this order
+        self.flow_of: dict[int, int] = {}
+        self.rpc_state: list[dict] = []
+        self.topo_up = False
+        self.loads = HostLoads(x, clock)
+        self.t0 = 0
+        self.now = 0
+        self.complete = False
+        self.error = ""
+        self.agent_cpu_s = 0.0
+        self.engine_s = 0.0             # wall seconds inside run_until (the rest is Python)
+        self.loop_s = 0.0
+        self.stats_cache: dict = {}
+        n = len(self.plan.flows)
+        self.fid = np.zeros(n, np.int64)            # plan index -> NIC flow id
+        self.posted_at = np.full(n, -1, np.int64)   # ns the flow's data was first posted
+        self.done_at = np.full(n, -1, np.int64)     # ns its last byte was acked (finite flows)
+        self.samples_t: list[int] = []
+        self.samples_acked: list[np.ndarray] = []
+        self.samples_cwnd: list[np.ndarray] = []
+        self.samples_queue: list[np.ndarray] = []
+        self.rpc_lat: list[tuple[int, int, int]] = []   # (rpc index, size, latency ns)
+
+    # ------------------------------------------------------------ sizing
+    def _buffers(self):
+        """Receive region per host NIC (the largest flow into it) and arena sizes."""
+        cap = {h: 64 * 1024 for h in self.x.topo.hosts}
+        for f in self.plan.flows:
+            cap[f.dst] = max(cap[f.dst], f.budget + 4096)
+        tx = sum(f.budget for f in self.plan.flows) + (1 << 20)
+        rx = sum(cap[f.dst] for f in self.plan.flows) + (1 << 20)
+        if tx + rx > MAX_BUFFERS:
+            raise ValueError(f"the plan needs {(tx + rx) / 2**30:.1f} GiB of flow buffers "
+                             f"(> {MAX_BUFFERS >> 30} GiB): shorten the run or lower the rates")
+        return cap, tx, rx
+
+    # ------------------------------------------------------------ build
+    def build(self) -> None:
+        x, topo = self.x, self.x.topo
+        cap, tx, rx = self._buffers()
+        nflows = len(self.plan.flows)
+        nports = 2 * len(topo.links) + 2
+        self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2,
+                                max_nics=len(topo.hosts), max_ports=max(64, nports),
+                                max_devices=max(32, len(topo.hosts) + len(topo.switches) + 2),
+                                timers=max(1 << 16, 4 * nflows + 1024))
+        NS.nic_reserve(eng, max_flows=nflows + 1, tx_bytes=tx, rx_bytes=rx, cq=1 << 16)
+
+        def host(eng, topo, h, port):
+            return nic_host(eng, topo, h, port, mss=x.host_cc(h).mss, rx_buf_bytes=cap[h])
+        if self.clock == "virtual":
+            fab = build_virtual(eng, topo, host_factory=host)
+            self.nics = fab["hosts"]
+            self.sw_ports = {name: p for name, p in fab["ports"].items()
+                             if not topo.node(name.rsplit("-eth", 1)[0]).is_host}
+        else:
+            topo.up()
+            self.topo_up = True
+            placed = attach_switches(eng, topo, port_kind=self.port_kind)
+            self.sw_ports = {eng._port_names[p]: p for ps in placed.values() for p in ps}
+            self.nics = {}
+            for h in topo.hosts:
+                i = topo.ifaces_of(h)[0]
+                p = eng.add_port(i.name, i.name, netns=topo.ns_of(h), kind=self.port_kind)
+                # The engine pauses while Python acts between slices: an RTO
+                # shorter than a few steps would fire on ACKs waiting in the ring.
+                self.nics[h] = NS.add_nic(eng, p, topo.mac_of(h), topo.ip_of(h),
+                                          line_rate_bps=link_rate(x, h), mss=x.host_cc(h).mss,
+                                          rx_buf_bytes=cap[h], rto_min_ns=WALL_RTO_STEPS * self.step,
+                                          rto_init_ns=2 * WALL_RTO_STEPS * self.step)
+        self._start_agents()
+        for k, f in enumerate(self.plan.flows):
+            cc = self._flow_cc(f)
+            fid = NS.add_flow(eng, self.nics[f.src], topo.mac_of(f.dst), topo.ip_of(f.dst),
+                              rate_bps=cc.rate, cwnd_bytes=cc.cwnd, buf_bytes=max(1, f.budget))
+            assert fid == k + 1, "flow ids follow the plan (agent overrides rely on it)"
+            NS.set_flow_mode(eng, fid, cc.mode)
+            self.fid[k] = fid
+        self.flow_of = {int(fid): k for k, fid in enumerate(self.fid)}
+        self.port_list = sorted(self.sw_ports.items(), key=lambda kv: kv[1])
+
+    def _flow_cc(self, f) -> CcSpec:
+        base = self.x.host_cc(f.src)
+        o = f.cc
+        return CcSpec(o.get("algorithm", base.algorithm), o.get("mode", base.mode),
+                      o.get("params", base.params), base.mss,
+                      _size_or(o.get("cwnd"), base.cwnd), _rate_or(o.get("rate"), base.rate))
+
+    def _start_agents(self) -> None:
+        """One in-process agent per host with agent or per-event flows; flows
+        whose algorithm differs from their host's get an [[override]]."""
+        by_host: dict[str, list] = {}
+        for k, f in enumerate(self.plan.flows):
+            cc = self._flow_cc(f)
+            if cc.mode in ("agent", "per-event"):
+                by_host.setdefault(f.src, []).append((k + 1, cc))
+        for h, flows in by_host.items():
+            base = self.x.host_cc(h)
+            over = [{"flows": [fid], "algorithm": cc.algorithm, "params": cc.params}
+                    for fid, cc in flows
+                    if (cc.algorithm, cc.params) != (base.algorithm, base.params)]
+            cfg = agent_config({"agent": {"algorithm": base.algorithm, "params": base.params,
+                                          "mss": base.mss, "line_rate_bps": link_rate(self.x, h)},
+                                "override": over})
+            slot = int(self.eng.E.devs.regs[self.nics[h], 0])
+            a = Agent(self.eng.name + "-cc", cfg, cc=CcShm.attach(self.eng.name + "-cc", nic=slot),
+                      stats_dir=None, slot=slot)
+            self.agents[h] = a
+            a.start()
+
+    # ------------------------------------------------------------ run
+    def run(self) -> None:
+        x, eng = self.x, self.eng
+        flows = self.plan.flows
+        order = sorted(range(len(flows)), key=lambda k: flows[k].start)
+        nxt = 0                                     # next flow (by start) not yet begun
+        bulk_open: list[int] = []                   # open-ended bulk flows being fed
+        self.rpc_state = [dict(left=r.count, issued=-1, resolved=-1) for r in self.plan.rpcs]
+        self.not_rpc: set = set()
+        self.t0 = eng.now()
+        self.loads.start(self.t0)
+        steps = 0
+        wall0 = time.monotonic()
+        last_bar = 0.0
+        while self.now < x.duration:
+            while nxt < len(order) and flows[order[nxt]].start <= self.now:
+                k = order[nxt]
+                nxt += 1
+                self._begin(k, bulk_open)
+            for k in list(bulk_open):
+                self._feed(k, bulk_open)
+            until = min(x.duration, (self.now // self.step + 1) * self.step)
+            w0 = time.perf_counter()
+            eng.run_until(self.t0 + until, stop_idle=False)
+            w1 = time.perf_counter()
+            self.engine_s += w1 - w0
+            self.now = eng.now() - self.t0
+            self._completions()
+            if self.agents:
+                c0 = time.process_time()
+                for a in self.agents.values():
+                    a.step(eng.now())
+                self.agent_cpu_s += time.process_time() - c0
+            self.loads.poll(self.now)
+            steps += 1
+            if steps % self.sample_every == 0:
+                self._sample()
+            if self.progress and time.monotonic() - last_bar > 0.2:
+                last_bar = time.monotonic()
+                self._bar(time.monotonic() - wall0)
+        self.loop_s = time.monotonic() - wall0
+        if self.progress:
+            self._bar(self.loop_s)
+            sys.stderr.write("\n")
+        self.complete = True
+
+    def _begin(self, k, bulk_open) -> None:
+        f = self.plan.flows[k]
+        if f.kind in ("rpc-req",):
+            self._rpc_issue(f.rpc)
+            return
+        if f.kind == "rpc-resp":
+            return
+        self.posted_at[k] = self.now
+        if f.size is not None:
+            NS.nic_post(self.eng, self.nics[f.src], int(self.fid[k]), bytes(f.size))
+        else:
+            bulk_open.append(k)
+
+    def _feed(self, k, bulk_open) -> None:
+        """Keep an open-ended bulk flow AHEAD bytes beyond what is acked, until stop."""
+        f = self.plan.flows[k]
+        fid = int(self.fid[k])
+        N = self.eng.E.nic
+        if self.now >= f.stop:
+            bulk_open.remove(k)
+            return
+        posted, acked = int(N.fl[fid, FL_POSTED]), int(N.fl[fid, FL_ACKED_OFF])
+        while posted - acked < AHEAD and posted + BULK_CHUNK <= f.budget:
+            NS.nic_post(self.eng, self.nics[f.src], fid, bytes(BULK_CHUNK))
+            posted += BULK_CHUNK
+
+    def _rpc_issue(self, i) -> None:
+        r, st = self.plan.rpcs[i], self.rpc_state[i]
+        if st["left"] <= 0 or self.now >= r.stop:
+            return
+        st["left"] -= 1
+        st["issued"] = self.now
+        k = r.req_flow
+        if self.posted_at[k] < 0:
+            self.posted_at[k] = self.now
+        NS.nic_post(self.eng, self.nics[r.client], int(self.fid[k]), bytes(r.request))
+
+    def _completions(self) -> None:
+        for kind, n, ident, _msg, _end, t in NS.nic_completions(self.eng):
+            t -= self.t0
+            if kind == CQ_TX:
+                k = self.flow_of.get(ident)
+                if k is None:
+                    continue
+                f = self.plan.flows[k]
+                if f.kind == "rpc-req" and not self.plan.rpcs[f.rpc].response:
+                    self._rpc_done(f.rpc, t)
+                elif f.kind == "rpc-resp":
+                    self._rpc_done(f.rpc, t)
+                elif f.size is not None:
+                    self.done_at[k] = t
+            elif kind == CQ_RX and (n, ident) not in self.not_rpc:
+                i = self._rpc_of_rx(n, ident)
+                if i is None:
+                    self.not_rpc.add((n, ident))
+                    continue
+                r = self.plan.rpcs[i]
+                k = r.resp_flow
+                if self.posted_at[k] < 0:
+                    self.posted_at[k] = t
+                NS.nic_post(self.eng, self.nics[r.server], int(self.fid[k]), bytes(r.response))
+
+    def _rpc_of_rx(self, n, r):
+        """The RPC slot whose requests arrive on receive PDC r of NIC slot n."""
+        for i, st in enumerate(self.rpc_state):
+            if st["resolved"] == r and self._slot(self.plan.rpcs[i].server) == n:
+                return i
+        for i, st in enumerate(self.rpc_state):
+            rp = self.plan.rpcs[i]
+            if rp.response and st["resolved"] < 0 and self._slot(rp.server) == n:
+                got = NS._rx_pdc(self.eng, self.nics[rp.server], self.x.topo.ip_of(rp.client),
+                                 int(self.fid[rp.req_flow]))
+                if got:
+                    st["resolved"] = got
+                    if got == r:
+                        return i
+        return None
+
+    def _slot(self, h) -> int:
+        return int(self.eng.E.devs.regs[self.nics[h], 0])
+
+    def _rpc_done(self, i, t) -> None:
+        r, st = self.plan.rpcs[i], self.rpc_state[i]
+        self.rpc_lat.append((i, r.request + r.response, t - st["issued"]))
+        self.done_at[r.req_flow] = t
+        if r.resp_flow >= 0:
+            self.done_at[r.resp_flow] = t
+        self._rpc_issue(i)
+
+    def _sample(self) -> None:
+        eng = self.eng
+        N, R = eng.E.nic, eng.E.rep
+        self.samples_t.append(self.now)
+        self.samples_acked.append(N.fl[self.fid, FL_ACKED_OFF].copy())
+        w = R.cwnd[self.fid]
+        self.samples_cwnd.append(np.where(w > 0, w, N.ctx[self.fid, CX_CWND]))
+        qb = eng.E.sw.qb
+        self.samples_queue.append(np.array([int(qb[p].sum()) for _, p in self.port_list]))
+
+    def _bar(self, wall_s: float) -> None:
+        x = self.x
+        frac = min(1.0, self.now / x.duration)
+        rate = 0.0
+        if len(self.samples_t) >= 2:
+            dt = (self.samples_t[-1] - self.samples_t[-2]) / 1e9
+            rate = float((self.samples_acked[-1] - self.samples_acked[-2]).sum()) * 8 / dt / 1e9
+        bar = "#" * int(30 * frac)
+        sys.stderr.write(f"\r{x.name} [{bar:<30}] {self.now / 1e6:8.2f}/{x.duration / 1e6:.2f} ms "
+                         f"(wall {wall_s:5.1f}s)  {rate:6.2f} Gbit/s   ")
+        sys.stderr.flush()
+
+    # ------------------------------------------------------------ collect + teardown
+    def snapshot(self) -> dict:
+        """Counters read from the live engine (before teardown)."""
+        eng = self.eng
+        out = {"ports": {}, "nics": {}, "agents": {}}
+        if eng is None:
+            return out
+        out["ports"] = switch_stats(eng, [p for _, p in self.port_list]) if self.port_list else {}
+        out["nics"] = {h: NS.nic_counters(eng, d) for h, d in self.nics.items()}
+        for h, a in self.agents.items():
+            st = a.stats()
+            out["agents"][h] = {"messages": st["messages"], "handler": st["handler"]}
+        N = eng.E.nic
+        out["acked"] = N.fl[self.fid, FL_ACKED_OFF].copy()
+        out["rate"] = N.ctx[self.fid, CX_RATE].copy()
+        out["srtt"] = N.fl[self.fid, FL_SRTT].copy()
+        return out
+
+    def teardown(self) -> list[str]:
+        errors = []
+        for h, a in self.agents.items():
+            try:
+                a.teardown()
+            except Exception as e:          # keep tearing down the rest
+                errors.append(f"agent {h}: {e}")
+        self.agents = {}
+        try:
+            self.loads.stop()
+        except Exception as e:
+            errors.append(f"host load: {e}")
+        if self.eng is not None:
+            try:
+                self.eng.close()
+            except Exception as e:
+                errors.append(f"engine: {e}")
+        if self.topo_up:
+            try:
+                self.x.topo.down()
+            except Exception as e:
+                errors.append(f"topology: {e}")
+            self.topo_up = False
+        return errors
+
+
+def _size_or(v, default):
+    """A per-flow override (already validated by the schema), else the host's value."""
+    from .schema import _size0
+    return default if v is None else _size0(v)
+
+
+def _rate_or(v, default):
+    from .schema import _rate0
+    return default if v is None else _rate0(v)
+
+
+def _stop_handler(main_pid: int):
+    """SIGINT/SIGTERM end the run in this process.  pyroute2 forks helpers
+    (namespace work) that inherit the handler and are sent SIGTERM when
+    done: there the handler must exit at once, never unwind through our
+    cleanup (which would tear down the parent's namespaces)."""
+    def handler(signum, frame):
+        if os.getpid() != main_pid:
+            os._exit(128 + signum)
+        raise Stopped(signal.Signals(signum).name)
+    return handler
+
+
+def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress: bool = False,
+                   port_kind: str = "auto") -> dict:
+    """Run `x`, write the run directory, return the summary.  Always tears
+    down; on SIGINT/SIGTERM or an error the summary says incomplete."""
+    from .results import write_results
+    os.makedirs(out_dir, exist_ok=True)
+    r = Runner(x, clock, progress, port_kind)
+    handler = _stop_handler(os.getpid())
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    snap = {}
+    try:
+        try:
+            r.build()
+            r.run()
+        except Stopped as e:
+            r.error = f"stopped by {e}"
+        except Exception as e:
+            r.error = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            try:
+                snap = r.snapshot()
+            except Exception as e:      # a half-built engine: report what we have
+                r.error = r.error or f"snapshot: {e}"
+            errs = r.teardown()
+            if errs:
+                log.warning("teardown: %s", "; ".join(errs))
+            summary = write_results(r, snap, out_dir)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return summary
