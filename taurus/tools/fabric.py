@@ -94,28 +94,37 @@ def build_virtual(eng: Engine, topo: Topology, host_factory=open_end,
     return {"switches": switches, "ports": ports, "hosts": hosts}
 
 
-def pfc_host(eng, topo, host, port, buffer=64 * 2**20):
-    """A host factory for tests until the transport NIC lands: a two-port
-    switch device as the host's NIC that honours PFC from the fabric.  Frames
-    injected at the returned open end wait in the NIC's (large) send queue
-    and leave at the link rate, pausing when the fabric says so."""
+def _mac_shim(eng, topo, host, port, buffer):
+    """A two-port switch device as the host's MAC: frames the host sends wait
+    in its (large) queue and leave at the link rate, pausing when the fabric
+    sends PFC.  Returns the open end the host side plugs into."""
     lk = topo.ifaces_of(host)[0].link
     app, nic_in = eng.add_mem_link(f"{host}-app", f"{host}-nic")
-    eng.E.ports.regs[port, memlink.RATE] = 0       # the NIC device models the link now
+    eng.E.ports.regs[port, memlink.RATE] = 0       # the shim models the link now
     eng.E.ports.regs[port, memlink.DELAY] = 0
     ip = topo.ip_of(host)
     add_switch(eng, [nic_in, port], {
         "ports": [{"buffer": buffer}, {"rate": lk.rate or 0, "delay": lk.delay or 0,
                                        "buffer": buffer, "classes": {"control_high": False}}],
-        "routes": {ip: [nic_in]}, "default": [port], "buffer": 2 * buffer}, name=f"{host}-nic")
+        "routes": {ip: [nic_in]}, "default": [port], "buffer": 2 * buffer}, name=f"{host}-mac")
     return app
 
 
-def nic_host(eng, topo, host, port, mss: int = 1024, **nic_opts):
+def pfc_host(eng, topo, host, port, buffer=64 * 2**20):
+    """A host factory: an open end behind a MAC that honours PFC (frames
+    injected there leave at the link rate, pausing when the fabric says so)."""
+    return _mac_shim(eng, topo, host, port, buffer)
+
+
+def nic_host(eng, topo, host, port, mss: int = 1024, pfc: bool = False,
+             mac_buffer: int = 64 * 2**20, **nic_opts):
     """A host factory: the transport NIC on the host's link.  The NIC paces
-    at its own line rate, so the wire itself keeps only the delay."""
+    at its own line rate, so the wire itself keeps only the delay.  pfc: the
+    NIC sends through a MAC that honours PFC pause frames from the fabric."""
     from taurus.datapath.devices.nic_setup import add_nic
     lk = topo.ifaces_of(host)[0].link
+    if pfc:
+        port = _mac_shim(eng, topo, host, port, mac_buffer)
     eng.E.ports.regs[port, memlink.RATE] = 0
     return add_nic(eng, port, topo.mac_of(host), topo.ip_of(host),
                    line_rate_bps=lk.rate or 0, mss=mss, **nic_opts)

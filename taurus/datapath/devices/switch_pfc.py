@@ -3,7 +3,10 @@
 Ingress accounting: bytes that entered by port i and still sit in the switch
 are counted per class; above X_off the switch sends PAUSE (quanta 0xFFFF) out
 of i, and once they fall to X_on it sends RESUME (quanta 0).  PFC frames go
-out at the next frame boundary of the link, ahead of any queue.
+out at the next frame boundary of the link, ahead of any queue.  A PAUSE
+only lasts 0xFFFF quanta (3.4 ms at 10 Gbit/s), so while the class stays
+above X_on the port re-sends it every half pause time (its egress timer
+wakes for that): congestion that outlives one pause stays lossless.
 
 Honouring: a PAUSE received on a port stops that port's egress queues of the
 paused classes until the pause time (quanta x 512 bit times at the port's
@@ -14,11 +17,12 @@ import numba as nb
 import numpy as np
 
 from ..mbuf import mbuf_alloc, mbuf_free
+from ..ports.common import INF
 from ..wire import spec as S
 from ..wire.codec import get_field, set_field, hot
 from .switch_queue import fifo_push
 from .switch_state import (C_DELAY, C_MAC, C_PFC, C_RATE, C_XOFF, C_XON, NCLS, S_EVER_PAUSED,
-                           S_LAST_RESUME, S_LINK_FREE, S_PAUSE_START, S_UP_PAUSED, T_PFC_RX,
+                           S_LAST_RESUME, S_LINK_FREE, S_PAUSE_START, S_UP_PAUSED, S_XOFF_T, T_PFC_RX,
                            T_PAUSED_NS, T_XOFF, T_XON)
 
 PFC_FRAME_LEN = 60
@@ -74,7 +78,43 @@ def pfc_hold(E, p, c, ln, now):
     if sw.ing[p, c] > sw.pcfg[p, C_XOFF] and (sw.pst[p, S_UP_PAUSED] & bit) == 0:
         if pfc_send(E, p, c, QUANTA_MAX, now):
             sw.pst[p, S_UP_PAUSED] |= bit
+            sw.pst[p, S_XOFF_T + c] = now
             sw.stats[p, T_XOFF] += 1
+
+
+@hot
+def pause_ns(sw, p):
+    """How long a full PAUSE (QUANTA_MAX) holds the sender on p's link."""
+    rate = sw.pcfg[p, C_RATE]
+    if rate <= 0:
+        rate = 1_000_000_000
+    return np.int64(QUANTA_MAX) * S.PFC_QUANTUM_BIT_TIMES * 1_000_000_000 // rate
+
+
+@hot
+def pfc_refresh_due(sw, p):
+    """When the PAUSE we hold on p's link next needs renewing (INF: none)."""
+    t = np.int64(INF)
+    for c in range(NCLS):
+        if (sw.pst[p, S_UP_PAUSED] >> c) & 1:
+            due = sw.pst[p, S_XOFF_T + c] + pause_ns(sw, p) // 2
+            if due < t:
+                t = due
+    return t
+
+
+@hot
+def pfc_refresh(E, p, now):
+    """Re-send the PAUSEs on p that are half-way to expiring."""
+    sw = E.sw
+    if sw.pst[p, S_UP_PAUSED] == 0:
+        return
+    half = pause_ns(sw, p) // 2
+    for c in range(NCLS):
+        if (sw.pst[p, S_UP_PAUSED] >> c) & 1 and now >= sw.pst[p, S_XOFF_T + c] + half:
+            if pfc_send(E, p, c, QUANTA_MAX, now):
+                sw.pst[p, S_XOFF_T + c] = now
+                sw.stats[p, T_XOFF] += 1
 
 
 @hot

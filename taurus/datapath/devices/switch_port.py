@@ -10,7 +10,8 @@ something), the port
      the far end `delay` later;
   3. hands every frame whose arrival time has come to the port, in one burst;
   4. re-arms its timer for the earliest of: next delay-line frame, next
-     arrival, link free with a queue waiting, end of a pause.
+     arrival, link free with a queue waiting, end of a pause, renewal of a
+     PAUSE it sent (switch_pfc).
 So departure times come from the wheel, not from loop speed: in virtual time
 rates and delays are exact; in wall time they carry the loop's jitter only.
 A port whose timer comes late (the process was descheduled) keeps its
@@ -32,7 +33,7 @@ from .switch_csig import abw_update, csig_update
 from .switch_ingress import ingress
 from .switch_int import int_append
 from .switch_marks import mark_packet
-from .switch_pfc import pause_expire, pfc_release, ser_ns
+from .switch_pfc import pause_expire, pfc_refresh, pfc_refresh_due, pfc_release, ser_ns
 from .switch_queue import fifo_full, fifo_push
 from .switch_queue import q_pop
 from .switch_state import (C_CSIG, C_DELAY, C_DEV, C_INT, C_RATE, C_SLACK, C_TIMER, NCLS,
@@ -155,6 +156,11 @@ def _arm(E, p, now, retry):
                     cand = sw.pst[p, S_LINK_FREE]
                 if cand < t:
                     t = cand
+    r = pfc_refresh_due(sw, p)
+    if r <= now:                 # the renewal found no frame buffer: try again soon
+        r = now + RETRY_NS
+    if r < t:
+        t = r
     tm = sw.pcfg[p, C_TIMER]
     if t < INF:
         wheel_schedule(E.wheel, tm, t)
@@ -167,6 +173,7 @@ def port_run(E, p, now):
     """Everything port p has to do at `now`; returns work done."""
     w = _delay_line(E, p, now)
     pause_expire(E.sw, p, now)
+    pfc_refresh(E, p, now)
     w += _depart(E, p, now)
     sent, ok = _hand_over(E, p, now)
     _arm(E, p, now, not ok)

@@ -25,7 +25,7 @@ PMAX_ONE = 1 << 16           # C_PMAX is a probability in 1/65536
 # Per-port state, pst[p, ...].
 (S_LINK_FREE, S_FH, S_FT, S_DH, S_DT, S_ABW_T0, S_ABW_BYTES, S_ABW, S_TXB, S_PAUSE_START,
  S_LAST_RESUME, S_EVER_PAUSED, S_AFTER_UNDET, S_PREVQ, S_UP_PAUSED, S_TEL_TXB,
- S_TEL_T) = range(17)
+ S_TEL_T, S_XOFF_T) = range(18)       # S_XOFF_T + c: when the last PAUSE for class c went out
 N_PST = 24
 
 # Per-port counters, stats[p, ...] (shared memory when telemetry is on).
