@@ -28,7 +28,7 @@ from ..wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D_
 from .nic_frame import ECN_CE, PDS_OFF, frame_l2l4, frame_new, tx_emit
 from .nic_state import (C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
                         C_DROP_WRONG_PDC, C_PDC_OPEN, C_RX_CE, C_RX_DATA, C_RX_DUP, C_RX_OOO,
-                        C_TX_ACK, C_TX_NACK, CQ_RX, M_NRP, NR_ACK_DELAY, NR_ACK_EVERY,
+                        C_RX_TRIMMED, C_TX_ACK, C_TX_NACK, CQ_RX, M_NRP, NR_ACK_DELAY, NR_ACK_EVERY,
                         NR_CREDIT_WIN, NR_DEV, NR_INIT_CREDIT, RP_BUFCAP, RP_BUFOFF, RP_CC,
                         RP_CREDIT, RP_CSIG_D, RP_CSIG_FMT, RP_CSIG_LM, RP_CSIG_S, RP_CSIG_T,
                         RP_DELIV, RP_ECN, RP_EV, RP_HAS_TS, RP_NACKED, RP_NIC, RP_NXT, RP_OOO,
@@ -188,6 +188,13 @@ def rx_data(E, n, i, now):
     p = psn_recon(d[D_PSN], nxt)
     if p - nxt >= W:
         N.ncnt[n, C_DROP_PSN_OOR] += 1
+        return
+    if d[D_PAYLOAD_LEN] == 0:
+        # Our senders never send an empty data packet: a switch trimmed this
+        # one.  NACK it (TRIMMED) so the sender retransmits it at once.
+        N.ncnt[n, C_RX_TRIMMED] += 1
+        if p >= nxt and N.rs_bits[r, p & msk] == 0:
+            send_nack(E, n, r, p, S.NACK_TRIMMED, now)
         return
     buf = E.pool.data[i]
     now_ack = (d[D_PDS_FLAGS] & S.F_AR) != 0

@@ -43,12 +43,13 @@ NIC_COUNTERS = (
     "tx_data", "tx_retx", "tx_ack", "tx_nack", "tx_nobuf",
     "drop_parse", "drop_not_mine", "drop_wrong_pdc", "drop_psn_oor", "drop_bad_type",
     "drop_bad_ses", "drop_bad_offset", "drop_no_pdc", "drop_ack_oor",
-    "retx_sack", "retx_nack", "rto_fire", "rto_fail", "cq_overflow", "pdc_open")
+    "retx_sack", "retx_nack", "rto_fire", "rto_fail", "cq_overflow", "pdc_open", "rx_trimmed")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
  C_DROP_BAD_SES, C_DROP_BAD_OFFSET, C_DROP_NO_PDC, C_DROP_ACK_OOR,
- C_RETX_SACK, C_RETX_NACK, C_RTO_FIRE, C_RTO_FAIL, C_CQ_OVERFLOW, C_PDC_OPEN) = range(27)
+ C_RETX_SACK, C_RETX_NACK, C_RTO_FIRE, C_RTO_FAIL, C_CQ_OVERFLOW, C_PDC_OPEN,
+ C_RX_TRIMMED) = range(28)
 N_NCNT = 32
 
 # ---- per flow (fl) ----
