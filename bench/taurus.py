@@ -170,7 +170,8 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     t = topology(rate)
     rate_bps = parse_rate(rate)
     total = duration_ns + warm_ns
-    size = int(total * 10e9 / 8e9 / nflows) + (1 << 16)       # more than a flow can send
+    # more than a flow can send (at most the NIC's 64 MiB send arena)
+    size = min(int(total * 10e9 / 8e9 / nflows) + (1 << 16), (56 << 20) // nflows)
     eng = Engine(clock=clock, max_flows=64, max_nics=2)
     agent = None
     cfg_text = (f'[agent]\nalgorithm = "dctcp"\nmss = {mss}\nline_rate_bps = 10e9\n'

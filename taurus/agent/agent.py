@@ -54,7 +54,6 @@ class Agent:
         self._next_stats = 0
 
     def start(self) -> None:
-        self.cc.ctl[CTL_AGENT_PID] = os.getpid()
         # How the engine should report to us: batching, probe cadence, custom segments.
         self.cc.ctl[CTL_BATCH_BYTES] = self.cfg.agent.batch_bytes
         self.cc.ctl[CTL_DEADLINE_NS] = round(self.cfg.agent.deadline_us * 1000)
@@ -65,6 +64,7 @@ class Agent:
             self.cc.segs[j] = s.row()
         self.handler.start()
         self.cc.ctl[CTL_HEARTBEAT_NS] = time.monotonic_ns()
+        self.cc.ctl[CTL_AGENT_PID] = os.getpid()    # last: "configured, events announced"
 
     def step(self, now_ns: int | None = None) -> int:
         """One wake-up; returns how many records were drained."""
