@@ -19,7 +19,7 @@ from taurus.tools.procs import spawn, stop
 from taurus.tools.topology import Topology
 
 HB_TIMEOUT_NS = 50_000_000
-FALLBACK_BPS = 5_000_000     # far below what the flow gets (the wall engine here: ~40 Mbit/s)
+FALLBACK_BPS = 2_000_000     # far below what the flow gets (the wall engine here: 15-40 Mbit/s)
 
 
 def topo():
@@ -100,7 +100,7 @@ def test_sigkill_falls_back_and_a_new_agent_takes_over(tmp_path):
         d1, t1 = delivered(), eng.now()
         rate = (d1 - d0) * 8e9 / (t1 - t0)
         assert d1 > d0, "the flow stopped while the agent was dead"
-        assert rate <= 1.1 * FALLBACK_BPS, rate            # capped at the fallback rate
+        assert rate <= 1.2 * FALLBACK_BPS, rate            # capped at the fallback rate
         assert int(cc.version[f]) == v_dead                 # nobody decides
 
         # 3. a new agent takes over: fallback ends, decisions change again
