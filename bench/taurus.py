@@ -41,15 +41,14 @@ sys.path.insert(0, os.path.dirname(HERE))
 MODES = ("native", "agent", "per-event")
 
 
-def topology(rate):
+def topology(rate, access="10Gbit", k="20KB"):
     from taurus.tools.topology import Topology
     t = Topology("tbench")
     t.add_host("h1")
     t.add_host("h2")
     t.add_switch("s1")
-    t.add_link("h1", "s1", rate="10Gbit", delay="2us")
-    t.add_link("s1", "h2", rate=rate, delay="2us", buffer="2MB",
-               features={"ecn": {"k": "20KB"}})
+    t.add_link("h1", "s1", rate=access, delay="2us")
+    t.add_link("s1", "h2", rate=rate, delay="2us", buffer="2MB", features={"ecn": {"k": k}})
     return t
 
 
@@ -159,7 +158,7 @@ class ProcessAgent:
 
 
 def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000_000,
-            rate="2Gbit", step_ns=100_000, mss=1024):
+            rate="2Gbit", step_ns=100_000, mss=1024, access="10Gbit", k="20KB"):
     """One (mode, N) run; returns a dict of measured figures."""
     from taurus.agent.config import parse
     from taurus.datapath import ccshm as C
@@ -167,14 +166,15 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     from taurus.datapath.engine import Engine
     from taurus.tools.fabric import build_virtual, nic_host
     from taurus.tools.topology import parse_rate
-    t = topology(rate)
+    t = topology(rate, access, k)
     rate_bps = parse_rate(rate)
+    line = parse_rate(access)
     total = duration_ns + warm_ns
     # more than a flow can send (at most the NIC's 64 MiB send arena)
-    size = min(int(total * 10e9 / 8e9 / nflows) + (1 << 16), (56 << 20) // nflows)
+    size = min(int(total * line / 8e9 / nflows) + (1 << 16), (56 << 20) // nflows)
     eng = Engine(clock=clock, max_flows=64, max_nics=2)
     agent = None
-    cfg_text = (f'[agent]\nalgorithm = "dctcp"\nmss = {mss}\nline_rate_bps = 10e9\n'
+    cfg_text = (f'[agent]\nalgorithm = "dctcp"\nmss = {mss}\nline_rate_bps = {line}\n'
                 'sleep_min_us = 20\nsleep_max_us = 200\n')
     try:
         fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, mss=mss,
@@ -245,6 +245,8 @@ def main(argv=None) -> int:
                     help="measured time per run (virtual or wall), after a warm-up")
     ap.add_argument("--warm-ms", type=float, default=2.0)
     ap.add_argument("--rate", default="2Gbit", help="bottleneck rate")
+    ap.add_argument("--access", default="10Gbit", help="the sender's link rate")
+    ap.add_argument("--k", default="20KB", help="the bottleneck's ECN threshold")
     ap.add_argument("--step-us", type=float, default=100.0,
                     help="virtual clock: the agent's wake-up interval")
     ap.add_argument("--json", help="write every run's figures here")
@@ -258,7 +260,7 @@ def main(argv=None) -> int:
     for n in ns:
         for mode in MODES:
             r = run_one(mode, n, a.clock, int(a.duration_ms * 1e6), int(a.warm_ms * 1e6), a.rate,
-                        step_ns=int(a.step_us * 1000))
+                        step_ns=int(a.step_us * 1000), access=a.access, k=a.k)
             rows.append(r)
             tot = r["updates_written"] + r["updates_filtered"]
             filt = f"{r['updates_filtered'] / tot:.1%}" if tot else "-"
