@@ -59,3 +59,26 @@ def test_bad_file(tmp_path):
         load(str(p))
     with pytest.raises(ConfigError, match="No such file"):
         load(str(tmp_path / "missing.toml"))
+
+
+def test_probe_and_segment_config_reach_the_control_block():
+    from taurus.agent.agent import Agent
+    from taurus.agent.fakedp import FakeDatapath
+    from taurus.datapath import ccshm as C
+    from taurus.datapath.wire import spec as S
+    cfg = parse({"probe": {"every_pkts": 8, "every_us": 50},
+                 "segment": [{"id": 3, "types": ["ACK_CC"], "offset": 24, "length": 4,
+                              "match_offset": 12, "match_mask": 0xF0, "match_value": 0x10}]})
+    with FakeDatapath(max_flows=8, ring_capacity=64) as dp:
+        a = Agent(dp.name, cfg, cc=dp.cc, stats_dir=None)
+        a.start()
+        assert dp.cc.ctl[C.CTL_PROBE_PKTS] == 8 and dp.cc.ctl[C.CTL_PROBE_NS] == 50_000
+        assert list(dp.cc.segs[0, :7]) == [3, 1 << S.T_ACK_CC, 12, 0xF0, 0x10, 24, 4]
+        assert not dp.cc.segs[1:].any()
+        a.teardown()
+    for bad, key in (({"id": 0, "length": 4}, "id"), ({"id": 1, "length": 100}, "length"),
+                     ({"id": 1, "length": 4, "types": ["RUD_REQ"]}, "types")):
+        with pytest.raises(ConfigError, match=key):
+            parse({"segment": [bad]})
+    with pytest.raises(ConfigError, match="at most 4"):
+        parse({"segment": [{"id": i + 1, "length": 1} for i in range(5)]})

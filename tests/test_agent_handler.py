@@ -143,3 +143,36 @@ def test_custom_segments_are_parsed_and_host_samples_delivered(dp):
     hosts = [g for g in GOT if g[0] == "host"]
     assert hosts and hosts[0][1] == "cpu" and 0 <= hosts[0][2]["busy"] <= 1
     assert dp.cc.rate[3] == 1_000_000_000
+
+
+class Prober(Algorithm):
+    """Declares its periods; asks for an RTT probe when an ACK says so."""
+    name = "prober"
+    binds = ("ACK", "OOO", "RTT")
+    periods = {"ACK": "0.5rtt", "OOO": 30_000, "RTT": "rtt"}    # RTT is Raw: ignored
+
+    def on_ack(self, ev):
+        if ev.last("bytes") == 7:
+            self.request_probe()
+
+    def on_rtt(self, ev):
+        pass
+
+    def on_ooo(self, ev):
+        pass
+
+
+def test_periods_at_flow_setup_and_probe_on_command():
+    cfg = parse({"agent": {"algorithm": f"{__name__}:Prober"}})
+    with FakeDatapath(f"t{os.getpid()}-{next(_n)}", max_flows=8) as dp:
+        a = Agent(dp.name, cfg, cc=dp.cc, stats_dir=None)
+        a.start()
+        dp.push([record(2, C.EV_ACK, 1, (1, 1, 0))])
+        a.step(10)
+        assert list(dp.cc.period_ns[2]) == [-C.RTT_UNIT // 2, 30_000, C.DEFAULT_PERIOD_NS[2]]
+        assert list(dp.cc.period_ns[3]) == list(C.DEFAULT_PERIOD_NS)      # no instance yet
+        assert dp.cc.probe[2] == 0
+        dp.push([record(2, C.EV_ACK, 2, (7, 1, 0))])
+        a.step(20)
+        assert dp.cc.probe[2] == 1
+        a.teardown()

@@ -40,7 +40,7 @@ def test_agent_process_runs_and_stops_cleanly(tmp_path):
             if use_cg:
                 assert os.path.isdir(os.path.join(root, cg))
             w = 10 * 4096
-            dp.push([record(1, C.EV_ACK, 1, (w, 10, 0)), record(1, C.EV_ECN, 2, (w, 10))])
+            dp.push([record(1, C.EV_ACK, 1, (w, 10, 0, w))])          # all of it ECN-echoed
             assert wait(lambda: dp.cc.version[1] == 1, 5)
             assert dp.cc.cwnd[1] == int(w * (1 - 1 / 32))
             assert wait(lambda: (tmp_path / f"agent-{dp.name}.json").exists(), 5)

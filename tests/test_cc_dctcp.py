@@ -2,10 +2,11 @@
 import numpy as np
 import pytest
 
-from taurus.cc_algorithms.base import Events, FlowContext
+from taurus.cc_algorithms.base import Events, FlowContext, class_periods
 from taurus.cc_algorithms.dctcp import Dctcp, DctcpParams
 from taurus.cc_algorithms.params import ConfigError, build
-from taurus.datapath.ccshm import EV_ACK, EV_ECN, EV_RTO, EV_RTT
+from taurus.datapath.ccshm import (CLS_ACCUMULABLE, CLS_COALESCENT, EV_ACK, EV_ECN, EV_RTO,
+                                   EV_RTT, RTT_UNIT)
 from taurus.agent.fakedp import record
 
 MSS = 4096
@@ -22,9 +23,8 @@ def ev(event, *values):
 
 
 def window(a, acked, marked):
-    a.on_ack(ev(EV_ACK, acked, acked // MSS))
-    if marked:
-        a.on_ecn(ev(EV_ECN, marked, marked // MSS))
+    """One window as the engine reports it: an ACK message summing the ECN-echoed bytes."""
+    a.on_ack(ev(EV_ACK, acked, acked // MSS, 0, marked))
     a.decide()
     r, a._result = a._result, None
     return r
@@ -87,6 +87,17 @@ def test_multi_window_step_applies_alpha_update_per_window():
     alpha = 1 - (15 / 16) ** 3
     assert a.alpha == pytest.approx(alpha)
     assert a.cwnd == pytest.approx(w0 * (1 - alpha / 2))
+
+
+def test_separate_ecn_records_count_too_and_periods_are_per_rtt():
+    a = make(alpha_init=0.0)
+    w0 = a.cwnd
+    a.on_ack(ev(EV_ACK, int(w0), int(w0) // MSS))
+    a.on_ecn(ev(EV_ECN, int(w0), int(w0) // MSS))
+    a.decide()
+    assert a.cwnd == pytest.approx(w0 * (1 - 1 / 32))
+    assert class_periods(a) == {CLS_ACCUMULABLE: -RTT_UNIT, CLS_COALESCENT: 0}
+    assert "ECN" not in a.bindings()          # the ACK message carries the marks
 
 
 def test_rto_collapses_to_one_mss_and_pace_publishes_rate():

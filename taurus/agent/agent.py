@@ -13,7 +13,8 @@ import os
 import signal
 import time
 
-from taurus.datapath.ccshm import CTL_AGENT_PID, CTL_HEARTBEAT_NS, CcShm
+from taurus.datapath.ccshm import (CTL_AGENT_PID, CTL_BATCH_BYTES, CTL_DEADLINE_NS,
+                                   CTL_HEARTBEAT_NS, CTL_PROBE_NS, CTL_PROBE_PKTS, CcShm)
 
 from .handler import AlgorithmHandler
 from .host_actions import HostActions
@@ -53,9 +54,17 @@ class Agent:
         self._next_stats = 0
 
     def start(self) -> None:
-        self.cc.ctl[CTL_AGENT_PID] = os.getpid()
+        # How the engine should report to us: batching, probe cadence, custom segments.
+        self.cc.ctl[CTL_BATCH_BYTES] = self.cfg.agent.batch_bytes
+        self.cc.ctl[CTL_DEADLINE_NS] = round(self.cfg.agent.deadline_us * 1000)
+        self.cc.ctl[CTL_PROBE_PKTS] = self.cfg.probe.every_pkts
+        self.cc.ctl[CTL_PROBE_NS] = self.cfg.probe.every_us * 1000
+        self.cc.segs[:] = 0
+        for j, s in enumerate(self.cfg.segment):
+            self.cc.segs[j] = s.row()
         self.handler.start()
         self.cc.ctl[CTL_HEARTBEAT_NS] = time.monotonic_ns()
+        self.cc.ctl[CTL_AGENT_PID] = os.getpid()    # last: "configured, events announced"
 
     def step(self, now_ns: int | None = None) -> int:
         """One wake-up; returns how many records were drained."""

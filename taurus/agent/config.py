@@ -8,6 +8,8 @@
     sleep_min_us = 50                # adaptive idle sleep (never busy-polls)
     sleep_max_us = 1000
     batch_max = 16384                # records drained per step at most
+    batch_bytes = 512                # engine: publish a batch of records at this size ...
+    deadline_us = 1.0                # ... or when its oldest record is this old
     custom_segments = { csig = 1, int = 2, credit = 3 }   # parser -> segment id
 
     [bounds]                         # boundary filter (defaults: 100 kbit/s .. line rate)
@@ -36,11 +38,26 @@
     flows = [3, 4]
     algorithm = "dctcp"
     params = { alpha_init = 0.0 }
+
+    [probe]                          # RTT samples reaching the agent (0, 0: every one)
+    every_pkts = 0                   # one in N samples
+    every_us = 0                     # or one per T us, whichever first
+
+    [[segment]]                      # custom feedback segment (at most 4; paper §3.3)
+    id = 1                           # segment id (1..; custom_segments names its parser)
+    types = ["ACK_CCX"]              # PDS types it applies to ([] = every feedback packet)
+    offset = 12                      # bytes from the PDS header
+    length = 20
+    match_offset = 0                 # optional byte match: (byte & mask) == value
+    match_mask = 0
+    match_value = 0
 """
 import tomllib
 from dataclasses import dataclass, field
 
 from taurus.cc_algorithms.params import ConfigError, build, require
+from taurus.datapath.ccshm import CUSTOM_MAX, MAX_SEGS
+from taurus.datapath.wire import spec
 from taurus.cc_algorithms.registry import lookup, make_params
 
 
@@ -53,6 +70,12 @@ class AgentSection:
     sleep_min_us: int = 50
     sleep_max_us: int = 1000
     batch_max: int = 16384
+    # Message-level aggregation (paper §3.4).  The deadline is short: with
+    # per-RTT signal aggregation a batch rarely fills, so every message would
+    # wait the whole deadline, and a late decision is an unfair one (measured:
+    # 10 us on an 85 us RTT doubled the two-flow DCTCP gap).
+    batch_bytes: int = 512
+    deadline_us: float = 1.0
     custom_segments: dict[str, int] = field(default_factory=lambda: {"csig": 1, "int": 2, "credit": 3})
 
     def check(self):
@@ -61,6 +84,8 @@ class AgentSection:
         require(0 < self.sleep_min_us <= self.sleep_max_us, "sleep_min_us",
                 "must be > 0 and <= sleep_max_us")
         require(self.batch_max >= 1, "batch_max", "must be >= 1")
+        require(self.batch_bytes >= 1, "batch_bytes", "must be >= 1")
+        require(self.deadline_us >= 0, "deadline_us", "must be >= 0")
 
 
 @dataclass
@@ -125,12 +150,52 @@ class Override:
 
 
 @dataclass
+class Probe:
+    every_pkts: int = 0
+    every_us: int = 0
+
+    def check(self):
+        require(self.every_pkts >= 0 and self.every_us >= 0, "every_pkts", "must be >= 0")
+
+
+FEEDBACK_TYPES = ("ACK", "ACK_CC", "ACK_CCX")     # the packets the engine cuts segments from
+
+
+@dataclass
+class Segment:
+    id: int = 0
+    types: list[str] = field(default_factory=list)
+    offset: int = 0
+    length: int = 0
+    match_offset: int = 0
+    match_mask: int = 0
+    match_value: int = 0
+
+    def check(self):
+        require(self.id >= 1, "id", "must be >= 1")
+        require(0 < self.length <= CUSTOM_MAX, "length", f"must be in 1..{CUSTOM_MAX}")
+        require(self.offset >= 0 and self.match_offset >= 0, "offset", "must be >= 0")
+        require(0 <= self.match_mask <= 255 and 0 <= self.match_value <= 255, "match_mask",
+                "mask and value are one byte")
+        for t in self.types:
+            require(t in FEEDBACK_TYPES, "types", f"{t!r} is not one of {', '.join(FEEDBACK_TYPES)}")
+
+    def row(self) -> list[int]:
+        """The control-block rule (ccshm SEG_*)."""
+        types = sum(1 << getattr(spec, f"T_{t}") for t in self.types)
+        return [self.id, types, self.match_offset, self.match_mask, self.match_value,
+                self.offset, self.length, 0]
+
+
+@dataclass
 class AgentConfig:
     agent: AgentSection = field(default_factory=AgentSection)
     bounds: Bounds = field(default_factory=Bounds)
     backpressure: Backpressure = field(default_factory=Backpressure)
     host: Host = field(default_factory=Host)
     override: list[Override] = field(default_factory=list)
+    probe: Probe = field(default_factory=Probe)
+    segment: list[Segment] = field(default_factory=list)
 
     # resolved at load: algorithm classes and their Params
     def resolve(self):
@@ -156,6 +221,8 @@ class AgentConfig:
 
 def parse(data: dict) -> AgentConfig:
     cfg = build(AgentConfig, data, "config")
+    if len(cfg.segment) > MAX_SEGS:
+        raise ConfigError(f"config.segment: at most {MAX_SEGS} segments, got {len(cfg.segment)}")
     cfg.resolve()          # surface algorithm/param errors at load time
     return cfg
 

@@ -3,7 +3,8 @@ filtered ``result_update`` into the CC context table, and containment.
 
 - A flow gets its instance on its first record: the per-flow override if
   configured, else the default algorithm.  Its event_mask is set from the
-  instance's bindings; ctl[CTL_DEFAULT_MASK] is the default algorithm's.
+  instance's bindings and its aggregation periods (period_ns) from the
+  instance's declared periods; ctl[CTL_DEFAULT_MASK] is the default's mask.
 - Only bound events are delivered (others counted as ``unbound``), one
   ``Events`` batch per (flow, event) per step, then ``decide()``.
 - Results pass the boundary and duplicate-value filters (filters.py); the
@@ -18,7 +19,8 @@ import math
 
 import numpy as np
 
-from taurus.cc_algorithms.base import HANDLERS, Events, FlowContext, HostSample, event_mask
+from taurus.cc_algorithms.base import (HANDLERS, Events, FlowContext, HostSample, class_periods,
+                                       event_mask)
 from taurus.datapath.ccshm import CTL_DEFAULT_MASK, EV_CUSTOM, EV_HOST, FL_CC_ACTIVE, V0
 
 from .filters import FIELDS, UpdateFilter
@@ -84,11 +86,13 @@ class AlgorithmHandler:
             return a
         cls, params = self.per_flow.get(flow, self.default)
         ctx = FlowContext(flow, self.cfg.agent.mss, self.cfg.agent.line_rate_bps,
-                          self.cfg.bounds.cwnd_max_bytes, self.host)
+                          self.cfg.bounds.cwnd_max_bytes, self.host,
+                          int(self.cc.cwnd[flow]), int(self.cc.rate[flow]))
         try:
             a = cls(ctx, params)
             a.setup()
             mask = event_mask(a)
+            periods = class_periods(a)
         except Exception as e:
             self.fault(cls, "setup failed", e)
             self.failed.add(flow)
@@ -104,6 +108,8 @@ class AlgorithmHandler:
         if mask >> EV_HOST & 1:
             self.host_bound.append(a)
         self.inst[flow] = a
+        for c, v in periods.items():   # before the mask: the engine reads both
+            self.cc.period_ns[flow, c] = v
         self.cc.event_mask[flow] = mask & ENGINE_EVENTS
         self.cc.flags[flow] |= FL_CC_ACTIVE
         self.c["flows"] += 1
@@ -172,6 +178,9 @@ class AlgorithmHandler:
         flows, vals, owners = [], [], []
         for a in insts:
             self._call(a, a.decide)
+            if a._probe:
+                a._probe = False
+                self.cc.probe[a.flow] = 1
             r = a._result
             if r is not None:
                 a._result = None

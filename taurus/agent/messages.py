@@ -39,7 +39,7 @@ from taurus.datapath.shmring import HEAD, TAIL
 # Merge rule of each value of each event (used only in overload).
 SUM, MAX, LAST = 0, 1, 2
 MERGE = np.full((N_EVENTS, N_VALUES), LAST, np.int64)
-MERGE[EV_ACK, :2], MERGE[EV_ACK, 2] = SUM, MAX            # bytes, packets; highest PSN
+MERGE[EV_ACK, [0, 1, 3]], MERGE[EV_ACK, 2] = SUM, MAX     # bytes, packets, ECN bytes; highest PSN
 MERGE[EV_ECN, :2] = SUM
 MERGE[EV_OOO, 0] = SUM
 MERGE[EV_RTO, 0] = SUM                                     # timeouts; last PSN

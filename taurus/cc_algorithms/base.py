@@ -7,9 +7,16 @@ records of one event type for one flow from one drain, oldest first), then
 ``result_update(rate=, cwnd=, credit=)``; the agent filters them (bounds,
 duplicates) before writing the context table.  ``teardown()`` at exit.
 
+Aggregation periods (paper §3.4: "each aggregation engine has an independent
+aggregation period, configured by algorithms"): ``periods`` maps a bound
+event to how often the engine should report it: ns (> 0), 0 (every signal
+at once), or "rtt" / "<x>rtt" (x times the flow's measured RTT, followed by
+the engine as the RTT moves).  The agent writes them at flow setup.
+
     class MyCC(Algorithm):
         name = "mycc"
         binds = ("ACK", "ECN")
+        periods = {"ACK": "rtt", "ECN": "rtt"}   # one message per RTT each
         Params = MyParams                 # a dataclass deriving from Params
         def setup(self): self.cwnd = 10 * self.mss
         def on_ack(self, ev): ...ev.total("bytes")...
@@ -18,7 +25,7 @@ duplicates) before writing the context table.  ``teardown()`` at exit.
 """
 import dataclasses
 
-from taurus.datapath.ccshm import (COUNT, EV_ACK, EV_CREDIT, EV_CUSTOM, EV_ECN, EV_HOST,
+from taurus.datapath.ccshm import (CLS_RAW, COUNT, EVENT_CLASS, RTT_UNIT, EV_ACK, EV_CREDIT, EV_CUSTOM, EV_ECN, EV_HOST,
                                    EV_NACK, EV_OOO, EV_RTO, EV_RTT, EV_TX, EVENT_NAMES, T_FIRST,
                                    T_LAST, V0)
 
@@ -26,7 +33,7 @@ from .params import ConfigError, Params
 
 # Names of V0.. per event (ccshm.py documents the values).
 FIELDS = {
-    EV_ACK: ("bytes", "packets", "psn"),
+    EV_ACK: ("bytes", "packets", "psn", "ecn_bytes"),
     EV_ECN: ("bytes", "packets"),
     EV_OOO: ("packets",),
     EV_RTO: ("timeouts", "psn"),
@@ -121,18 +128,22 @@ class FlowContext:
     line_rate_bps: int
     max_cwnd: int = 1 << 40      # the boundary filter's cwnd ceiling (bytes)
     host: object = None          # taurus.agent.host_actions.HostActions or None
+    cwnd: int = 0                # the decision in force when the instance was made
+    rate: int = 0                # (0: none; > 0: e.g. a restarted agent resumes from it)
 
 
 class Algorithm:
     name = "base"
     Params = Params
     binds: tuple = ()            # event names, e.g. ("ACK", "ECN")
+    periods: dict = {}           # event name -> ns, 0, "rtt" or "<x>rtt" (see above)
     samplers: dict = {}          # host samplers wanted: name -> period (ns)
 
     def __init__(self, ctx: FlowContext, params: Params):
         self.ctx, self.params = ctx, params
         self.flow, self.mss, self.line_rate_bps = ctx.flow, ctx.mss, ctx.line_rate_bps
         self._result = None
+        self._probe = False
 
     # ---- life cycle (override what you need) ----
     def setup(self) -> None:
@@ -141,6 +152,10 @@ class Algorithm:
     def bindings(self) -> tuple:
         """Events this instance binds; default: the class's ``binds``."""
         return self.binds
+
+    def aggregation_periods(self) -> dict:
+        """Report period per bound event; default: the class's ``periods``."""
+        return self.periods
 
     def decide(self) -> None:
         """Called once per flow after a step's events were delivered."""
@@ -158,6 +173,11 @@ class Algorithm:
                 r[i] = v
         self._result = r
 
+    def request_probe(self) -> None:
+        """Ask the engine to report this flow's next RTT sample at once,
+        whatever the probe cadence (paper §3.3: a probe on command)."""
+        self._probe = True
+
     # ---- event handlers (bound ones must be overridden) ----
     def on_ack(self, ev: Events): pass
     def on_ecn(self, ev: Events): pass
@@ -169,6 +189,49 @@ class Algorithm:
     def on_host(self, sample: HostSample): pass
     def on_nack(self, ev: Events): pass
     def on_credit(self, ev: Events): pass
+
+
+def period_value(spec, where: str = "period") -> int:
+    """The control-block encoding of one period spec: ns (> 0), 0 (at once),
+    or -x*RTT_UNIT for "<x>rtt" (x > 0)."""
+    if isinstance(spec, str):
+        s = spec.strip().lower()
+        if s.endswith("rtt"):
+            try:
+                x = float(s[:-3] or 1)
+            except ValueError:
+                x = -1.0
+            if x > 0:
+                return -max(1, round(x * RTT_UNIT))
+        raise ConfigError(f"{where}: {spec!r} is not a period (ns, 0, 'rtt' or '<x>rtt')")
+    if isinstance(spec, bool) or not isinstance(spec, (int, float)) or spec < 0:
+        raise ConfigError(f"{where}: {spec!r} is not a period (ns, 0, 'rtt' or '<x>rtt')")
+    return int(spec)
+
+
+def class_periods(inst) -> dict:
+    """{engine class: period value} from an instance's bound events' periods.
+    Within a class the most demanding wins: 0 (at once) over anything, then
+    the shortest; an ns period beats an RTT-relative one (it is a hard bound)."""
+    out = {}
+    for name, spec in (inst.aggregation_periods() or {}).items():
+        e = EVENT_IDS.get(str(name).upper())
+        if e is None:
+            raise ConfigError(f"algorithm {inst.name!r}: period for unknown event {name!r}")
+        v = period_value(spec, f"algorithm {inst.name!r} period of {name}")
+        c = int(EVENT_CLASS[e])
+        if c == CLS_RAW:
+            continue                    # Raw is never aggregated
+        out[c] = v if c not in out else _stricter(out[c], v)
+    return out
+
+
+def _stricter(a: int, b: int) -> int:
+    if a == 0 or b == 0:
+        return 0
+    if (a > 0) != (b > 0):
+        return max(a, b)                # the ns one
+    return a if abs(a) <= abs(b) else b
 
 
 def event_mask(cls_or_inst) -> int:

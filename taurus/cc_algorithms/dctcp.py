@@ -4,9 +4,11 @@ Once per window of ACKed data (cwnd bytes):
     F = marked bytes / acked bytes;   alpha <- (1 - g) * alpha + g * F
     if any mark:  cwnd <- cwnd * (1 - alpha / 2)        (at most once per window)
     else:         slow start below ssthresh, else cwnd += 1 MSS
-On RTO: cwnd <- 1 MSS.  The agent sees aggregated ACK/ECN counts, so the
-window is closed in ``decide()`` after a step's events; a step spanning k
-windows applies the alpha update k times with the step's F (same F each).
+On RTO: cwnd <- 1 MSS.  The agent sees aggregated ACK counts (each ACK
+message also sums the ECN-echoed bytes), reported once per RTT -- the
+window DCTCP decides on (paper §3.4/§5.2) -- so the window is closed in
+``decide()`` after a step's events; a step spanning k windows applies the
+alpha update k times with the step's F (same F each).
 With ``pace`` the RTT is bound too and rate = cwnd / srtt is published.
 """
 from dataclasses import dataclass
@@ -32,22 +34,26 @@ class DctcpParams(Params):
 class Dctcp(Algorithm):
     name = "dctcp"
     Params = DctcpParams
-    binds = ("ACK", "ECN", "RTO", "RTT")
+    binds = ("ACK", "RTO", "RTT")
+    periods = {"ACK": "rtt", "RTO": 0}      # sums once per RTT; a timeout at once
 
     def bindings(self):
-        return self.binds if self.params.pace else ("ACK", "ECN", "RTO")
+        return self.binds if self.params.pace else ("ACK", "RTO")
 
     def setup(self):
         self.alpha = self.params.alpha_init
         self.cwnd = float(self.params.init_cwnd_pkts * self.mss)
         self.ssthresh = float("inf") if self.params.slow_start else self.cwnd
+        if self.ctx.cwnd > 0:       # a window already in force (agent restart): go on from it
+            self.cwnd = self.ssthresh = float(self.ctx.cwnd)
         self.acked = self.marked = 0        # bytes in the current window
         self.srtt = 0.0
 
     def on_ack(self, ev):
         self.acked += ev.total("bytes")
+        self.marked += ev.total("ecn_bytes")
 
-    def on_ecn(self, ev):
+    def on_ecn(self, ev):           # ECN records, if fed separately (unbound here)
         self.marked += ev.total("bytes")
 
     def on_rtt(self, ev):

@@ -15,7 +15,9 @@ segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
              6..15      values V0..V9 (meaning per event, below)
 
    Values by event (Accumulable sums, Coalescent merges, Raw forwards):
-       EV_ACK    V0 acked bytes, V1 acked packets, V2 highest cumulative PSN
+       EV_ACK    V0 acked bytes, V1 acked packets, V2 highest cumulative PSN,
+                 V3 of the acked bytes, those the receiver echoed ECN on (so
+                 an ECN-fraction algorithm needs one message per window)
        EV_ECN    V0 ECN-echoed bytes, V1 ECN-echoed packets
        EV_OOO    V0 out-of-order packets seen (coalesced)
        EV_NACK   V0 NACKs, V1 of which trimmed, V2 last NACKed PSN
@@ -29,7 +31,9 @@ segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
 
 2. **CC context table** (agent -> engine), one column array per field so the
    engine can use the columns directly as its per-flow state:
-       rate (bit/s), cwnd (bytes), credit (bytes), flags, version, updated_ns.
+       rate (bit/s), cwnd (bytes), credit (bytes), flags, version, updated_ns;
+   beside it, srtt (engine -> agent: the flow's smoothed RTT, ns) and probe
+   (agent -> engine: 1 = report the flow's next RTT sample at once).
    Each value is one aligned int64, so readers never see a torn value; the
    agent bumps ``version`` after writing a flow's row.  A rate or cwnd of 0
    means "no limit from CC" (the port's line rate and the receive window
@@ -38,7 +42,18 @@ segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
 3. **Control block** (both ways): CTL_* words (batching thresholds, heartbeat,
    fallback, back-pressure, counters) and per-flow arrays: which events to
    report (event_mask, bit EV_x) and the aggregation period of each engine
-   class (period_ns[flow, CLS_*]).
+   class (period_ns[flow, CLS_*]).  A period > 0 is in ns; a period < 0 is
+   RTT-relative, -p meaning p/RTT_UNIT of the flow's srtt (CTL_RTT_INIT_NS
+   until the first sample): an algorithm that decides once per RTT gets one
+   message per RTT however the RTT moves.
+
+4. **Custom feedback segments** (paper §3.3): per NIC, up to MAX_SEGS rules
+   segs[k, j, SEG_*]: on feedback (ACK) packets whose PDS type is in
+   SEG_TYPES (bit per type; 0 = any) and whose byte at SEG_MOFF matches
+   (byte & SEG_MMASK) == SEG_MVAL (mask 0 = no byte match), the engine copies
+   SEG_LEN bytes at SEG_OFF (offsets from the PDS header) into an EV_CUSTOM
+   record with segment id SEG_ID (0 = rule unused).  A segment that does
+   not fit the packet is counted in CTL_SEG_SHORT.
 """
 from collections import namedtuple
 
@@ -81,7 +96,8 @@ FL_NATIVE = 4           # the algorithm runs compiled in the engine (native mode
 (CTL_MAGIC, CTL_MAX_FLOWS, CTL_BATCH_BYTES, CTL_DEADLINE_NS, CTL_HEARTBEAT_NS,
  CTL_HB_TIMEOUT_NS, CTL_FALLBACK_RATE, CTL_BACKPRESSURE, CTL_AGGREGATE, CTL_REPORTED,
  CTL_SIGNALS, CTL_RING_FULL, CTL_EVICTED, CTL_FALLBACKS, CTL_AGENT_PID,
- CTL_PROBE_CMD, CTL_DEFAULT_MASK, CTL_GAPS, CTL_MAX_NICS, CTL_CAPACITY) = range(20)
+ CTL_PROBE_CMD, CTL_DEFAULT_MASK, CTL_GAPS, CTL_MAX_NICS, CTL_CAPACITY,
+ CTL_RTT_INIT_NS, CTL_PROBE_PKTS, CTL_PROBE_NS, CTL_SEG_SHORT) = range(24)
 N_CTL = 32
 MAGIC = 0x5441555243430001  # "TAURCC" v1
 """BATCH_BYTES / DEADLINE_NS: message-level aggregation (publish the pending
@@ -95,14 +111,26 @@ messages published / signals aggregated into them.  RING_FULL: messages the
 ring refused; EVICTED: records dropped oldest-first to make room.
 DEFAULT_MASK: events a new flow reports until the agent sets its own mask
 (the agent writes it at start from its default algorithm's bindings).
-GAPS: sequence gaps the agent saw (written by the agent)."""
+GAPS: sequence gaps the agent saw (written by the agent).
+RTT_INIT_NS: the RTT an RTT-relative period assumes before the first sample.
+PROBE_PKTS / PROBE_NS: RTT probes reach the agent every PROBE_PKTS samples or
+PROBE_NS ns, whichever comes first (both 0: every sample); PROBE_CMD counts
+probes reported on the agent's command (the per-flow ``probe`` column).
+SEG_SHORT: custom segments that did not fit their packet (not reported)."""
 
 DEFAULTS = {CTL_BATCH_BYTES: 512, CTL_DEADLINE_NS: 10_000, CTL_HB_TIMEOUT_NS: 100_000_000,
-            CTL_FALLBACK_RATE: 1_000_000_000, CTL_BACKPRESSURE: 1, CTL_AGGREGATE: 1}
+            CTL_FALLBACK_RATE: 1_000_000_000, CTL_BACKPRESSURE: 1, CTL_AGGREGATE: 1,
+            CTL_RTT_INIT_NS: 20_000}
 DEFAULT_PERIOD_NS = (2_000, 2_000, 0)   # Accumulable, Coalescent, Raw (0: at once)
+RTT_UNIT = 16                           # period -16: one srtt; -8: half of one
+
+# ---- custom segment rules -------------------------------------------------------
+MAX_SEGS = 4
+SEG_ID, SEG_TYPES, SEG_MOFF, SEG_MMASK, SEG_MVAL, SEG_OFF, SEG_LEN = range(7)
+SEG_W = 8
 
 _COLUMNS = ("rate", "cwnd", "credit", "flags", "version", "updated_ns",
-            "event_mask", "owner")
+            "event_mask", "owner", "srtt", "probe")
 
 RingSet = namedtuple("RingSet", ["prod", "cons", "rec"])
 """Every NIC's report ring, for the engine: prod/cons uint64[K, 8], rec
@@ -127,6 +155,8 @@ class CcShm:
         for name in _COLUMNS:
             setattr(self, name, shm.array(lay[name], np.int64, (max_flows,)))
         self.period_ns = shm.array(lay["period"], np.int64, (max_flows, 3))
+        self.segs_all = shm.array(lay["segs"], np.int64, (max_nics, MAX_SEGS, SEG_W))
+        self.segs = self.segs_all[nic]
         self.rings = RingSet(shm.array(lay["prod"], np.uint64, (max_nics, 8)),
                              shm.array(lay["cons"], np.uint64, (max_nics, 8)),
                              shm.array(lay["rec"], np.int64, (max_nics, capacity, REC_WIDTH)))
@@ -181,7 +211,8 @@ def _layout(max_nics: int, max_flows: int, capacity: int) -> dict:
     lay, off = {}, 0
     for name, nbytes in (("ctl", max_nics * N_CTL * 8),
                          *((c, max_flows * 8) for c in _COLUMNS),
-                         ("period", max_flows * 3 * 8), ("prod", max_nics * 64),
+                         ("period", max_flows * 3 * 8), ("segs", max_nics * MAX_SEGS * SEG_W * 8),
+                         ("prod", max_nics * 64),
                          ("cons", max_nics * 64), ("rec", max_nics * capacity * REC_WIDTH * 8)):
         lay[name] = off
         off += (nbytes + 63) // 64 * 64  # cache-line aligned

@@ -15,6 +15,14 @@ the NIC's report ring but published only when the staged batch reaches
 CTL_BATCH_BYTES or its oldest message CTL_DEADLINE_NS.  A ring without room
 refuses the message and counts it (CTL_RING_FULL): never silent.
 
+Periods: > 0 ns, or < 0 RTT-relative (ccshm.RTT_UNIT), resolved from the
+flow's srtt each time a window opens, so "once per RTT" follows the RTT.
+
+Also here, the rest of signal collection that the agent configures (§3.3):
+RTT probes reach the agent at the cadence it set (every N samples or T ns,
+or the next one on its command), and custom feedback segments are cut out
+of matching feedback packets into Raw records (``report_segments``).
+
 Timers (windows, deadlines) live on the engine's wheel with the reserved
 owner OWNER_REPORT; the engine loop hands them back to ``report_timer``.
 """
@@ -29,12 +37,14 @@ from .wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
 
 Report = namedtuple("Report", ["acc", "win_timer", "staged", "dl_timer", "hdr",
                                "rings", "ctls", "mask", "period", "owner",
-                               "rate", "cwnd", "credit", "flags", "fallback"])
+                               "rate", "cwnd", "credit", "flags", "fallback",
+                               "srtt", "probe", "probe_n", "probe_t", "segs"])
 """acc int64[F, N_EVENTS, A_W]: open aggregates; win_timer int32[F, 3]:
 window timer per (flow, class), -1 until first used; staged int64[K, 2]:
 messages staged per NIC and when the oldest was staged; dl_timer int32[K];
 hdr uint64[8] (a dummy ring header); fallback int64[K]: 1 while NIC k's
-agent is silent (ccguard.py); the rest are views on the CcShm."""
+agent is silent (ccguard.py); probe_n / probe_t int64[F]: RTT samples since,
+and time of, the last one reported; the rest are views on the CcShm."""
 
 A_COUNT, A_FIRST, A_LAST, A_V = 0, 1, 2, 3
 A_W = A_V + C.N_VALUES
@@ -45,7 +55,7 @@ TAG_DEADLINE = np.int64(2) << 40
 
 SUM, MAX, LAST = 0, 1, 2
 # How each value of each event merges inside a window (rows: events).
-MERGE = np.array([[SUM, SUM, MAX, LAST],    # ACK: bytes, packets, highest cum PSN
+MERGE = np.array([[SUM, SUM, MAX, SUM],     # ACK: bytes, packets, highest cum PSN, ECN bytes
                   [SUM, SUM, LAST, LAST],   # ECN: bytes, packets
                   [SUM, LAST, LAST, LAST],  # OOO: count
                   [SUM, LAST, LAST, LAST],  # RTO: count, last PSN
@@ -66,7 +76,9 @@ def make_report_state(cc: "C.CcShm") -> Report:
                   hdr=np.zeros(8, np.uint64), rings=cc.rings, ctls=cc.ctls,
                   mask=cc.event_mask, period=cc.period_ns, owner=cc.owner,
                   rate=cc.rate, cwnd=cc.cwnd, credit=cc.credit, flags=cc.flags,
-                  fallback=np.zeros(k, np.int64))
+                  fallback=np.zeros(k, np.int64), srtt=cc.srtt, probe=cc.probe,
+                  probe_n=np.zeros(f, np.int64), probe_t=np.full(f, -(1 << 62), np.int64),
+                  segs=cc.segs_all)
 
 
 @nb.njit(cache=True, inline="always")
@@ -125,7 +137,11 @@ def report_signal(E, flow, ev, now, v0, v1, v2, v3):
     ctl = R.ctls[k]
     ctl[C.CTL_SIGNALS] += 1
     cls = C.EVENT_CLASS[ev]
-    period = R.period[flow, cls] * max(np.int64(1), ctl[C.CTL_BACKPRESSURE])
+    period = R.period[flow, cls]
+    if period < 0:                      # RTT-relative
+        rtt = R.srtt[flow] if R.srtt[flow] > 0 else ctl[C.CTL_RTT_INIT_NS]
+        period = max(np.int64(1), -period * rtt // C.RTT_UNIT)
+    period *= max(np.int64(1), ctl[C.CTL_BACKPRESSURE])
     if ctl[C.CTL_AGGREGATE] == 0 or cls == C.CLS_RAW or period <= 0:
         vals = np.empty(4, np.int64)
         vals[0], vals[1], vals[2], vals[3] = v0, v1, v2, v3
@@ -169,6 +185,58 @@ def report_custom(E, flow, now, seg_id, buf, off, n):
     for i in range(n):  # little-endian words
         vals[2 + i // 8] |= np.int64(buf[off + i]) << np.int64(8 * (i % 8))
     _stage(E, R, k, flow, C.EV_CUSTOM, 1, now, now, vals, C.N_VALUES, now)
+
+
+@nb.njit(cache=True)
+def report_rtt(E, flow, rtt, psn, srtt, now):
+    """An RTT sample: publish the flow's srtt, and report the sample if the
+    probe cadence (or the agent's command) says so."""
+    R = E.rep
+    R.srtt[flow] = srtt
+    k = R.owner[flow]
+    if k < 0 or ((R.mask[flow] >> C.EV_RTT) & 1) == 0:
+        return
+    ctl = R.ctls[k]
+    R.probe_n[flow] += 1
+    every_n, every_t = ctl[C.CTL_PROBE_PKTS], ctl[C.CTL_PROBE_NS]
+    due = every_n <= 0 and every_t <= 0
+    if every_n > 0 and R.probe_n[flow] >= every_n:
+        due = True
+    if every_t > 0 and now - R.probe_t[flow] >= every_t:
+        due = True
+    if R.probe[flow] != 0:              # the agent asked for this one
+        R.probe[flow] = 0
+        ctl[C.CTL_PROBE_CMD] += 1
+        due = True
+    if due:
+        R.probe_n[flow] = 0
+        R.probe_t[flow] = now
+        report_signal(E, flow, C.EV_RTT, now, rtt, psn, -1, -1)
+
+
+@nb.njit(cache=True)
+def report_segments(E, flow, buf, base, length, ptype, now):
+    """Cut the configured custom segments out of a feedback packet (PDS header
+    at byte `base` of `buf`, `length` bytes long, PDS type `ptype`)."""
+    R = E.rep
+    k = R.owner[flow]
+    if k < 0 or ((R.mask[flow] >> C.EV_CUSTOM) & 1) == 0:
+        return
+    for j in range(C.MAX_SEGS):
+        s = R.segs[k, j]
+        if s[C.SEG_ID] == 0:
+            continue
+        if s[C.SEG_TYPES] != 0 and ((s[C.SEG_TYPES] >> ptype) & 1) == 0:
+            continue
+        if s[C.SEG_MMASK] != 0:
+            m = base + s[C.SEG_MOFF]
+            if m < 0 or m >= length or (np.int64(buf[m]) & s[C.SEG_MMASK]) != s[C.SEG_MVAL]:
+                continue
+        o, n = base + s[C.SEG_OFF], s[C.SEG_LEN]
+        if o < 0 or n <= 0 or n > C.CUSTOM_MAX or o + n > length:
+            R.ctls[k, C.CTL_SEG_SHORT] += 1
+            continue
+        report_custom(E, flow, now, s[C.SEG_ID], buf, o, n)
 
 
 @nb.njit(cache=True)

@@ -17,8 +17,8 @@ from ..wire import spec as S
 from ..wire.codec import get_field
 from ..wire.desc import (D_DPDCID, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS, D_PDS_OFF, D_PDS_TYPE,
                          D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN, D_SPDCID)
-from .nic_signal import (signal_ack, signal_credit, signal_csig, signal_ecn, signal_nack,
-                         signal_ooo, signal_rtt)
+from .nic_signal import (signal_ack, signal_credit, signal_csig, signal_custom, signal_ecn,
+                         signal_nack, signal_ooo, signal_rtt)
 from .nic_state import (C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
                         FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
@@ -98,6 +98,7 @@ def rx_ack(E, n, i, now):
     buf = E.pool.data[i]
     q = d[D_PDS_OFF]
     t = d[D_PDS_TYPE]
+    signal_custom(E, f, buf, q, E.pool.length[i], t, now)   # segments the agent asked for
     freed = np.int64(0)
     advanced = cack + 1 > una
     for p in range(una, cack + 1):             # cumulative part

@@ -8,21 +8,26 @@ it, with ``now`` as its arrival time.
 import numba as nb
 
 from .. import ccshm as C
-from ..report import report_signal
+from ..report import report_rtt, report_segments, report_signal
+from ..wire.desc import D_PDS_FLAGS
 
 from .nic_state import (SG_ACKED_BYTES, SG_ACKS, SG_CREDIT, SG_CSIG_D, SG_CSIG_LM, SG_CSIG_N,
                         SG_CSIG_S, SG_CSIG_T, SG_ECN, SG_NACK, SG_OOO, SG_RETX, SG_RTO,
                         SG_RTT_LAST, SG_RTT_MIN, SG_RTT_N, SG_RTT_SUM, SG_TRIM, SG_TX_BYTES,
-                        SG_TX_PKTS)
+                        SG_TX_PKTS, FL_SRTT)
 from ..wire import spec as S
 
 
 @nb.njit(cache=True, inline="always")
 def signal_ack(E, N, f, acked_bytes, psn, now):
-    """Cumulative or selective ACK freed `acked_bytes` of payload (ACK signal)."""
+    """Cumulative or selective ACK freed `acked_bytes` of payload (ACK signal).
+    It also carries how many of them the receiver echoed ECN on (the M flag
+    of this ACK, still in N.desc), so DCTCP-like algorithms get the marked
+    fraction from one message per window."""
     N.sig[f, SG_ACKS] += 1
     N.sig[f, SG_ACKED_BYTES] += acked_bytes
-    report_signal(E, f, C.EV_ACK, now, acked_bytes, 1, psn, 0)
+    marked = acked_bytes if N.desc[D_PDS_FLAGS] & S.F_ACK_M else 0
+    report_signal(E, f, C.EV_ACK, now, acked_bytes, 1, psn, marked)
 
 
 @nb.njit(cache=True, inline="always")
@@ -56,8 +61,9 @@ def signal_rto(E, N, f, psn, now):
 
 @nb.njit(cache=True, inline="always")
 def signal_rtt(E, N, f, rtt, psn, now):
-    """One RTT sample (ns) from an echoed per-packet timestamp."""
-    report_signal(E, f, C.EV_RTT, now, rtt, psn, -1, -1)
+    """One RTT sample (ns) from an echoed per-packet timestamp (the flow's
+    srtt is already updated); reported at the agent's probe cadence."""
+    report_rtt(E, f, rtt, psn, N.fl[f, FL_SRTT], now)
     N.sig[f, SG_RTT_LAST] = rtt
     if N.sig[f, SG_RTT_N] == 0 or rtt < N.sig[f, SG_RTT_MIN]:
         N.sig[f, SG_RTT_MIN] = rtt
@@ -90,3 +96,9 @@ def signal_tx(E, N, f, nbytes, retx, inflight, now):
     report_signal(E, f, C.EV_TX, now, nbytes, 1, inflight, 0)
     if retx:
         N.sig[f, SG_RETX] += 1
+
+
+@nb.njit(cache=True, inline="always")
+def signal_custom(E, f, buf, pds_off, length, ptype, now):
+    """A feedback packet for flow f: the custom segments the agent asked for."""
+    report_segments(E, f, buf, pds_off, length, ptype, now)

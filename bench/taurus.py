@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""TAURUS micro-benchmark (paper §5.2 and Table 2): N DCTCP flows from one
+sender host through the software switch's ECN bottleneck to one receiver,
+run three ways -- native (DCTCP compiled into the engine), agent (TAURUS:
+aggregated reports, one message per flow per RTT) and per-event (the agent
+with aggregation off, CCP-like) -- for N in 1, 2, 4, 8, 16, 32.
+
+    python bench/taurus.py                      # virtual time (default)
+    python bench/taurus.py --flows 1,32 --duration-ms 5
+    python bench/taurus.py --clock wall         # wall clock, agent in its own process
+
+    h1 --10 Gbit/s-- s1 --bottleneck (2 Gbit/s, ECN K = 20 KB)-- h2
+
+Per run: goodput (bytes delivered in order at h2 after a warm-up), messages
+per second reaching the agent (records the engine published), signals
+behind them, context-table updates the agent's filters removed, and agent
+CPU as a fraction of one core:
+- ``--clock virtual``: the agent runs in this process, woken every
+  --step-us of virtual time (default 100 us, about one RTT here: what its
+  adaptive sleep gives under load); CPU = its thread CPU time / virtual
+  time, i.e. the share of a core it would need to keep up in real time.
+- ``--clock wall``: the engine runs on the wall clock over in-memory links
+  in this process and the agent is `taurus agent run` in its own process;
+  CPU = utime + stime from /proc/<pid>/stat over the measured window.
+Both clocks share one code path (run_one); only the agent driver differs.
+The last line is `agent/native goodput: X.XX, message reduction: Y%`
+(goodput summed over all N; reduction = 1 - agent / per-event messages).
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+MODES = ("native", "agent", "per-event")
+
+
+def topology(rate, access="10Gbit", k="20KB"):
+    from taurus.tools.topology import Topology
+    t = Topology("tbench")
+    t.add_host("h1")
+    t.add_host("h2")
+    t.add_switch("s1")
+    t.add_link("h1", "s1", rate=access, delay="2us")
+    t.add_link("s1", "h2", rate=rate, delay="2us", buffer="2MB", features={"ecn": {"k": k}})
+    return t
+
+
+class InProcessAgent:
+    """Virtual clock: the agent in this process, stepped in virtual time.
+
+    Its CPU is not timed in place: right after the engine's loop has swept
+    the caches, a Python step costs several times what it costs on a core of
+    its own.  So every step's records are kept, and ``cpu()`` replays them
+    back to back through a fresh agent (same config, same batches, same
+    decisions) and times that -- the agent as a process on its own core."""
+
+    def __init__(self, eng, slot, cfg):
+        from taurus.agent.agent import Agent
+        from taurus.datapath.ccshm import CcShm
+        self.cfg = cfg
+        self.agent = Agent(eng.name + "-cc", cfg, cc=CcShm.attach(eng.name + "-cc", nic=slot),
+                           stats_dir=None, slot=slot)
+        self.agent.start()
+        self.steps = []            # (now, records the step found)
+        self.mark = None
+
+    def step(self, now):
+        ring = self.agent.cc.ring
+        r = ring.ring
+        tail, head = int(r.cons[0]), int(r.prod[0])
+        rows = r.rec[(tail + np.arange(head - tail)) % ring.capacity].copy()
+        self.agent.step(now)
+        self.steps.append((now, rows))
+
+    def start_measure(self):
+        self.mark = len(self.steps)
+
+    def cpu(self):
+        """Thread CPU (ns) of replaying the steps since start_measure()."""
+        if self.mark is None:
+            return 0
+        from taurus.agent.agent import Agent
+        from taurus.agent.fakedp import FakeDatapath
+        with FakeDatapath(max_flows=self.agent.cc.max_flows,
+                          ring_capacity=self.agent.cc.ring.capacity) as dp:
+            a = Agent(dp.name, self.cfg, cc=dp.cc, stats_dir=None)
+            a.start()
+            cpu = 0
+            for i, (now, rows) in enumerate(self.steps):
+                if len(rows):
+                    dp.push(rows)
+                t0 = time.thread_time_ns()
+                a.step(now)
+                if i >= self.mark:
+                    cpu += time.thread_time_ns() - t0
+            a.teardown()
+        return cpu
+
+    def filters(self):
+        return dict(self.agent.handler.filter.c)
+
+    def close(self):
+        self.agent.teardown()
+
+
+class ProcessAgent:
+    """Wall clock: `taurus agent run` as its own process; CPU from /proc."""
+
+    def __init__(self, eng, slot, cfg_path):
+        from taurus.datapath import ccshm as C
+        from taurus.tools.procs import spawn
+        self.dir = tempfile.mkdtemp(prefix="taurus-bench-agent-")
+        self.proc = spawn([sys.executable, "-m", "taurus.agent.cli", "run", "--nic",
+                           eng.name + "-cc", "--slot", str(slot), "--config", cfg_path,
+                           "--pid-dir", self.dir, "--stats-dir", self.dir],
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        self.stats = os.path.join(self.dir, f"agent-{eng.name}-cc" + (f"-{slot}" if slot else "")
+                                  + ".json")
+        end = time.monotonic() + 120
+        while eng.cc.ctls[slot, C.CTL_AGENT_PID] != self.proc.pid:
+            if self.proc.poll() is not None or time.monotonic() > end:
+                raise RuntimeError("the agent process did not start")
+            time.sleep(0.02)
+
+    def step(self, now):
+        pass
+
+    def start_measure(self):
+        self.cpu0 = self._cpu()
+
+    def cpu(self):
+        return self._cpu() - self.cpu0
+
+    def _cpu(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return (int(v[11]) + int(v[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+    def filters(self):
+        try:
+            with open(self.stats) as f:
+                return json.load(f)["handler"]["filters"]
+        except (OSError, ValueError, KeyError):
+            return {}
+
+    def close(self):
+        import shutil
+        from taurus.tools.procs import stop
+        stop(self.proc)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000_000,
+            rate="2Gbit", step_ns=100_000, mss=1024, access="10Gbit", k="20KB"):
+    """One (mode, N) run; returns a dict of measured figures."""
+    from taurus.agent.config import parse
+    from taurus.datapath import ccshm as C
+    from taurus.datapath.devices.nic_setup import add_flow, nic_delivered, nic_post, set_flow_mode
+    from taurus.datapath.engine import Engine
+    from taurus.tools.fabric import build_virtual, nic_host
+    from taurus.tools.topology import parse_rate
+    t = topology(rate, access, k)
+    rate_bps = parse_rate(rate)
+    line = parse_rate(access)
+    total = duration_ns + warm_ns
+    # more than a flow can send (at most the NIC's 64 MiB send arena)
+    size = min(int(total * line / 8e9 / nflows) + (1 << 16), (56 << 20) // nflows)
+    eng = Engine(clock=clock, max_flows=64, max_nics=2)
+    agent = None
+    cfg_text = (f'[agent]\nalgorithm = "dctcp"\nmss = {mss}\nline_rate_bps = {line}\n'
+                'sleep_min_us = 20\nsleep_max_us = 200\n')
+    try:
+        fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, mss=mss,
+                                                                     rx_buf_bytes=size))
+        h1, h2 = fab["hosts"]["h1"], fab["hosts"]["h2"]
+        slot = int(eng.E.devs.regs[h1, 0])
+        if mode != "native":
+            if clock == "virtual":
+                import tomllib
+                agent = InProcessAgent(eng, slot, parse(tomllib.loads(cfg_text)))
+            else:
+                path = os.path.join(tempfile.gettempdir(), f"taurus-bench-{os.getpid()}.toml")
+                with open(path, "w") as f:
+                    f.write(cfg_text)
+                agent = ProcessAgent(eng, slot, path)
+        flows = []
+        for _ in range(nflows):
+            f = add_flow(eng, h1, t.mac_of("h2"), t.ip_of("h2"), cwnd_bytes=10 * mss,
+                         buf_bytes=size)
+            set_flow_mode(eng, f, mode)
+            flows.append(f)
+        for f in flows:
+            nic_post(eng, h1, f, np.zeros(size - 1, np.uint8).tobytes())
+
+        def delivered():
+            return sum(len(nic_delivered(eng, h2, t.ip_of("h1"), f)) for f in flows)
+
+        def counters():
+            ctl = eng.cc.ctls[slot]
+            return (int(ctl[C.CTL_REPORTED]), int(ctl[C.CTL_SIGNALS]),
+                    delivered(), eng.now())
+
+        start = eng.now()
+        slice_ns = step_ns if clock == "virtual" else 5_000_000
+        c0 = None
+        while eng.now() - start < total:
+            eng.run_until(eng.now() + slice_ns, stop_idle=False)
+            if agent:
+                agent.step(eng.now())
+            if c0 is None and eng.now() - start >= warm_ns:
+                c0 = counters()
+                if agent:
+                    agent.start_measure()
+        c1 = counters()
+        dt = (c1[3] - c0[3]) / 1e9
+        cpu_ns = agent.cpu() if agent else 0
+        filt = agent.filters() if agent else {}
+        written = sum(v for k, v in filt.items() if k.startswith("written"))
+        dup = sum(v for k, v in filt.items() if k.startswith("duplicate"))
+        return {"mode": mode, "flows": nflows, "clock": clock, "seconds": dt,
+                "goodput_bps": (c1[2] - c0[2]) * 8 / dt,
+                "msgs_per_s": (c1[0] - c0[0]) / dt, "signals_per_s": (c1[1] - c0[1]) / dt,
+                "agent_cpu": cpu_ns / 1e9 / dt,
+                "updates_written": written, "updates_filtered": dup,
+                "ring_full": int(eng.cc.ctls[slot, C.CTL_RING_FULL]),
+                "bottleneck_bps": rate_bps}
+    finally:
+        if agent:
+            agent.close()
+        eng.close()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--clock", choices=("virtual", "wall"), default="virtual")
+    ap.add_argument("--flows", default="1,2,4,8,16,32")
+    ap.add_argument("--duration-ms", type=float, default=10.0,
+                    help="measured time per run (virtual or wall), after a warm-up")
+    ap.add_argument("--warm-ms", type=float, default=2.0)
+    ap.add_argument("--rate", default="2Gbit", help="bottleneck rate")
+    ap.add_argument("--access", default="10Gbit", help="the sender's link rate")
+    ap.add_argument("--k", default="20KB", help="the bottleneck's ECN threshold")
+    ap.add_argument("--step-us", type=float, default=100.0,
+                    help="virtual clock: the agent's wake-up interval")
+    ap.add_argument("--json", help="write every run's figures here")
+    a = ap.parse_args(argv)
+    ns = [int(x) for x in a.flows.split(",")]
+    if a.clock == "wall" and a.duration_ms < 200:
+        a.duration_ms, a.warm_ms = 1000.0, 200.0       # wall: whole seconds, not ms
+    rows = []
+    print(f"{'flows':>5} {'mode':>9} {'goodput Gb/s':>12} {'msgs/s':>10} {'signals/s':>10} "
+          f"{'agent CPU':>9} {'filtered':>9}")
+    for n in ns:
+        for mode in MODES:
+            r = run_one(mode, n, a.clock, int(a.duration_ms * 1e6), int(a.warm_ms * 1e6), a.rate,
+                        step_ns=int(a.step_us * 1000), access=a.access, k=a.k)
+            rows.append(r)
+            tot = r["updates_written"] + r["updates_filtered"]
+            filt = f"{r['updates_filtered'] / tot:.1%}" if tot else "-"
+            print(f"{n:>5} {mode:>9} {r['goodput_bps'] / 1e9:>12.3f} {r['msgs_per_s']:>10.0f} "
+                  f"{r['signals_per_s']:>10.0f} {r['agent_cpu']:>9.1%} {filt:>9}", flush=True)
+    by = {(r["flows"], r["mode"]): r for r in rows}
+    for n in ns:
+        nat, ag, pe = by[n, "native"], by[n, "agent"], by[n, "per-event"]
+        print(f"N={n}: agent/native {ag['goodput_bps'] / nat['goodput_bps']:.3f} "
+              f"per-event/native {pe['goodput_bps'] / nat['goodput_bps']:.3f} "
+              f"message reduction {1 - ag['msgs_per_s'] / max(pe['msgs_per_s'], 1):.1%} "
+              f"agent CPU {ag['agent_cpu']:.1%} (per-event {pe['agent_cpu']:.1%})")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    g = sum(by[n, "agent"]["goodput_bps"] for n in ns) / sum(by[n, "native"]["goodput_bps"]
+                                                              for n in ns)
+    red = 1 - sum(by[n, "agent"]["msgs_per_s"] for n in ns) / max(
+        sum(by[n, "per-event"]["msgs_per_s"] for n in ns), 1)
+    print(f"agent/native goodput: {g:.2f}, message reduction: {red:.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
