@@ -36,7 +36,8 @@ from .nic_state import (C_RTO_FAIL, C_RTO_FIRE, C_TX_DATA, C_TX_RETX, CX_CREDIT,
                         FL_MSG_OFF, FL_NEXT_T, FL_NIC, FL_NLOST, FL_NXT, FL_PEER_IP,
                         FL_PEER_MAC, FL_ACKED_OFF, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
                         FL_RQ_NEXT, FL_RTO, FL_SCHED, FL_SENT_OFF, FL_START, FL_STATE, FL_EV,
-                        FL_T_PACE, FL_T_RTO, FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE,
+                        FL_T_PACE, FL_T_RTO, FL_TXCAP, FL_TXOFF, FL_UNA, FL_RWND, FL_WBLOCK,
+                        FL_WEND, FL_USES_CREDIT, FS_ACTIVE,
                         FS_FAILED, NR_BUDGET, NR_LINE, NR_MSS, NR_RETRIES, NR_RQ_HEAD,
                         NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE, SCH_QUEUED, SCH_TIMED,
                         SG_FIRST_T, SL_INFL, SL_LOST, SL_RETX)
@@ -96,6 +97,28 @@ def rto_arm(E, f, now, restart):
 
 
 @nb.njit(cache=True)
+def _ring_get(ring, base, cap, off, dst, do, ln):
+    """Copy ln bytes from stream offset off of the ring at ring[base:base+cap]."""
+    s = off % cap
+    a = min(ln, cap - s)
+    for k in range(a):
+        dst[do + k] = ring[base + s + k]
+    for k in range(ln - a):
+        dst[do + a + k] = ring[base + k]
+
+
+@nb.njit(cache=True)
+def rwnd_end(N, f):
+    """The receiver's window right edge as the sender sees it: optimistic
+    (ACKed + the receiver's ring capacity: the app keeps up) until the
+    receiver says otherwise with a NO_PKT_BUFFER NACK; then that edge, until
+    a window update or an RTO probe (nic_ack.rx_nack, rto_fire)."""
+    if N.fl[f, FL_WBLOCK] != 0:
+        return N.fl[f, FL_WEND]
+    return N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND]
+
+
+@nb.njit(cache=True)
 def _data_frame(E, n, f, p, slo, ln, retx, now):
     """Build and queue the data packet of PSN p; returns its frame length or -1."""
     N = E.nic
@@ -147,8 +170,7 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
     set_field(buf, ses, S.SES_STD_FLAGS, sflags)
     set_field(buf, ses, S.SES_STD_MESSAGE_ID, (slo >> 48) & 0xFFFF)
     set_field(buf, ses, S.SES_STD_BUFFER_OFFSET, off)
-    src = N.fl[f, FL_TXOFF] + off
-    buf[pay:pay + ln] = N.txbuf[src:src + ln]
+    _ring_get(N.txbuf, N.fl[f, FL_TXOFF], N.fl[f, FL_TXCAP], off, buf, pay, ln)
     tx_emit(E, n, i, now)
     return total
 
@@ -182,6 +204,8 @@ def send_one(E, n, f, now):
             ln = np.int64(N.sl_len[f, p & msk])
             if not _window_ok(E, N, f, ln):
                 return 0
+            if (N.sl_off[f, p & msk] & SLO_OFF) + ln > rwnd_end(N, f):
+                return 0
             total = _data_frame(E, n, f, p, N.sl_off[f, p & msk], ln, True, now)
             if total < 0:
                 return 0
@@ -204,6 +228,10 @@ def send_one(E, n, f, now):
     end = N.mq[f, k % M, 0]
     ln = min(N.nr[n, NR_MSS], end - off)
     if not _window_ok(E, N, f, ln):
+        return 0
+    if off + ln > rwnd_end(N, f):
+        if N.fl[f, FL_WBLOCK] != 0 and una >= nxt:
+            rto_arm(E, f, now, False)    # persist: the RTO probes a closed window
         return 0
     if N.fl[f, FL_USES_CREDIT] != 0 and off + ln > N.ctx[f, CX_CREDIT]:
         return 0
@@ -267,12 +295,22 @@ def rto_fire(E, n, f, now):
     """Retransmission timeout: every unSACKed packet in flight is lost; back
     off exponentially; give up (counted) after NR_RETRIES in a row."""
     N = E.nic
-    if N.fl[f, FL_STATE] != FS_ACTIVE or N.fl[f, FL_UNA] >= N.fl[f, FL_NXT]:
+    if N.fl[f, FL_STATE] != FS_ACTIVE:
         return 0
+    if N.fl[f, FL_UNA] >= N.fl[f, FL_NXT]:
+        if N.fl[f, FL_WBLOCK] != 0:     # persist timer of a closed window
+            N.fl[f, FL_WBLOCK] = 0
+            N.fl[f, FL_BACKOFF] = min(N.fl[f, FL_BACKOFF] * 2, MAX_BACKOFF)
+            flow_wake(E, f, now)
+            return 1
+        return 0
+    probe = N.fl[f, FL_WBLOCK] != 0
+    N.fl[f, FL_WBLOCK] = 0              # probe the receiver's window optimistically
     N.ncnt[n, C_RTO_FIRE] += 1
     signal_rto(E, N, f, N.fl[f, FL_UNA], now)
     cc_native_rto(E, f)
-    N.fl[f, FL_RETRIES] += 1
+    if not probe:                       # a full receiver is alive: not a failure
+        N.fl[f, FL_RETRIES] += 1
     if N.fl[f, FL_RETRIES] > N.nr[n, NR_RETRIES]:
         N.fl[f, FL_STATE] = FS_FAILED
         N.ncnt[n, C_RTO_FAIL] += 1
