@@ -15,6 +15,7 @@ def main(argv=None) -> int:
     add_topo_parser(sub)
     add_engine_parser(sub)
     add_agent_parser(sub)
+    __import__("taurus.tools.perf", fromlist=["add_perf_parser"]).add_perf_parser(sub)
     d = sub.add_parser("demo", help="traffic between two namespaces through the engine")
     d.add_argument("--seconds", type=float, default=5.0)
     d.add_argument("--port-kind", default="auto", choices=["auto", "af_xdp", "af_packet"])
