@@ -14,6 +14,7 @@ Malformed or hostile frames are dropped under a named counter
 (nic_state.NIC_COUNTERS, plus parser statuses per NIC in ``pcnt``).
 """
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 
 from ..ccguard import cc_watch
 
@@ -34,7 +35,7 @@ from .nic_tx import flow_wake, rto_fire, tx_schedule
 __all__ = ["NicState", "make_nic_state", "nic_poll", "nic_timer"]
 
 
-@nb.njit(cache=True)
+@hot
 def nic_rx_frame(E, n, i, now):
     N = E.nic
     N.ncnt[n, C_RX_FRAMES] += 1
@@ -57,7 +58,7 @@ def nic_rx_frame(E, n, i, now):
         N.ncnt[n, C_DROP_BAD_TYPE] += 1
 
 
-@nb.njit(cache=True)
+@hot
 def nic_poll(E, d, now):
     n = E.devs.regs[d, 0]
     cc_watch(E, n, now)  # a silent agent puts this NIC's flows on the fallback rate
@@ -71,7 +72,7 @@ def nic_poll(E, d, now):
     return work
 
 
-@nb.njit(cache=True)
+@hot
 def nic_timer(E, d, timer, now):
     n = E.devs.regs[d, 0]
     arg = E.wheel.arg[timer]

@@ -8,6 +8,7 @@ in-flight count and wait in the flow's slots for ``send_one``; each is
 retransmitted once per loss event (the RTO covers a lost retransmission).
 """
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 
 from ..ccnative import cc_native_ack
 import numpy as np
@@ -17,7 +18,7 @@ from ..wire import spec as S
 from ..wire.codec import get_field
 from ..wire.desc import (D_DPDCID, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS, D_PDS_OFF, D_PDS_TYPE,
                          D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN, D_SPDCID)
-from .nic_signal import (signal_ack, signal_credit, signal_csig, signal_ecn, signal_nack,
+from .nic_sigcall import (signal_ack, signal_credit, signal_csig, signal_ecn, signal_nack,
                          signal_ooo, signal_rtt)
 from .nic_state import (C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
@@ -29,7 +30,7 @@ from .nic_state import (C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_AC
 from .nic_tx import PROBE_TS_MASK, SLO_OFF, flow_wake, rto_arm
 
 
-@nb.njit(cache=True)
+@hot
 def _flow_of(N, n):
     """The flow an ACK/NACK is for; 0 = not ours (counted as wrong PDC).
     The first valid ACK tells us the receiver's PDC id (ends SYN)."""
@@ -39,7 +40,7 @@ def _flow_of(N, n):
     return f
 
 
-@nb.njit(cache=True)
+@hot
 def _match_flow(N, n):
     d = N.desc
     f = d[D_DPDCID]
@@ -55,7 +56,7 @@ def _match_flow(N, n):
     return f
 
 
-@nb.njit(cache=True)
+@hot
 def _mark_lost(N, f, p, msk):
     N.sl_state[f, p & msk] = SL_LOST
     N.fl[f, FL_INFL] -= N.sl_len[f, p & msk]
@@ -64,7 +65,7 @@ def _mark_lost(N, f, p, msk):
         N.fl[f, FL_RETX_SCAN] = p
 
 
-@nb.njit(cache=True)
+@hot
 def _rtt_sample(E, n, f, ts, now):
     """RFC 6298 smoothing, in ns."""
     N = E.nic
@@ -79,7 +80,7 @@ def _rtt_sample(E, n, f, ts, now):
     signal_rtt(E, N, f, rtt, N.fl[f, FL_UNA], now)
 
 
-@nb.njit(cache=True)
+@hot
 def rx_ack(E, n, i, now):
     N = E.nic
     d = N.desc
@@ -178,7 +179,7 @@ def rx_ack(E, n, i, now):
     flow_wake(E, f, now)
 
 
-@nb.njit(cache=True)
+@hot
 def _complete(N, n, f, now):
     """Send completions: every message whose last byte is cumulatively ACKed."""
     M = N.mq.shape[1]
@@ -191,7 +192,7 @@ def _complete(N, n, f, now):
         N.sig[f, SG_DONE_T] = now
 
 
-@nb.njit(cache=True)
+@hot
 def rx_nack(E, n, i, now):
     N = E.nic
     d = N.desc
@@ -215,7 +216,7 @@ def rx_nack(E, n, i, now):
             flow_wake(E, f, now)
 
 
-@nb.njit(cache=True)
+@hot
 def _rx_window(E, n, f, i, p, msk, now):
     """The receiver refused PSN p for want of ring space (or, vendor code
     WINDOW_UPDATE, says its window opened): adopt its window edge; the

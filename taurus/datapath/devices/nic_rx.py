@@ -15,6 +15,7 @@ triggering packet lies beyond 64 PSNs.  Every ACK echoes, in a Taurus probe
 field, the send timestamp of the last data packet that arrived.
 """
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 import numpy as np
 
 from ..wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
@@ -37,7 +38,7 @@ from .nic_state import (C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BA
                         psn_recon, rx_lookup)
 
 
-@nb.njit(cache=True)
+@hot
 def _ring_put(ring, base, cap, off, src, so, ln):
     """Copy ln bytes to stream offset off of the ring at ring[base:base+cap]."""
     s = off % cap
@@ -48,7 +49,7 @@ def _ring_put(ring, base, cap, off, src, so, ln):
         ring[base + k] = src[so + a + k]
 
 
-@nb.njit(cache=True)
+@hot
 def rx_grant_credit(N, n, r, now):
     """Cumulative credit for an RCCC sender (bytes).  Placeholder policy until
     the algorithms arrive: a static window beyond what has arrived, bounded
@@ -61,7 +62,7 @@ def rx_grant_credit(N, n, r, now):
     return N.rp[r, RP_CREDIT]
 
 
-@nb.njit(cache=True)
+@hot
 def send_ack(E, n, r, now):
     N = E.nic
     rp = N.rp
@@ -130,7 +131,7 @@ def send_ack(E, n, r, now):
         wheel_cancel(E.wheel, rp[r, RP_T_ACK] - 1)
 
 
-@nb.njit(cache=True)
+@hot
 def send_nack(E, n, r, psn, code, vendor, payload, now):
     N = E.nic
     total = PDS_OFF + S.NACK_SIZE
@@ -150,7 +151,7 @@ def send_nack(E, n, r, psn, code, vendor, payload, now):
     N.ncnt[n, C_TX_NACK] += 1
 
 
-@nb.njit(cache=True)
+@hot
 def _pdc_of(E, n, i, now):
     """The receive PDC of a request, opening one on SYN; 0 = drop (counted)."""
     N = E.nic
@@ -183,7 +184,7 @@ def _pdc_of(E, n, i, now):
     return r
 
 
-@nb.njit(cache=True)
+@hot
 def rx_data(E, n, i, now):
     """A RUD request (data) arrived: frame i, already parsed into N.desc."""
     N = E.nic
@@ -272,7 +273,7 @@ def rx_data(E, n, i, now):
         wheel_schedule(E.wheel, t, now + N.nr[n, NR_ACK_DELAY])
 
 
-@nb.njit(cache=True)
+@hot
 def ack_timer(E, n, r, now):
     """The coalescing deadline of PDC r passed."""
     if E.nic.rp[r, RP_PEND] > 0:

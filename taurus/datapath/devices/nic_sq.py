@@ -9,6 +9,7 @@ than the ring or the message queue holds) are counted as ``sq_bad`` and
 ignored.  An empty SQ costs one acquire load.
 """
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 import numpy as np
 
 from ..lowlevel import load_acquire_u64, store_release_u64
@@ -23,7 +24,7 @@ from .nic_tx import flow_wake
 SQ_BUDGET = 64   # entries per poll: the SQ cannot starve the packet path
 
 
-@nb.njit(cache=True)
+@hot
 def app_send(E, n, f, end, msg, now):
     """Flow f's stream now ends at `end`: one more message.  False = refused."""
     N = E.nic
@@ -42,7 +43,7 @@ def app_send(E, n, f, end, msg, now):
     return True
 
 
-@nb.njit(cache=True)
+@hot
 def app_read(E, n, r, pos, now):
     """The app consumed PDC r's stream up to `pos`.  If we refused data for
     want of space, tell the sender the new window edge once half the ring
@@ -67,7 +68,7 @@ def app_read(E, n, r, pos, now):
     return True
 
 
-@nb.njit(cache=True)
+@hot
 def sq_poll(E, n, now):
     """Serve up to SQ_BUDGET submissions of NIC n; returns how many."""
     N = E.nic

@@ -29,6 +29,7 @@ PSNs are 64-bit inside, 32-bit on the wire (``psn_recon``).
 from collections import namedtuple
 
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 import numpy as np
 
 from ..lowlevel import load_acquire_u64, store_release_u64
@@ -164,7 +165,7 @@ def make_nic_state(max_ports: int, max_flows: int, alloc=None, **sizes) -> NicSt
 assert N_CFG == 4
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", _nrt=False)
 def psn_recon(p32, ref):
     """The 64-bit PSN nearest to `ref` whose low 32 bits are p32."""
     d = (np.int64(p32) - ref) & np.int64(0xFFFFFFFF)
@@ -173,7 +174,7 @@ def psn_recon(p32, ref):
     return ref + d
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", _nrt=False)
 def unit_recon(v, ref, bits):
     """Same for a `bits`-wide counter (credit units, ooo counts)."""
     m = (np.int64(1) << bits) - 1
@@ -183,7 +184,7 @@ def unit_recon(v, ref, bits):
     return ref + d
 
 
-@nb.njit(cache=True)
+@hot
 def rx_lookup(N, n, ip, spdcid, create):
     """Receive PDC of (NIC n, peer ip, peer PDC id): open addressing over a
     zero-filled table (keys stored +1).  create: allocate one when missing;
@@ -212,7 +213,7 @@ def rx_lookup(N, n, ip, spdcid, create):
     return 0
 
 
-@nb.njit(cache=True)
+@hot
 def cq_push(N, n, kind, ident, msg, end, now):
     """A completion record on NIC n's CQ; a full ring is counted, never silent.
     The app may be another process: publish the head with release order."""

@@ -21,6 +21,7 @@ cumulative; retransmissions are not charged, they replace bytes already
 charged).  The NIC line (NR_LINE) caps the aggregate.
 """
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 
 from ..ccguard import cc_cwnd, cc_rate
 from ..ccnative import cc_native_rto
@@ -30,7 +31,7 @@ from ..wheel import wheel_armed, wheel_cancel, wheel_schedule
 from ..wire import spec as S
 from ..wire.codec import set_field, write_prologue
 from .nic_frame import ECN_ECT0, PDS_OFF, frame_l2l4, frame_new, tx_emit
-from .nic_signal import signal_rto, signal_tx
+from .nic_sigcall import signal_rto, signal_tx
 from .nic_state import (C_RTO_FAIL, C_RTO_FIRE, C_TX_DATA, C_TX_RETX, CX_CREDIT, CX_CWND,
                         CX_RATE, FL_BACKOFF, FL_INFL, FL_MAX_INFL, FL_MQ_TAIL, FL_MQ_TX,
                         FL_MSG_OFF, FL_NEXT_T, FL_NIC, FL_NLOST, FL_NXT, FL_PEER_IP,
@@ -50,7 +51,7 @@ PROBE_TS_MASK = (np.int64(1) << S.PROBE_TS_BITS) - 1
 MAX_BACKOFF = 1 << 10
 
 
-@nb.njit(cache=True)
+@hot
 def rq_push(N, n, f):
     N.fl[f, FL_RQ_NEXT] = 0
     tail = N.nr[n, NR_RQ_TAIL]
@@ -62,7 +63,7 @@ def rq_push(N, n, f):
     N.fl[f, FL_SCHED] = SCH_QUEUED
 
 
-@nb.njit(cache=True)
+@hot
 def rq_pop(N, n):
     f = N.nr[n, NR_RQ_HEAD]
     if f == 0:
@@ -75,7 +76,7 @@ def rq_pop(N, n):
     return f
 
 
-@nb.njit(cache=True)
+@hot
 def flow_wake(E, f, now):
     """Make an idle flow eligible: queued now, or when its pacer allows."""
     N = E.nic
@@ -88,7 +89,7 @@ def flow_wake(E, f, now):
         N.fl[f, FL_SCHED] = SCH_TIMED
 
 
-@nb.njit(cache=True)
+@hot
 def rto_arm(E, f, now, restart):
     N = E.nic
     t = N.fl[f, FL_T_RTO]
@@ -96,7 +97,7 @@ def rto_arm(E, f, now, restart):
         wheel_schedule(E.wheel, t, now + N.fl[f, FL_RTO] * N.fl[f, FL_BACKOFF])
 
 
-@nb.njit(cache=True)
+@hot
 def _ring_get(ring, base, cap, off, dst, do, ln):
     """Copy ln bytes from stream offset off of the ring at ring[base:base+cap]."""
     s = off % cap
@@ -107,7 +108,7 @@ def _ring_get(ring, base, cap, off, dst, do, ln):
         dst[do + a + k] = ring[base + k]
 
 
-@nb.njit(cache=True)
+@hot
 def rwnd_end(N, f):
     """The receiver's window right edge as the sender sees it: optimistic
     (ACKed + the receiver's ring capacity: the app keeps up) until the
@@ -118,7 +119,7 @@ def rwnd_end(N, f):
     return N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND]
 
 
-@nb.njit(cache=True)
+@hot
 def _data_frame(E, n, f, p, slo, ln, retx, now):
     """Build and queue the data packet of PSN p; returns its frame length or -1."""
     N = E.nic
@@ -175,14 +176,14 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
     return total
 
 
-@nb.njit(cache=True)
+@hot
 def _window_ok(E, N, f, ln):
     cwnd = cc_cwnd(E, f, N.ctx[f, CX_CWND])   # the agent's window, else the flow's
     infl = N.fl[f, FL_INFL]
     return cwnd <= 0 or infl == 0 or infl + ln <= cwnd
 
 
-@nb.njit(cache=True)
+@hot
 def send_one(E, n, f, now):
     """One packet of flow f if its gates allow: a lost packet first, else
     new data.  Returns 1 when a packet left."""
@@ -259,7 +260,7 @@ def send_one(E, n, f, now):
     return 1
 
 
-@nb.njit(cache=True)
+@hot
 def _sent(E, n, f, ln, total, retx, now):
     """After any data packet: pacing account, RTO, signal."""
     N = E.nic
@@ -271,7 +272,7 @@ def _sent(E, n, f, ln, total, retx, now):
     signal_tx(E, N, f, ln, retx, N.fl[f, FL_INFL], now)
 
 
-@nb.njit(cache=True)
+@hot
 def tx_schedule(E, n, now):
     """Serve the ready list while the line is free; returns packets sent."""
     N = E.nic
@@ -290,7 +291,7 @@ def tx_schedule(E, n, now):
     return sent
 
 
-@nb.njit(cache=True)
+@hot
 def rto_fire(E, n, f, now):
     """Retransmission timeout: every unSACKed packet in flight is lost; back
     off exponentially; give up (counted) after NR_RETRIES in a row."""
