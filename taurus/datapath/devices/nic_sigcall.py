@@ -2,53 +2,106 @@
 
 The NIC's packet functions are compiled without reference counting
 (``wire.codec.hot``), but the signal path inlines the report engine, which
-allocates; so it is called through these small reference-counted functions.
+allocates; so it runs in small reference-counted functions.  Those would
+take a reference on every array of the engine tuple on each call (the cost
+perf showed as ``lock incq/decq``), so they receive only what signals use:
+the report state, the wheel and the per-flow signal table.
 """
+from collections import namedtuple
+
 import numba as nb
 
 from . import nic_signal as sg
 
-
-@nb.njit(cache=True, _nrt=True)   # explicit: callees inherit it
-def signal_ack(E, N, f, acked_bytes, psn, now):
-    sg.signal_ack(E, N, f, acked_bytes, psn, now)
+SigE = namedtuple("SigE", ["rep", "wheel"])
+SigN = namedtuple("SigN", ["sig"])
 
 
-@nb.njit(cache=True, _nrt=True)   # explicit: callees inherit it
-def signal_ecn(E, N, f, nbytes, now):
+@nb.njit(cache=True, _nrt=True)
+def _ack(E, N, f, a, psn, now):
+    sg.signal_ack(E, N, f, a, psn, now)
+
+
+@nb.njit(cache=True, _nrt=True)
+def _ecn(E, N, f, nbytes, now):
     sg.signal_ecn(E, N, f, nbytes, now)
 
 
-@nb.njit(cache=True, _nrt=True)   # explicit: callees inherit it
-def signal_ooo(E, N, f, count, now):
+@nb.njit(cache=True, _nrt=True)
+def _ooo(E, N, f, count, now):
     sg.signal_ooo(E, N, f, count, now)
 
 
-@nb.njit(cache=True, _nrt=True)   # explicit: callees inherit it
-def signal_nack(E, N, f, psn, code, now):
+@nb.njit(cache=True, _nrt=True)
+def _nack(E, N, f, psn, code, now):
     sg.signal_nack(E, N, f, psn, code, now)
 
 
-@nb.njit(cache=True, _nrt=True)   # explicit: callees inherit it
-def signal_rto(E, N, f, psn, now):
+@nb.njit(cache=True, _nrt=True)
+def _rto(E, N, f, psn, now):
     sg.signal_rto(E, N, f, psn, now)
 
 
-@nb.njit(cache=True, _nrt=True)   # explicit: callees inherit it
-def signal_rtt(E, N, f, rtt, psn, now):
+@nb.njit(cache=True, _nrt=True)
+def _rtt(E, N, f, rtt, psn, now):
     sg.signal_rtt(E, N, f, rtt, psn, now)
 
 
-@nb.njit(cache=True, _nrt=True)   # explicit: callees inherit it
-def signal_credit(E, N, f, credit_bytes, now):
+@nb.njit(cache=True, _nrt=True)
+def _credit(E, N, f, credit_bytes, now):
     sg.signal_credit(E, N, f, credit_bytes, now)
 
 
-@nb.njit(cache=True, _nrt=True)   # explicit: callees inherit it
-def signal_csig(E, N, f, t, s, lm, d, now):
+@nb.njit(cache=True, _nrt=True)
+def _csig(E, N, f, t, s, lm, d, now):
     sg.signal_csig(E, N, f, t, s, lm, d, now)
 
 
-@nb.njit(cache=True, _nrt=True)   # explicit: callees inherit it
-def signal_tx(E, N, f, nbytes, retx, inflight, now):
+@nb.njit(cache=True, _nrt=True)
+def _tx(E, N, f, nbytes, retx, inflight, now):
     sg.signal_tx(E, N, f, nbytes, retx, inflight, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_ack(E, N, f, acked_bytes, psn, now):
+    _ack(SigE(E.rep, E.wheel), SigN(N.sig), f, acked_bytes, psn, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_ecn(E, N, f, nbytes, now):
+    _ecn(SigE(E.rep, E.wheel), SigN(N.sig), f, nbytes, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_ooo(E, N, f, count, now):
+    _ooo(SigE(E.rep, E.wheel), SigN(N.sig), f, count, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_nack(E, N, f, psn, code, now):
+    _nack(SigE(E.rep, E.wheel), SigN(N.sig), f, psn, code, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_rto(E, N, f, psn, now):
+    _rto(SigE(E.rep, E.wheel), SigN(N.sig), f, psn, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_rtt(E, N, f, rtt, psn, now):
+    _rtt(SigE(E.rep, E.wheel), SigN(N.sig), f, rtt, psn, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_credit(E, N, f, credit_bytes, now):
+    _credit(SigE(E.rep, E.wheel), SigN(N.sig), f, credit_bytes, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_csig(E, N, f, t, s, lm, d, now):
+    _csig(SigE(E.rep, E.wheel), SigN(N.sig), f, t, s, lm, d, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_tx(E, N, f, nbytes, retx, inflight, now):
+    _tx(SigE(E.rep, E.wheel), SigN(N.sig), f, nbytes, retx, inflight, now)
