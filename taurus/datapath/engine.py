@@ -164,6 +164,7 @@ class Engine:
         self._port_names: list[str] = []
         self._dev_names: list[str] = []
         self._closed = False
+        self.on_chunk = []          # Python work between run chunks (apps' requests)
         h, c, n, nm, kd, size = _layout(max_ports)
         self.shm = Shm.create(self.name, size)
         self.cc = None
@@ -325,6 +326,8 @@ class Engine:
                 if r == R_IDLE and not stop_idle:
                     clock_advance_to(self.clk, int(until_ns))
                     return REASONS[R_UNTIL]
+                for cb in self.on_chunk:
+                    cb()
                 if r != R_CHUNK:
                     return REASONS[r]
         finally:

@@ -8,6 +8,7 @@ holds it must either hand it on (a TX accepted it, a queue took it) or free it.
 from collections import namedtuple
 
 import numba as nb
+from .wire.codec import hot  # compiled without reference counting (the hot path)
 import numpy as np
 
 Pool = namedtuple("Pool", ["data", "length", "ts", "port", "free", "top"])
@@ -31,7 +32,7 @@ def make_pool(n_frames: int = 16384, buf_size: int = DEFAULT_BUF) -> Pool:
     )
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", _nrt=False)
 def mbuf_alloc(pool):
     """A free frame index, or -1 when the pool is exhausted."""
     t = pool.top[0]
@@ -42,14 +43,14 @@ def mbuf_alloc(pool):
     return pool.free[t]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", _nrt=False)
 def mbuf_free(pool, i):
     t = pool.top[0]
     pool.free[t] = i
     pool.top[0] = t + 1
 
 
-@nb.njit(cache=True)
+@hot
 def mbuf_put_bytes(pool, i, src, n):
     """Copy n bytes of src into frame i (n is clipped to the buffer size)."""
     cap = pool.data.shape[1]

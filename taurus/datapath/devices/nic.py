@@ -2,16 +2,19 @@
 
 One poll = DESIGN.md's packet path: RX burst -> parse (wire.parse, once per
 frame) -> transport (nic_rx: receiver; nic_ack: sender feedback) -> signal
-collection (nic_signal) -> schedule (nic_tx) -> TX burst (nic_frame).
+collection (nic_signal) -> app submissions (nic_sq) -> schedule (nic_tx) ->
+TX burst (nic_frame).
 Timers on the engine wheel: per-flow pacing and RTO, per-PDC ACK
 coalescing, and one per NIC for "line free again".
 
-Modules: nic_state (tables), nic_frame (framing, TX batch, line rate),
-nic_rx, nic_ack, nic_tx, nic_signal, nic_setup (Python API).
+Modules: nic_state (tables), nic_shm (the tables in shared memory),
+nic_frame (framing, TX batch, line rate), nic_rx, nic_ack, nic_tx,
+nic_signal, nic_sq (app queues), nic_setup (Python API).
 Malformed or hostile frames are dropped under a named counter
 (nic_state.NIC_COUNTERS, plus parser statuses per NIC in ``pcnt``).
 """
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 
 from ..ccguard import cc_watch
 
@@ -26,12 +29,13 @@ from .nic_rx import ack_timer, rx_data
 from .nic_state import (C_DROP_BAD_TYPE, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRAMES, NR_IP,
                         NR_PORT, TK_ACK, TK_PACE, TK_RTO, TK_SHIFT, FL_SCHED, SCH_IDLE,
                         NicState, make_nic_state)
+from .nic_sq import sq_poll
 from .nic_tx import flow_wake, rto_fire, tx_schedule
 
 __all__ = ["NicState", "make_nic_state", "nic_poll", "nic_timer"]
 
 
-@nb.njit(cache=True)
+@hot
 def nic_rx_frame(E, n, i, now):
     N = E.nic
     N.ncnt[n, C_RX_FRAMES] += 1
@@ -54,7 +58,7 @@ def nic_rx_frame(E, n, i, now):
         N.ncnt[n, C_DROP_BAD_TYPE] += 1
 
 
-@nb.njit(cache=True)
+@hot
 def nic_poll(E, d, now):
     n = E.devs.regs[d, 0]
     cc_watch(E, n, now)  # a silent agent puts this NIC's flows on the fallback rate
@@ -63,12 +67,12 @@ def nic_poll(E, d, now):
         i = E.burst[j]
         nic_rx_frame(E, n, i, now)
         mbuf_free(E.pool, i)
-    work = k + tx_schedule(E, n, now)
+    work = k + sq_poll(E, n, now) + tx_schedule(E, n, now)
     tx_flush(E, n, now)
     return work
 
 
-@nb.njit(cache=True)
+@hot
 def nic_timer(E, d, timer, now):
     n = E.devs.regs[d, 0]
     arg = E.wheel.arg[timer]

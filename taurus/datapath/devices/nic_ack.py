@@ -8,6 +8,7 @@ in-flight count and wait in the flow's slots for ``send_one``; each is
 retransmitted once per loss event (the RTO covers a lost retransmission).
 """
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 
 from ..ccnative import cc_native_ack
 import numpy as np
@@ -17,9 +18,9 @@ from ..wire import spec as S
 from ..wire.codec import get_field
 from ..wire.desc import (D_DPDCID, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS, D_PDS_OFF, D_PDS_TYPE,
                          D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN, D_SPDCID)
-from .nic_signal import (signal_ack, signal_credit, signal_csig, signal_custom, signal_ecn,
-                         signal_nack, signal_ooo, signal_rtt)
-from .nic_state import (C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
+from .nic_sigcall import (signal_ack, signal_credit, signal_csig, signal_custom, signal_ecn,
+                          signal_nack, signal_ooo, signal_rtt)
+from .nic_state import (C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
                         FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
                         FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
@@ -29,7 +30,7 @@ from .nic_state import (C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SA
 from .nic_tx import PROBE_TS_MASK, SLO_OFF, flow_wake, rto_arm
 
 
-@nb.njit(cache=True)
+@hot
 def _flow_of(N, n):
     """The flow an ACK/NACK is for; 0 = not ours (counted as wrong PDC).
     The first valid ACK tells us the receiver's PDC id (ends SYN)."""
@@ -39,7 +40,7 @@ def _flow_of(N, n):
     return f
 
 
-@nb.njit(cache=True)
+@hot
 def _match_flow(N, n):
     d = N.desc
     f = d[D_DPDCID]
@@ -55,7 +56,7 @@ def _match_flow(N, n):
     return f
 
 
-@nb.njit(cache=True)
+@hot
 def _mark_lost(N, f, p, msk):
     N.sl_state[f, p & msk] = SL_LOST
     N.fl[f, FL_INFL] -= N.sl_len[f, p & msk]
@@ -64,7 +65,7 @@ def _mark_lost(N, f, p, msk):
         N.fl[f, FL_RETX_SCAN] = p
 
 
-@nb.njit(cache=True)
+@hot
 def _rtt_sample(E, n, f, ts, now):
     """RFC 6298 smoothing, in ns."""
     N = E.nic
@@ -79,7 +80,7 @@ def _rtt_sample(E, n, f, ts, now):
     signal_rtt(E, N, f, rtt, N.fl[f, FL_UNA], now)
 
 
-@nb.njit(cache=True)
+@hot
 def rx_ack(E, n, i, now):
     N = E.nic
     d = N.desc
@@ -98,7 +99,7 @@ def rx_ack(E, n, i, now):
     buf = E.pool.data[i]
     q = d[D_PDS_OFF]
     t = d[D_PDS_TYPE]
-    signal_custom(E, f, buf, q, E.pool.length[i], t, now)   # segments the agent asked for
+    signal_custom(E, f, i, q, E.pool.length[i], t, now)   # segments the agent asked for
     freed = np.int64(0)
     advanced = cack + 1 > una
     for p in range(una, cack + 1):             # cumulative part
@@ -116,6 +117,8 @@ def rx_ack(E, n, i, now):
         N.fl[f, FL_UNA] = una
         N.fl[f, FL_RETRIES] = 0
         N.fl[f, FL_BACKOFF] = 1
+        if N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND] <= N.fl[f, FL_WEND]:
+            N.fl[f, FL_WBLOCK] = 0
     if t != S.T_ACK:                           # ACK_CC / ACK_CCX carry a SACK bitmap
         base = cack + get_field(buf, q, S.ACK_CC_SACK_PSN_OFFSET)
         bm = get_field(buf, q, S.ACK_CC_SACK_BITMAP)
@@ -177,7 +180,7 @@ def rx_ack(E, n, i, now):
     flow_wake(E, f, now)
 
 
-@nb.njit(cache=True)
+@hot
 def _complete(N, n, f, now):
     """Send completions: every message whose last byte is cumulatively ACKed."""
     M = N.mq.shape[1]
@@ -190,7 +193,7 @@ def _complete(N, n, f, now):
         N.sig[f, SG_DONE_T] = now
 
 
-@nb.njit(cache=True)
+@hot
 def rx_nack(E, n, i, now):
     N = E.nic
     d = N.desc
@@ -201,6 +204,9 @@ def rx_nack(E, n, i, now):
     msk = N.sl_state.shape[1] - 1
     p = psn_recon(d[D_PSN], N.fl[f, FL_UNA])
     code = d[D_NACK_CODE]
+    if code == S.NACK_NO_PKT_BUFFER:
+        _rx_window(E, n, f, i, p, msk, now)
+        return
     signal_nack(E, N, f, p, code, now)
     if N.fl[f, FL_UNA] <= p < N.fl[f, FL_NXT]:
         st = N.sl_state[f, p & msk]
@@ -209,3 +215,29 @@ def rx_nack(E, n, i, now):
             _mark_lost(N, f, p, msk)
             N.ncnt[n, C_RETX_NACK] += 1
             flow_wake(E, f, now)
+
+
+@hot
+def _rx_window(E, n, f, i, p, msk, now):
+    """The receiver refused PSN p for want of ring space (or, vendor code
+    WINDOW_UPDATE, says its window opened): adopt its window edge; the
+    refused packet waits as lost until the window covers it.  Not a loss
+    signal for CC, and proof the receiver is alive (retries reset)."""
+    N = E.nic
+    N.ncnt[n, C_RX_WINDOW_NACK] += 1
+    buf = E.pool.data[i]
+    q = N.desc[D_PDS_OFF]
+    edge = unit_recon(get_field(buf, q, S.NACK_NACK_PAYLOAD), N.fl[f, FL_ACKED_OFF], 32)
+    if N.fl[f, FL_WBLOCK] != 0 and edge < N.fl[f, FL_WEND]:
+        edge = N.fl[f, FL_WEND]          # edges only grow; this one is stale
+    N.fl[f, FL_WEND] = edge
+    N.fl[f, FL_WBLOCK] = 1
+    N.fl[f, FL_RETRIES] = 0
+    if get_field(buf, q, S.NACK_VENDOR_CODE) != S.NACK_VC_WINDOW_UPDATE:
+        if N.fl[f, FL_UNA] <= p < N.fl[f, FL_NXT]:
+            st = N.sl_state[f, p & msk]
+            if st == SL_INFL or st == SL_RETX:
+                _mark_lost(N, f, p, msk)
+    if edge >= N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND]:
+        N.fl[f, FL_WBLOCK] = 0           # fully open again
+    flow_wake(E, f, now)

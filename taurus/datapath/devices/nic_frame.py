@@ -6,6 +6,7 @@ locations.  The header area is zeroed first because the pool recycles
 buffers and partial-byte fields are read-modify-write.
 """
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 import numpy as np
 
 from ..mbuf import mbuf_alloc
@@ -21,7 +22,7 @@ ECN_ECT0 = 2
 ECN_CE = 3
 
 
-@nb.njit(cache=True)
+@hot
 def frame_new(E, n, hdr_len):
     """A pool frame with its first hdr_len bytes zeroed, or -1 (counted)."""
     i = mbuf_alloc(E.pool)
@@ -32,7 +33,7 @@ def frame_new(E, n, hdr_len):
     return i
 
 
-@nb.njit(cache=True)
+@hot
 def frame_l2l4(E, n, i, dst_mac, dst_ip, ev, ecn, total):
     """Ethernet, IPv4 and UDP (sport = entropy) for a frame of `total` bytes."""
     buf = E.pool.data[i]
@@ -55,7 +56,7 @@ def frame_l2l4(E, n, i, dst_mac, dst_ip, ev, ecn, total):
     E.pool.length[i] = total
 
 
-@nb.njit(cache=True)
+@hot
 def line_time(N, n, nbytes):
     """Serialization time of nbytes at the NIC's line rate (0: unlimited)."""
     line = N.nr[n, NR_LINE]
@@ -64,7 +65,7 @@ def line_time(N, n, nbytes):
     return (np.int64(nbytes) * 8 * 1_000_000_000 + line - 1) // line
 
 
-@nb.njit(cache=True)
+@hot
 def tx_flush(E, n, now):
     N = E.nic
     k = N.nr[n, NR_TXN]
@@ -73,7 +74,7 @@ def tx_flush(E, n, now):
         N.nr[n, NR_TXN] = 0
 
 
-@nb.njit(cache=True)
+@hot
 def tx_emit(E, n, i, now):
     """Queue frame i for the port and charge its wire time to the line."""
     N = E.nic

@@ -15,6 +15,7 @@ triggering packet lies beyond 64 PSNs.  Every ACK echoes, in a Taurus probe
 field, the send timestamp of the last data packet that arrived.
 """
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 import numpy as np
 
 from ..wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
@@ -26,7 +27,7 @@ from ..wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D_
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
 from .nic_frame import ECN_CE, PDS_OFF, frame_l2l4, frame_new, tx_emit
-from .nic_state import (C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
+from .nic_state import (C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
                         C_DROP_WRONG_PDC, C_PDC_OPEN, C_RX_CE, C_RX_DATA, C_RX_DUP, C_RX_OOO,
                         C_RX_TRIMMED, C_TX_ACK, C_TX_NACK, CQ_RX, M_NRP, NR_ACK_DELAY, NR_ACK_EVERY,
                         NR_CREDIT_WIN, NR_DEV, NR_INIT_CREDIT, RP_BUFCAP, RP_BUFOFF, RP_CC,
@@ -37,7 +38,18 @@ from .nic_state import (C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP
                         psn_recon, rx_lookup)
 
 
-@nb.njit(cache=True)
+@hot
+def _ring_put(ring, base, cap, off, src, so, ln):
+    """Copy ln bytes to stream offset off of the ring at ring[base:base+cap]."""
+    s = off % cap
+    a = min(ln, cap - s)
+    for k in range(a):
+        ring[base + s + k] = src[so + k]
+    for k in range(ln - a):
+        ring[base + k] = src[so + a + k]
+
+
+@hot
 def rx_grant_credit(N, n, r, now):
     """Cumulative credit for an RCCC sender (bytes).  Placeholder policy until
     the algorithms arrive: a static window beyond what has arrived, bounded
@@ -50,7 +62,7 @@ def rx_grant_credit(N, n, r, now):
     return N.rp[r, RP_CREDIT]
 
 
-@nb.njit(cache=True)
+@hot
 def send_ack(E, n, r, now):
     N = E.nic
     rp = N.rp
@@ -119,8 +131,8 @@ def send_ack(E, n, r, now):
         wheel_cancel(E.wheel, rp[r, RP_T_ACK] - 1)
 
 
-@nb.njit(cache=True)
-def send_nack(E, n, r, psn, code, now):
+@hot
+def send_nack(E, n, r, psn, code, vendor, payload, now):
     N = E.nic
     total = PDS_OFF + S.NACK_SIZE
     i = frame_new(E, n, total)
@@ -133,11 +145,13 @@ def send_nack(E, n, r, psn, code, now):
     set_field(buf, PDS_OFF, S.NACK_NACK_PSN, psn & 0xFFFFFFFF)
     set_field(buf, PDS_OFF, S.NACK_SPDCID, r)
     set_field(buf, PDS_OFF, S.NACK_DPDCID, N.rp[r, RP_PEER_PDC])
+    set_field(buf, PDS_OFF, S.NACK_VENDOR_CODE, vendor)
+    set_field(buf, PDS_OFF, S.NACK_NACK_PAYLOAD, payload & 0xFFFFFFFF)
     tx_emit(E, n, i, now)
     N.ncnt[n, C_TX_NACK] += 1
 
 
-@nb.njit(cache=True)
+@hot
 def _pdc_of(E, n, i, now):
     """The receive PDC of a request, opening one on SYN; 0 = drop (counted)."""
     N = E.nic
@@ -170,7 +184,7 @@ def _pdc_of(E, n, i, now):
     return r
 
 
-@nb.njit(cache=True)
+@hot
 def rx_data(E, n, i, now):
     """A RUD request (data) arrived: frame i, already parsed into N.desc."""
     N = E.nic
@@ -204,12 +218,18 @@ def rx_data(E, n, i, now):
     else:
         off = get_field(buf, d[D_SES_OFF], S.SES_STD_BUFFER_OFFSET)
         ln = d[D_PAYLOAD_LEN]
-        if off < 0 or off + ln > rp[r, RP_BUFCAP]:
-            N.ncnt[n, C_DROP_BAD_OFFSET] += 1
+        cap = rp[r, RP_BUFCAP]
+        edge = rp[r, RP_READ] + cap       # the ring holds [READ, READ + cap)
+        if off < rp[r, RP_DELIV] or off + ln > edge + cap or ln > cap:
+            N.ncnt[n, C_DROP_BAD_OFFSET] += 1  # no sender we answer could send this
             return
-        dst = rp[r, RP_BUFOFF] + off
-        src = d[D_PAYLOAD_OFF]
-        N.rxbuf[dst:dst + ln] = buf[src:src + ln]
+        if off + ln > edge:                    # the app is behind: no room
+            N.ncnt[n, C_DROP_RX_WINDOW] += 1
+            rp[r, RP_WBLOCK] = 1
+            rp[r, RP_WADV] = edge
+            send_nack(E, n, r, p, S.NACK_NO_PKT_BUFFER, 0, edge, now)
+            return
+        _ring_put(N.rxbuf, rp[r, RP_BUFOFF], cap, off, buf, d[D_PAYLOAD_OFF], ln)
         s = p & msk
         N.rs_bits[r, s] = 1
         N.rs_end[r, s] = off + ln
@@ -236,7 +256,7 @@ def rx_data(E, n, i, now):
             now_ack = True
             if rp[r, RP_NACKED] != nxt + 1:        # one NACK per hole
                 rp[r, RP_NACKED] = nxt + 1
-                send_nack(E, n, r, nxt, S.NACK_RCVR_INFER_LOSS, now)
+                send_nack(E, n, r, nxt, S.NACK_RCVR_INFER_LOSS, 0, 0, now)
     if d[D_IP_ECN] == ECN_CE:
         rp[r, RP_ECN] = 1
         N.ncnt[n, C_RX_CE] += 1
@@ -260,7 +280,7 @@ def rx_data(E, n, i, now):
         wheel_schedule(E.wheel, t, now + N.nr[n, NR_ACK_DELAY])
 
 
-@nb.njit(cache=True)
+@hot
 def ack_timer(E, n, r, now):
     """The coalescing deadline of PDC r passed."""
     if E.nic.rp[r, RP_PEND] > 0:

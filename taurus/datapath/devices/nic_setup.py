@@ -3,15 +3,22 @@
     nic_reserve(eng, max_flows=..., win=256, tx_bytes=..., rx_bytes=...)   optional, first
     d = add_nic(eng, port, mac, ip, line_rate_bps=..., ...)
     f = add_flow(eng, d, peer_mac, peer_ip, rate_bps=..., cwnd_bytes=..., credit=False)
-    nic_post(eng, d, f, data)                 one message (the future SQ entry)
+    nic_post(eng, d, f, data)                 one message (WouldBlock when the ring is full)
     eng.run_for(...)
     nic_take_delivered(eng, d_rx, src_ip, f)  bytes delivered in order since the last take
     nic_completions(eng)                      [(kind, nic, flow-or-pdc, msg, end, time)]
     nic_counters(eng, d), flow_stats(eng, f), flow_done(eng, f)
 
-The delivery sink keeps the whole stream: a receive PDC's bytes sit at their
-SES buffer_offset in its region of ``rxbuf`` (NR_RXCAP bytes per PDC), and
-``RP_DELIV`` is the end of the in-order prefix.
+Streams are rings (nic_state.py): a flow holds at most ``buf_bytes`` posted
+but unACKed bytes, a receive PDC ``rx_buf_bytes`` delivered but unconsumed
+bytes.  ``nic_delivered`` peeks at the unconsumed bytes (the whole stream
+while nothing was taken and it fits in the ring); ``nic_take_delivered``
+consumes them, which reopens the receiver's window (through the NIC's SQ,
+exactly as an app in another process does: nic_app.py).
+
+The tables live in the shared segment ``<engine>-nic`` (nic_shm.py); apps
+ask for connections through its request rows, which ``nic_service`` answers
+(the engine calls it between run chunks).
 """
 import ipaddress
 
@@ -23,12 +30,16 @@ from .nic_state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACK
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
                         FL_RTO, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO, FL_TXCAP,
-                        FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, M_CQ_HEAD, M_CQ_TAIL,
+                        FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND, RP_BUFCAP, OP_READ,
+                        REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_STATE, RQ_ASKED, RQ_DONE,
+                        RQ_FAILED,
                         M_NFL, M_NNIC, M_TX_BUMP, NIC_COUNTERS, NR_ACK_DELAY, NR_ACK_EVERY,
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
                         NR_RXCAP, NR_TXTIMER, RP_BUFOFF, RP_DELIV, RP_READ, SIGNAL_NAMES,
                         TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
+from .nic_app import WouldBlock, cq_drain, ring_read, ring_write, sq_submit
+from .nic_shm import NicShm
 from .nic_tx import flow_wake
 from .table import NIC
 from ..wheel import wheel_alloc
@@ -47,17 +58,26 @@ def ip_int(ip) -> int:
 
 
 def nic_reserve(eng, max_flows: int | None = None, win: int = 256, tx_bytes: int = 64 << 20,
-                rx_bytes: int = 64 << 20, msgs: int = 16, cq: int = 1 << 16) -> None:
+                rx_bytes: int = 64 << 20, msgs: int = 256, cq: int = 4096,
+                sq: int = 1024) -> None:
     """Size the NIC tables of this engine (before any NIC is added and before
-    the first run; zero-filled, so unused capacity costs no memory)."""
+    the first run) and place them in the shared segment ``<engine>-nic``,
+    released with the engine.  Zero-filled and sparse: unused capacity costs
+    no memory.  msgs: messages queued per flow; cq/sq: queue depth per NIC."""
     if getattr(eng, "_nic_reserved", False):
         raise ValueError("nic_reserve must come before the first add_nic")
     old = eng.E.nic
     F = old.fl.shape[0] if max_flows is None else max_flows + 1
-    new = make_nic_state(old.nr.shape[0], F, win=win, tx_bytes=tx_bytes, rx_bytes=rx_bytes,
-                         msgs=msgs, cq=cq)
-    eng.E = eng.E._replace(nic=new)
+    seg = NicShm.create(eng.name + "-nic", max_ports=old.nr.shape[0], max_flows=F, win=win,
+                        tx_bytes=tx_bytes, rx_bytes=rx_bytes, msgs=msgs, cq=cq, sq=sq)
+    eng._handles.append(seg)            # closed (and unlinked) with the engine
+    eng.E = eng.E._replace(nic=seg.state)
+    eng._nic_shm = seg
+    eng._nic_neigh = {}
+    eng._rx_read = {}
     eng._nic_reserved = True
+    if hasattr(eng, "on_chunk"):
+        eng.on_chunk.append(lambda: nic_service(eng))
 
 
 def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
@@ -85,6 +105,10 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     r[NR_RTO_MIN], r[NR_RTO_INIT], r[NR_RETRIES] = rto_min_ns, rto_init_ns, max_retries
     r[NR_INIT_CREDIT], r[NR_CREDIT_WIN], r[NR_RXCAP] = init_credit, credit_window, rx_buf_bytes
     r[NR_DUPTHRESH], r[NR_BUDGET] = dupthresh, budget
+    if rx_buf_bytes < mss:
+        raise ValueError("rx_buf_bytes must hold at least one MSS")
+    eng._nic_shm.set_name(n, name or f"nic{n}")
+    eng._nic_neigh[ip_int(ip)] = mac_int(mac)
     t = wheel_alloc(eng.E.wheel, d, (TK_TX << TK_SHIFT) | n)
     if t < 0:
         raise ValueError("timing wheel full (Engine(timers=...))")
@@ -95,13 +119,18 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
 
 def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int = 0,
              credit: bool = False, init_credit: int | None = None, buf_bytes: int = 1 << 20,
-             start_psn: int = 0, ev: int | None = None) -> int:
+             start_psn: int = 0, ev: int | None = None, rwnd_bytes: int | None = None) -> int:
     """A sending flow (one PDC + one CCC) from NIC `d` to a peer.  rate_bps
     (0: unpaced) and cwnd_bytes (0: none) fill its CC context row; credit:
     RCCC (RUD_CC_REQ, sends only within cumulative credit, starting from
-    init_credit, default the NIC's)."""
+    init_credit, default the NIC's).  buf_bytes: its send ring; rwnd_bytes:
+    the receiver's ring capacity (default: this NIC's rx_buf_bytes; NICs are
+    configured alike)."""
     N = eng.E.nic
     n = int(eng.E.devs.regs[d, 0])
+    rwnd = int(N.nr[n, NR_RXCAP]) if rwnd_bytes is None else int(rwnd_bytes)
+    if buf_bytes < 1 or rwnd < N.nr[n, NR_MSS]:
+        raise ValueError("buf_bytes must be >= 1 and rwnd_bytes >= the MSS")
     f = int(N.meta[M_NFL]) + 1
     if f >= N.fl.shape[0]:
         raise ValueError("too many flows (nic_reserve(max_flows=...))")
@@ -121,7 +150,7 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
     row[FL_EV] = (0xC000 | (f & 0x3FFF)) if ev is None else ev & 0xFFFF
     for c in (FL_START, FL_NXT, FL_UNA, FL_RETX_SCAN, FL_LOST_SCAN):
         row[c] = start_psn
-    row[FL_TXOFF], row[FL_TXCAP] = off, buf_bytes
+    row[FL_TXOFF], row[FL_TXCAP], row[FL_RWND] = off, buf_bytes, rwnd
     row[FL_T_PACE], row[FL_T_RTO] = tp, tr
     row[FL_RTO], row[FL_BACKOFF] = N.nr[n, NR_RTO_INIT], 1
     row[FL_USES_CREDIT] = int(bool(credit))
@@ -183,7 +212,8 @@ def set_flow_cc(eng, f: int, rate_bps: int | None = None, cwnd_bytes: int | None
 
 
 def nic_post(eng, d: int, f: int, data, msg_id: int | None = None) -> int:
-    """Queue one message on flow f; returns its message id (16 bits on the wire)."""
+    """Queue one message on flow f; returns its message id (16 bits on the
+    wire).  WouldBlock when its send ring or message queue has no room."""
     N = eng.E.nic
     if N.fl[f, FL_NIC] != int(eng.E.devs.regs[d, 0]) + 1:
         raise ValueError(f"flow {f} does not belong to device {d}")
@@ -192,13 +222,14 @@ def nic_post(eng, d: int, f: int, data, msg_id: int | None = None) -> int:
     tail, done = int(N.fl[f, FL_MQ_TAIL]), int(N.fl[f, FL_MQ_DONE])
     if len(buf) == 0:
         raise ValueError("empty message")
+    if len(buf) > N.fl[f, FL_TXCAP]:
+        raise ValueError(f"message larger than the flow's send ring ({int(N.fl[f, FL_TXCAP])})")
     if tail - done >= M:
-        raise ValueError("message queue full")
+        raise WouldBlock("message queue full")
     pos = int(N.fl[f, FL_POSTED])
-    if pos + len(buf) > N.fl[f, FL_TXCAP]:
-        raise ValueError("flow send buffer full")
-    base = int(N.fl[f, FL_TXOFF])
-    N.txbuf[base + pos:base + pos + len(buf)] = buf
+    if pos + len(buf) - N.fl[f, FL_ACKED_OFF] > N.fl[f, FL_TXCAP]:
+        raise WouldBlock("send ring full")
+    ring_write(N.txbuf, int(N.fl[f, FL_TXOFF]), int(N.fl[f, FL_TXCAP]), pos, buf)
     mid = tail & 0xFFFF if msg_id is None else msg_id & 0xFFFF
     N.mq[f, tail % M] = (pos + len(buf), mid)
     N.fl[f, FL_POSTED] = pos + len(buf)
@@ -211,36 +242,69 @@ def _rx_pdc(eng, d, src_ip, f):
     return int(rx_lookup(eng.E.nic, int(eng.E.devs.regs[d, 0]), ip_int(src_ip), f, False))
 
 
-def nic_delivered(eng, d: int, src_ip, f: int) -> bytes:
-    """Everything flow f of host src_ip has delivered in order at NIC d."""
-    r = _rx_pdc(eng, d, src_ip, f)
-    if r == 0:
-        return b""
+def _unread(eng, r):
     N = eng.E.nic
-    o = int(N.rp[r, RP_BUFOFF])
-    return N.rxbuf[o:o + int(N.rp[r, RP_DELIV])].tobytes()
+    a = max(eng._rx_read.get(r, 0), int(N.rp[r, RP_READ]))
+    b = int(N.rp[r, RP_DELIV])
+    return a, b, ring_read(N.rxbuf, int(N.rp[r, RP_BUFOFF]), int(N.rp[r, RP_BUFCAP]), a, b - a)
+
+
+def nic_delivered(eng, d: int, src_ip, f: int) -> bytes:
+    """The bytes flow f of host src_ip delivered in order at NIC d and not
+    yet taken (the whole stream while nothing was taken)."""
+    r = _rx_pdc(eng, d, src_ip, f)
+    return _unread(eng, r)[2] if r else b""
 
 
 def nic_take_delivered(eng, d: int, src_ip, f: int) -> bytes:
-    """The in-order bytes delivered since the last take."""
+    """The in-order bytes delivered since the last take; frees their ring
+    space (an OP_READ on the NIC's SQ, served at the next run)."""
     r = _rx_pdc(eng, d, src_ip, f)
     if r == 0:
         return b""
-    N = eng.E.nic
-    o, a, b = int(N.rp[r, RP_BUFOFF]), int(N.rp[r, RP_READ]), int(N.rp[r, RP_DELIV])
-    N.rp[r, RP_READ] = b
-    return N.rxbuf[o + a:o + b].tobytes()
+    a, b, data = _unread(eng, r)
+    if b > a:
+        sq_submit(eng.E.nic, int(eng.E.devs.regs[d, 0]), OP_READ, r, b)
+        eng._rx_read[r] = b
+    return data
 
 
 def nic_completions(eng) -> list[tuple]:
-    """Drain the completion ring: (kind 1=TX 2=RX, nic, flow or rx PDC, msg id,
-    end offset in the stream, time ns)."""
+    """Drain every NIC's completion queue: (kind 1=TX 2=RX, nic, flow or rx
+    PDC, msg id, end offset in the stream, time ns), in time order."""
     N = eng.E.nic
-    h, t = int(N.meta[M_CQ_HEAD]), int(N.meta[M_CQ_TAIL])
-    C = N.cq.shape[0]
-    rows = [tuple(int(x) for x in N.cq[k % C, :CQ_TIME + 1]) for k in range(h, t)]
-    N.meta[M_CQ_HEAD] = t
-    return rows
+    rows = [tuple(int(x) for x in row[:CQ_TIME + 1])
+            for n in range(int(N.meta[M_NNIC])) for row in cq_drain(N, n)]
+    return sorted(rows, key=lambda r: r[CQ_TIME])
+
+
+def nic_neighbour(eng, ip, mac) -> None:
+    """The MAC to use for a peer that is not a NIC of this engine."""
+    eng._nic_neigh[ip_int(ip)] = mac_int(mac)
+
+
+def nic_service(eng) -> int:
+    """Answer apps' connection requests (nic_state REQ_* rows): open a flow
+    from the asking NIC to the peer IP.  Returns how many were answered."""
+    N = eng.E.nic
+    done = 0
+    for row in N.req:
+        if row[REQ_STATE] != RQ_ASKED:
+            continue
+        n, ip = int(row[REQ_NIC]), int(row[REQ_PEER_IP])
+        try:
+            if not 0 <= n < int(N.meta[M_NNIC]):
+                raise ValueError(f"no NIC {n}")
+            mac = eng._nic_neigh.get(ip)
+            if mac is None:
+                raise ValueError(f"no MAC known for {ipaddress.IPv4Address(ip)}")
+            row[REQ_RESULT] = add_flow(eng, int(N.nr[n, NR_DEV]), mac, ip)
+            row[REQ_STATE] = RQ_DONE
+        except ValueError:
+            row[REQ_RESULT] = -1
+            row[REQ_STATE] = RQ_FAILED
+        done += 1
+    return done
 
 
 def nic_counters(eng, d: int) -> dict:

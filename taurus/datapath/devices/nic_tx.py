@@ -21,6 +21,7 @@ cumulative; retransmissions are not charged, they replace bytes already
 charged).  The NIC line (NR_LINE) caps the aggregate.
 """
 import numba as nb
+from ..wire.codec import hot  # compiled without reference counting (the hot path)
 
 from ..ccguard import cc_cwnd, cc_rate
 from ..ccnative import cc_native_rto
@@ -30,13 +31,14 @@ from ..wheel import wheel_armed, wheel_cancel, wheel_schedule
 from ..wire import spec as S
 from ..wire.codec import set_field, write_prologue
 from .nic_frame import ECN_ECT0, PDS_OFF, frame_l2l4, frame_new, tx_emit
-from .nic_signal import signal_rto, signal_tx
+from .nic_sigcall import signal_rto, signal_tx
 from .nic_state import (C_RTO_FAIL, C_RTO_FIRE, C_TX_DATA, C_TX_RETX, CX_CREDIT, CX_CWND,
                         CX_RATE, FL_BACKOFF, FL_INFL, FL_MAX_INFL, FL_MQ_TAIL, FL_MQ_TX,
                         FL_MSG_OFF, FL_NEXT_T, FL_NIC, FL_NLOST, FL_NXT, FL_PEER_IP,
                         FL_PEER_MAC, FL_ACKED_OFF, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
                         FL_RQ_NEXT, FL_RTO, FL_SCHED, FL_SENT_OFF, FL_START, FL_STATE, FL_EV,
-                        FL_T_PACE, FL_T_RTO, FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE,
+                        FL_T_PACE, FL_T_RTO, FL_TXCAP, FL_TXOFF, FL_UNA, FL_RWND, FL_WBLOCK,
+                        FL_WEND, FL_USES_CREDIT, FS_ACTIVE,
                         FS_FAILED, NR_BUDGET, NR_LINE, NR_MSS, NR_RETRIES, NR_RQ_HEAD,
                         NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE, SCH_QUEUED, SCH_TIMED,
                         SG_FIRST_T, SL_INFL, SL_LOST, SL_RETX)
@@ -49,7 +51,7 @@ PROBE_TS_MASK = (np.int64(1) << S.PROBE_TS_BITS) - 1
 MAX_BACKOFF = 1 << 10
 
 
-@nb.njit(cache=True)
+@hot
 def rq_push(N, n, f):
     N.fl[f, FL_RQ_NEXT] = 0
     tail = N.nr[n, NR_RQ_TAIL]
@@ -61,7 +63,7 @@ def rq_push(N, n, f):
     N.fl[f, FL_SCHED] = SCH_QUEUED
 
 
-@nb.njit(cache=True)
+@hot
 def rq_pop(N, n):
     f = N.nr[n, NR_RQ_HEAD]
     if f == 0:
@@ -74,7 +76,7 @@ def rq_pop(N, n):
     return f
 
 
-@nb.njit(cache=True)
+@hot
 def flow_wake(E, f, now):
     """Make an idle flow eligible: queued now, or when its pacer allows."""
     N = E.nic
@@ -87,7 +89,7 @@ def flow_wake(E, f, now):
         N.fl[f, FL_SCHED] = SCH_TIMED
 
 
-@nb.njit(cache=True)
+@hot
 def rto_arm(E, f, now, restart):
     N = E.nic
     t = N.fl[f, FL_T_RTO]
@@ -95,7 +97,29 @@ def rto_arm(E, f, now, restart):
         wheel_schedule(E.wheel, t, now + N.fl[f, FL_RTO] * N.fl[f, FL_BACKOFF])
 
 
-@nb.njit(cache=True)
+@hot
+def _ring_get(ring, base, cap, off, dst, do, ln):
+    """Copy ln bytes from stream offset off of the ring at ring[base:base+cap]."""
+    s = off % cap
+    a = min(ln, cap - s)
+    for k in range(a):
+        dst[do + k] = ring[base + s + k]
+    for k in range(ln - a):
+        dst[do + a + k] = ring[base + k]
+
+
+@hot
+def rwnd_end(N, f):
+    """The receiver's window right edge as the sender sees it: optimistic
+    (ACKed + the receiver's ring capacity: the app keeps up) until the
+    receiver says otherwise with a NO_PKT_BUFFER NACK; then that edge, until
+    a window update or an RTO probe (nic_ack.rx_nack, rto_fire)."""
+    if N.fl[f, FL_WBLOCK] != 0:
+        return N.fl[f, FL_WEND]
+    return N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND]
+
+
+@hot
 def _data_frame(E, n, f, p, slo, ln, retx, now):
     """Build and queue the data packet of PSN p; returns its frame length or -1."""
     N = E.nic
@@ -147,20 +171,19 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
     set_field(buf, ses, S.SES_STD_FLAGS, sflags)
     set_field(buf, ses, S.SES_STD_MESSAGE_ID, (slo >> 48) & 0xFFFF)
     set_field(buf, ses, S.SES_STD_BUFFER_OFFSET, off)
-    src = N.fl[f, FL_TXOFF] + off
-    buf[pay:pay + ln] = N.txbuf[src:src + ln]
+    _ring_get(N.txbuf, N.fl[f, FL_TXOFF], N.fl[f, FL_TXCAP], off, buf, pay, ln)
     tx_emit(E, n, i, now)
     return total
 
 
-@nb.njit(cache=True)
+@hot
 def _window_ok(E, N, f, ln):
     cwnd = cc_cwnd(E, f, N.ctx[f, CX_CWND])   # the agent's window, else the flow's
     infl = N.fl[f, FL_INFL]
     return cwnd <= 0 or infl == 0 or infl + ln <= cwnd
 
 
-@nb.njit(cache=True)
+@hot
 def send_one(E, n, f, now):
     """One packet of flow f if its gates allow: a lost packet first, else
     new data.  Returns 1 when a packet left."""
@@ -181,6 +204,8 @@ def send_one(E, n, f, now):
         else:
             ln = np.int64(N.sl_len[f, p & msk])
             if not _window_ok(E, N, f, ln):
+                return 0
+            if (N.sl_off[f, p & msk] & SLO_OFF) + ln > rwnd_end(N, f):
                 return 0
             total = _data_frame(E, n, f, p, N.sl_off[f, p & msk], ln, True, now)
             if total < 0:
@@ -204,6 +229,10 @@ def send_one(E, n, f, now):
     end = N.mq[f, k % M, 0]
     ln = min(N.nr[n, NR_MSS], end - off)
     if not _window_ok(E, N, f, ln):
+        return 0
+    if off + ln > rwnd_end(N, f):
+        if N.fl[f, FL_WBLOCK] != 0 and una >= nxt:
+            rto_arm(E, f, now, False)    # persist: the RTO probes a closed window
         return 0
     if N.fl[f, FL_USES_CREDIT] != 0 and off + ln > N.ctx[f, CX_CREDIT]:
         return 0
@@ -231,7 +260,7 @@ def send_one(E, n, f, now):
     return 1
 
 
-@nb.njit(cache=True)
+@hot
 def _sent(E, n, f, ln, total, retx, now):
     """After any data packet: pacing account, RTO, signal."""
     N = E.nic
@@ -243,7 +272,7 @@ def _sent(E, n, f, ln, total, retx, now):
     signal_tx(E, N, f, ln, retx, N.fl[f, FL_INFL], now)
 
 
-@nb.njit(cache=True)
+@hot
 def tx_schedule(E, n, now):
     """Serve the ready list while the line is free; returns packets sent."""
     N = E.nic
@@ -262,17 +291,27 @@ def tx_schedule(E, n, now):
     return sent
 
 
-@nb.njit(cache=True)
+@hot
 def rto_fire(E, n, f, now):
     """Retransmission timeout: every unSACKed packet in flight is lost; back
     off exponentially; give up (counted) after NR_RETRIES in a row."""
     N = E.nic
-    if N.fl[f, FL_STATE] != FS_ACTIVE or N.fl[f, FL_UNA] >= N.fl[f, FL_NXT]:
+    if N.fl[f, FL_STATE] != FS_ACTIVE:
         return 0
+    if N.fl[f, FL_UNA] >= N.fl[f, FL_NXT]:
+        if N.fl[f, FL_WBLOCK] != 0:     # persist timer of a closed window
+            N.fl[f, FL_WBLOCK] = 0
+            N.fl[f, FL_BACKOFF] = min(N.fl[f, FL_BACKOFF] * 2, MAX_BACKOFF)
+            flow_wake(E, f, now)
+            return 1
+        return 0
+    probe = N.fl[f, FL_WBLOCK] != 0
+    N.fl[f, FL_WBLOCK] = 0              # probe the receiver's window optimistically
     N.ncnt[n, C_RTO_FIRE] += 1
     signal_rto(E, N, f, N.fl[f, FL_UNA], now)
     cc_native_rto(E, f)
-    N.fl[f, FL_RETRIES] += 1
+    if not probe:                       # a full receiver is alive: not a failure
+        N.fl[f, FL_RETRIES] += 1
     if N.fl[f, FL_RETRIES] > N.nr[n, NR_RETRIES]:
         N.fl[f, FL_STATE] = FS_FAILED
         N.ncnt[n, C_RTO_FAIL] += 1

@@ -17,7 +17,7 @@ from .xdp_ring import xdp_rx_burst, xdp_service, xdp_tx_burst
 from ..mbuf import mbuf_free
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)   # explicit: XDP ring views need NRT; NIC callers are hot
 def port_rx_burst(ports, pool, p, now, out, maxn):
     k = ports.kind[p]
     if k == MEM:
@@ -29,7 +29,7 @@ def port_rx_burst(ports, pool, p, now, out, maxn):
     return 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)   # explicit: XDP ring views need NRT; NIC callers are hot
 def port_tx_burst(ports, pool, p, now, bufs, n):
     k = ports.kind[p]
     if k == MEM:
@@ -41,7 +41,7 @@ def port_tx_burst(ports, pool, p, now, bufs, n):
     return 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)   # explicit: XDP ring views need NRT; NIC callers are hot
 def port_tx_or_drop(ports, pool, p, now, bufs, n):
     """Transmit what the port takes; free and count the rest as tx_drop."""
     sent = port_tx_burst(ports, pool, p, now, bufs, n)
@@ -51,7 +51,7 @@ def port_tx_or_drop(ports, pool, p, now, bufs, n):
     return sent
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)   # explicit: XDP ring views need NRT; NIC callers are hot
 def port_service(ports, pool, p, now):
     k = ports.kind[p]
     if k == XDP:
@@ -61,7 +61,7 @@ def port_service(ports, pool, p, now):
     return 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)   # explicit: XDP ring views need NRT; NIC callers are hot
 def port_next_event(ports, p, now):
     """The earliest arrival at p strictly after `now` (virtual clock)."""
     if ports.kind[p] == MEM:

@@ -28,6 +28,8 @@ Our layout choices (not from public material):
 - SES standard request: ``header_data`` when SOM is set, else
   payload_length + message_offset (xdp2's union, SOM as selector).
 - ``sack_bitmap`` bit i (LSB first) = sack base + i (PROTOCOLS.md).
+- Receive window: a NACK NO_PKT_BUFFER (0x07) carries the receiver's window
+  right edge in ``nack_payload``; vendor_code 1 marks a pure window update.
 """
 from .layout import Alt, Field, Header, describe, place
 
@@ -79,6 +81,11 @@ NACK_CODES = {0x01: "TRIMMED", 0x02: "TRIMMED_LASTHOP", 0x03: "TRIMMED_ACK",
               0x0E: "INV_DPDCID", 0x10: "CLOSING", 0x15: "INVALID_SYN",
               0x17: "NEW_START_PSN", 0x1A: "RCVR_INFER_LOSS"}
 NACK_TRIMMED, NACK_TRIMMED_LASTHOP, NACK_RCVR_INFER_LOSS = 0x01, 0x02, 0x1A
+NACK_NO_PKT_BUFFER = 0x07
+# ours: a NO_PKT_BUFFER NACK carries the receiver's window right edge (the low
+# 32 bits of a stream offset: consumed + ring capacity) in nack_payload;
+# vendor_code WINDOW_UPDATE = "nothing was lost, the window opened".
+NACK_VC_WINDOW_UPDATE = 0x01
 
 SES_OPCODES = {0: "NOOP", 1: "WRITE", 2: "READ", 3: "ATOMIC", 4: "FETCHING_ATOMIC",
                5: "SEND", 6: "RENDEZVOUS_SEND", 7: "DATAGRAM_SEND",

@@ -1,0 +1,306 @@
+"""The app side of a host NIC, over shared memory (DESIGN.md: app -> shm
+SQ/CQ -> engine).  Works from another process (by engine name) or in the
+engine's own process against a virtual engine (pass the Engine object:
+waiting then runs the engine instead of sleeping).
+
+    ep = listen("taurus-perf", "h2")          # receiving side
+    c = connect("taurus-perf", "h1", "10.0.0.2")
+    c.send(b"hello"); c.send(b"world")        # message boundaries are kept
+    s = ep.accept(); s.recv() == b"hello"
+    c.completions()                           # [(msg id, stream end, time ns)]
+
+A Conn is one direction of a connection: ``connect`` gives the sending end
+(one flow = one PDC + CCC at the host's NIC), ``accept`` the receiving end
+(the peer's PDC here).  A duplex exchange is two connections.  One app per
+host NIC consumes its completion queue (an Endpoint per NIC per process).
+Times are the engine clock: CLOCK_MONOTONIC ns under the wall clock.
+"""
+import fcntl
+import ipaddress
+import os
+import time
+from collections import deque
+
+import numpy as np
+
+from ..datapath.devices.nic_app import WouldBlock, cq_drain, ring_read, ring_write, sq_submit
+from ..datapath.devices.nic_shm import NicShm
+from ..datapath.devices.nic_state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX, CQ_TIME, CQ_TX,
+                                          FL_ACKED_OFF, FL_MQ_DONE, FL_SRTT, FL_STATE, FL_TXCAP,
+                                          FL_TXOFF, FS_FAILED, M_NNIC, M_NRP, NR_IP, OP_READ,
+                                          OP_SEND, REQ_NIC, REQ_PEER_IP, REQ_PID, REQ_RESULT,
+                                          REQ_STATE, RP_BUFCAP, RP_BUFOFF, RP_DELIV, RP_NIC,
+                                          RP_PEER_IP, RP_PEER_PDC, RQ_ASKED, RQ_DONE, RQ_FAILED,
+                                          RQ_FREE)
+
+__all__ = ["Conn", "Endpoint", "WouldBlock", "connect", "listen"]
+
+
+class Endpoint:
+    """One app's attachment to one host NIC of an engine."""
+
+    def __init__(self, engine, host):
+        if isinstance(engine, str):
+            self.eng, self._seg = None, NicShm.attach(engine + "-nic")
+            self._lockpath = "/dev/shm/" + engine + "-nic"
+        else:                               # in-process Engine (tests, virtual time)
+            self.eng, self._seg = engine, engine._nic_shm
+            self._lockpath = None
+        self.N = self._seg.state
+        self.n = self._find(host)
+        self._tx, self._rx = {}, {}          # flow -> Conn, rx PDC -> Conn
+        self._new = deque()                  # rx PDCs not yet accepted
+        self._seen = set()
+
+    def _find(self, host) -> int:
+        N = self.N
+        for n in range(int(N.meta[M_NNIC])):
+            ip = str(ipaddress.IPv4Address(int(N.nr[n, NR_IP])))
+            if host in (n, ip, self._seg.name_of(n)):
+                return n
+        raise ValueError(f"no host NIC {host!r} in this engine")
+
+    def now(self) -> int:
+        return self.eng.now() if self.eng is not None else time.monotonic_ns()
+
+    def wait(self) -> None:
+        """Let the engine make progress: run it (in-process) or sleep a little."""
+        if self.eng is not None:
+            self.eng.run_for(20_000)
+        else:
+            time.sleep(50e-6)
+        self.poll()
+
+    def poll(self) -> int:
+        """Dispatch new completions to their Conns; returns how many."""
+        recs = cq_drain(self.N, self.n)
+        for rec in recs:
+            kind, ident = int(rec[CQ_KIND]), int(rec[CQ_ID])
+            item = (int(rec[CQ_MSG]), int(rec[CQ_END]), int(rec[CQ_TIME]))
+            if kind == CQ_TX and ident in self._tx:
+                self._tx[ident]._done.append(item)
+            elif kind == CQ_RX:
+                c = self._rx.get(ident)
+                if c is None:
+                    self._discover()
+                    c = self._rx.get(ident) or self._pending_rx(ident)
+                c._ends.append(item)
+        return len(recs)
+
+    # ---- connections ------------------------------------------------------
+    def connect(self, peer, timeout: float = 10.0) -> "Conn":
+        """A sending Conn from this NIC to peer (IPv4 address)."""
+        ip = int(ipaddress.IPv4Address(peer))
+        lock = open(self._lockpath, "rb") if self._lockpath else None
+        try:
+            if lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)   # request rows are shared by apps
+            free = [k for k in range(len(self.N.req)) if self.N.req[k, REQ_STATE] == RQ_FREE]
+            if not free:
+                raise WouldBlock("no free connection request row")
+            row = self.N.req[free[0]]
+            row[REQ_NIC], row[REQ_PEER_IP], row[REQ_PID] = self.n, ip, os.getpid()
+            row[REQ_STATE] = RQ_ASKED
+        finally:
+            if lock:
+                lock.close()
+        t_end = time.monotonic() + timeout
+        while row[REQ_STATE] == RQ_ASKED:
+            if self.eng is not None:
+                from ..datapath.devices.nic_setup import nic_service
+                nic_service(self.eng)
+            elif time.monotonic() > t_end:
+                row[REQ_STATE] = RQ_FREE
+                raise TimeoutError("the engine did not answer (is it running?)")
+            else:
+                time.sleep(1e-3)
+        ok, f = row[REQ_STATE] == RQ_DONE, int(row[REQ_RESULT])
+        row[REQ_STATE] = RQ_FREE
+        if not ok:
+            raise ConnectionError(f"the engine refused a connection to {peer}")
+        c = Conn(self, f, None)
+        self._tx[f] = c
+        return c
+
+    def _discover(self) -> None:
+        N = self.N
+        for r in range(1, int(N.meta[M_NRP]) + 1):
+            if r not in self._seen and N.rp[r, RP_NIC] == self.n + 1:
+                self._seen.add(r)
+                self._new.append(r)
+
+    def _pending_rx(self, r) -> "Conn":
+        c = Conn(self, None, r)
+        self._rx[r] = c
+        return c
+
+    def accept_ready(self) -> list["Conn"]:
+        """The receiving ends of every connection arrived so far, not waiting."""
+        out = []
+        self._discover()
+        while self._new:
+            r = self._new.popleft()
+            c = self._rx.get(r) or self._pending_rx(r)
+            if not c._accepted:
+                c._accepted = True
+                out.append(c)
+        return out
+
+    def accept(self, timeout: float | None = None) -> "Conn":
+        """The receiving end of the next connection that reached this NIC."""
+        t_end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._discover()
+            while self._new:
+                r = self._new.popleft()
+                c = self._rx.get(r) or self._pending_rx(r)
+                if not c._accepted:
+                    c._accepted = True
+                    return c
+            if t_end is not None and time.monotonic() > t_end:
+                raise TimeoutError("no connection")
+            self.wait()
+
+    def close(self) -> None:
+        if self.eng is None:
+            self._seg.close()
+
+
+class Conn:
+    """One direction of a connection: a sending flow or a receive PDC."""
+
+    def __init__(self, ep: Endpoint, flow, pdc):
+        self.ep, self.flow, self.pdc = ep, flow, pdc
+        N = ep.N
+        self._accepted = False
+        self._done = deque()                 # TX completions (msg, end, t)
+        self._ends = deque()                 # RX message ends (msg, end, t)
+        if flow is not None:
+            self._base, self._cap = int(N.fl[flow, FL_TXOFF]), int(N.fl[flow, FL_TXCAP])
+            self.posted, self.msgs = 0, 0
+            self.peer = None
+        else:
+            self._base, self._cap = int(N.rp[pdc, RP_BUFOFF]), int(N.rp[pdc, RP_BUFCAP])
+            self.read = 0
+            self._buf = bytearray()          # copied, not yet returned
+            self._start = 0                  # stream offset of _buf[0]
+            self.peer = (str(ipaddress.IPv4Address(int(N.rp[pdc, RP_PEER_IP]))),
+                         int(N.rp[pdc, RP_PEER_PDC]))
+        self.last_time = 0
+
+    # ---- sending ----------------------------------------------------------
+    def try_send(self, data) -> int:
+        """Post one message now or raise WouldBlock; returns its message id."""
+        N, f = self.ep.N, self.flow
+        if f is None:
+            raise ValueError("this is the receiving end of a connection")
+        if N.fl[f, FL_STATE] == FS_FAILED:
+            raise ConnectionError("the connection failed (retransmissions exhausted)")
+        buf = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else data
+        if not 0 < len(buf) <= self._cap:
+            raise ValueError(f"message size must be 1..{self._cap} bytes")
+        if self.msgs - int(N.fl[f, FL_MQ_DONE]) >= N.mq.shape[1]:
+            raise WouldBlock("message queue full")
+        if self.posted + len(buf) - int(N.fl[f, FL_ACKED_OFF]) > self._cap:
+            raise WouldBlock("send ring full")
+        ring_write(N.txbuf, self._base, self._cap, self.posted, buf)
+        mid = self.msgs & 0xFFFF
+        sq_submit(N, self.ep.n, OP_SEND, f, self.posted + len(buf), mid)
+        self.posted += len(buf)
+        self.msgs += 1
+        return mid
+
+    def send(self, data, timeout: float | None = None) -> int:
+        """Post one message, waiting while the rings are full."""
+        t_end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                return self.try_send(data)
+            except WouldBlock:
+                if t_end is not None and time.monotonic() > t_end:
+                    raise
+                self.ep.wait()
+
+    def completions(self) -> list[tuple[int, int, int]]:
+        """Messages fully ACKed since the last call: (msg id, stream end, time)."""
+        self.ep.poll()
+        out = list(self._done)
+        self._done.clear()
+        return out
+
+    def acked(self) -> int:
+        return int(self.ep.N.fl[self.flow, FL_ACKED_OFF])
+
+    def srtt_ns(self) -> int:
+        return int(self.ep.N.fl[self.flow, FL_SRTT])
+
+    # ---- receiving --------------------------------------------------------
+    def _pull(self) -> int:
+        """Copy what was delivered, give the ring space back; returns bytes."""
+        N, r = self.ep.N, self.pdc
+        deliv = int(N.rp[r, RP_DELIV])
+        if deliv <= self.read:
+            return 0
+        self._buf += ring_read(N.rxbuf, self._base, self._cap, self.read, deliv - self.read)
+        n = deliv - self.read
+        self.read = deliv
+        try:
+            sq_submit(N, self.ep.n, OP_READ, r, deliv)
+        except WouldBlock:
+            pass                             # the next pull reports a later point
+        return n
+
+    def try_recv(self):
+        """The next whole message, or None."""
+        if self.pdc is None:
+            raise ValueError("this is the sending end of a connection")
+        self.ep.poll()
+        self._pull()
+        if self._ends and self._ends[0][1] <= self.read:
+            _, end, t = self._ends.popleft()
+            k = end - self._start
+            msg = bytes(self._buf[:k])
+            del self._buf[:k]
+            self._start = end
+            self.last_time = t
+            return msg
+        return None
+
+    def recv(self, timeout: float | None = None) -> bytes:
+        """The next message, in order and intact (waits for it)."""
+        t_end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            m = self.try_recv()
+            if m is not None:
+                return m
+            if t_end is not None and time.monotonic() > t_end:
+                raise TimeoutError("no message")
+            self.ep.wait()
+
+    def recv_bytes(self) -> int:
+        """Consume whatever arrived, ignoring message boundaries (bulk
+        receivers such as ``taurus perf -s``); returns how many bytes."""
+        self.ep.poll()
+        n = self._pull()
+        self._ends.clear()
+        del self._buf[:]
+        self._start = self.read
+        return n
+
+
+_endpoints: dict = {}
+
+
+def listen(engine, host) -> Endpoint:
+    """The endpoint of `host`'s NIC (its name, IP or index) in `engine` (a
+    running engine's name, or an in-process Engine)."""
+    key = (engine if isinstance(engine, str) else (engine.name, id(engine)), host)
+    ep = _endpoints.get(key)
+    if ep is None:
+        ep = _endpoints[key] = Endpoint(engine, host)
+    return ep
+
+
+def connect(engine, host, peer) -> Conn:
+    """A sending connection from `host`'s NIC to `peer` (IPv4)."""
+    return listen(engine, host).connect(peer)

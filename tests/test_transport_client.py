@@ -1,0 +1,85 @@
+"""The shared-memory app interface: in-process against a virtual engine,
+and from another process against a wall-clock engine."""
+import os
+import subprocess
+import sys
+import textwrap
+
+from taurus.datapath.engine import Engine
+from taurus.datapath.devices.nic_setup import add_nic, nic_counters, nic_reserve
+from taurus.transport import connect, listen
+
+from test_transport_transfer import IP1, IP2, MAC1, MAC2, payload
+
+G = 1_000_000_000
+
+
+def _engine(clock):
+    eng = Engine(clock=clock, n_frames=8192)
+    nic_reserve(eng, max_flows=16, tx_bytes=4 << 20, rx_bytes=4 << 20)
+    a, b = eng.add_mem_link("h1", "h2", delay_ns=2000, rate_bps=10 * G)
+    d1 = add_nic(eng, a, MAC1, IP1, line_rate_bps=10 * G, rx_buf_bytes=256 << 10, name="h1")
+    d2 = add_nic(eng, b, MAC2, IP2, line_rate_bps=10 * G, rx_buf_bytes=256 << 10, name="h2")
+    return eng, d1, d2
+
+
+def test_messages_keep_boundaries_order_and_bytes_in_virtual_time():
+    eng, d1, d2 = _engine("virtual")
+    with eng:
+        c = connect(eng, "h1", IP2)
+        ep = listen(eng, IP2)
+        msgs = [payload(n, s) for s, n in enumerate((1, 1500, 300_000, 7, 65_536, 1_000_000))]
+        for m in msgs[:3]:
+            c.send(m)                       # 300 kB > the receiver's ring: flows on
+        s = ep.accept(timeout=5)
+        assert s.peer == (IP1, c.flow)
+        got = [s.recv() for _ in range(3)]
+        for m in msgs[3:]:
+            c.send(m)
+        got += [s.recv() for _ in range(3)]
+        assert got == msgs
+        for _ in range(50):
+            eng.run_for(100_000)
+        done = c.completions()
+        assert [m for m, _, _ in done] == list(range(6))
+        assert [e for _, e, _ in done] == list(__import__("itertools").accumulate(map(len, msgs)))
+        assert all(b[2] >= a[2] for a, b in zip(done, done[1:]))
+        assert nic_counters(eng, d1)["sq_bad"] == 0 and nic_counters(eng, d2)["sq_bad"] == 0
+
+
+APP = textwrap.dedent("""
+    import sys
+    from taurus.transport import connect, listen
+    name = sys.argv[1]
+    c = connect(name, "h1", "%s")
+    s_ep = listen(name, "h2")
+    for k in range(20):
+        c.send(bytes([k]) * (1000 + 997 * k))
+    s = s_ep.accept(timeout=20)
+    for k in range(20):
+        m = s.recv(timeout=20)
+        assert m == bytes([k]) * (1000 + 997 * k), k
+    print("ok", len(c.completions()) >= 0)
+""" % IP2)
+
+
+def test_an_app_in_another_process_sends_and_receives():
+    eng, d1, d2 = _engine("wall")
+    with eng:
+        p = subprocess.Popen([sys.executable, "-c", APP, eng.name], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, PYTHONPATH=os.getcwd()))
+        try:
+            for _ in range(3000):                 # up to ~60 s of 20 ms chunks
+                eng.run_for(20_000_000)
+                if p.poll() is not None:
+                    break
+            out, err = p.communicate(timeout=5)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert p.returncode == 0, err
+        assert out.startswith("ok")
+        assert nic_counters(eng, d1)["sq_bad"] == 0
+    assert not os.path.exists(f"/dev/shm/{eng.name}-nic")
