@@ -208,7 +208,7 @@ def rx_data(E, n, i, now):
         # one.  NACK it (TRIMMED) so the sender retransmits it at once.
         N.ncnt[n, C_RX_TRIMMED] += 1
         if p >= nxt and N.rs_bits[r, p & msk] == 0:
-            send_nack(E, n, r, p, S.NACK_TRIMMED, now)
+            send_nack(E, n, r, p, S.NACK_TRIMMED, 0, 0, now)
         return
     buf = E.pool.data[i]
     now_ack = (d[D_PDS_FLAGS] & S.F_AR) != 0
