@@ -90,10 +90,15 @@ def test_sigkill_falls_back_and_a_new_agent_takes_over(tmp_path):
         a1.send_signal(signal.SIGKILL)
         a1.wait(10)
         t_kill = time.monotonic_ns()
+        last_hb = int(cc.ctls[slot, C.CTL_HEARTBEAT_NS])
         assert run_until(eng, lambda: eng.E.rep.fallback[slot] == 1, 5)
         waited = time.monotonic_ns() - t_kill
-        # the engine notices at its next poll after the timeout (5 ms slices here)
-        assert waited <= HB_TIMEOUT_NS + 50_000_000, waited
+        # In the engine's own time: fallback came at its first poll after the
+        # last heartbeat aged past the timeout; we see it at the end of the
+        # 5 ms slice.  (Wall time from the kill also counts any time this
+        # process was descheduled on a loaded machine, so it is only printed.)
+        age = eng.now() - last_hb
+        assert HB_TIMEOUT_NS < age <= HB_TIMEOUT_NS + 3 * 5_000_000 + 20_000_000, age
         assert cc.ctls[slot, C.CTL_FALLBACKS] == 1
         v_dead, d0, t0 = int(cc.version[f]), delivered(), eng.now()
         eng.run_for(200_000_000)
