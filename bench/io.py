@@ -663,6 +663,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.dirname(HERE))   # the package, not bench/taurus.py
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         import numpy  # noqa: F401
