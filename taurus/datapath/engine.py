@@ -106,7 +106,8 @@ def engine_run(E, until, chunk_ns):
         for d in range(E.ctl[NDEVS]):
             work += device_poll(E, d, now)
         for p in range(E.ctl[NPORTS]):
-            work += port_service(E.ports, E.pool, p, now)
+            if E.ports.kind[p] != MEM:       # memory links need no service (and no call)
+                work += port_service(E.ports, E.pool, p, now)
         it += 1
         if work == 0:
             idle += 1

@@ -68,7 +68,7 @@ def _unlink(w, t):
     w.meta[ARMED] -= 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
 def wheel_cancel(w, t):
     if w.slot[t] >= 0:
         _unlink(w, t)
@@ -79,7 +79,7 @@ def wheel_armed(w, t):
     return w.slot[t] >= 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
 def wheel_schedule(w, t, due):
     """Arm (or re-arm) timer t for time `due`.  A due time in the past fires
     at the next expiry."""
@@ -101,7 +101,7 @@ def wheel_schedule(w, t, due):
     w.meta[ARMED] += 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
 def wheel_expire(w, now, out, maxn):
     """Disarm every timer due at or before `now` (at most maxn) into out;
     returns how many."""
@@ -143,7 +143,7 @@ def wheel_expire(w, now, out, maxn):
     return n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
 def wheel_next_due(w):
     """The earliest due time of any armed timer (INF when none)."""
     if w.meta[ARMED] == 0:

@@ -76,7 +76,7 @@ def _mark_ce(E, i):
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)   # explicit: its callers are hot
 def impair_poll(E, d, now):
     regs = E.devs.regs[d]
     work = 0
@@ -113,7 +113,7 @@ def impair_poll(E, d, now):
     return work
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)   # explicit: its callers are hot
 def impair_timer(E, d, timer, now):
     return _release(E, d, E.wheel.arg[timer], now)
 

@@ -4,12 +4,11 @@ The smallest device that proves the engine loop, in the spirit of DPDK's
 l2fwd: rx-burst -> tx-burst, and whatever the output port cannot take is
 dropped and counted there (tx_drop).
 """
-import numba as nb
-
 from ..ports.dispatch import port_rx_burst, port_tx_or_drop
+from ..wire.codec import hot
 
 
-@nb.njit(cache=True)
+@hot
 def l2fwd_poll(E, d, now):
     work = 0
     burst = E.burst

@@ -16,7 +16,7 @@ from ..wheel import wheel_schedule
 TEMPLATE, INTERVAL, REMAINING, TIMER, NEXT, SENT, BURST, LATE, NOBUF = range(9)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)   # copies its template: NRT even under hot callers
 def pktgen_timer(E, d, now):
     regs = E.devs.regs[d]
     p = E.devs.ports[d, 0]
