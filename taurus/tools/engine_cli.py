@@ -6,9 +6,9 @@ import time
 
 from taurus.datapath.engine import Engine, attach_stats
 from taurus.datapath.shm import list_segments
-from taurus.tools import procs, topology as topo
+from taurus.tools import procs
 from taurus.tools.fabric import attach_switches
-from taurus.tools.topo_cli import _path
+from taurus.tools.topo_cli import load_up
 
 
 def add_engine_parser(sub) -> None:
@@ -28,10 +28,8 @@ def add_engine_parser(sub) -> None:
 
 
 def cmd_run(args) -> int:
-    t = topo.load(_path(args.topo), prefix=args.prefix)
-    if not t.is_up():
-        print(f"taurus engine: topology {t.name} is not up (taurus topo up {args.topo})",
-              file=sys.stderr)
+    t = load_up(args.topo, args.prefix, "engine")
+    if t is None:
         return 2
     with procs.pidfile("engine"), Engine(clock="wall", name=args.name) as eng:
         attach_switches(eng, t, args.port_kind)

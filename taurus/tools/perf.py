@@ -30,8 +30,7 @@ import time
 
 import numpy as np
 
-from taurus.tools import topology as topo
-from taurus.tools.topo_cli import _path
+from taurus.tools.topo_cli import load_up
 
 ENGINE_PREFIX = "taurus-perf-"
 
@@ -63,10 +62,8 @@ def _engine_name(args, t) -> str:
 
 
 def main(args) -> int:
-    t = topo.load(_path(args.topo), prefix=args.prefix)
-    if not t.is_up():
-        print(f"taurus perf: topology {t.name} is not up (taurus topo up {args.topo})",
-              file=sys.stderr)
+    t = load_up(args.topo, args.prefix, "perf")
+    if t is None:
         return 2
     return serve(args, t) if args.server else client(args, t)
 

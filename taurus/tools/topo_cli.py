@@ -18,6 +18,16 @@ def _path(arg: str) -> str:
     return arg
 
 
+def load_up(arg: str, prefix: str, who: str):
+    """The topology `arg` (file or shipped name) if it is up, else None after
+    telling the user how to bring it up."""
+    t = topo.load(_path(arg), prefix=prefix)
+    if not t.is_up():
+        print(f"taurus {who}: topology {t.name} is not up (taurus topo up {arg})", file=sys.stderr)
+        return None
+    return t
+
+
 def _guard(fn):
     def run(args) -> int:
         try:
