@@ -5,38 +5,60 @@ keeps its last good decision); a finite value outside [min, max] is clamped
 (rate 100 kbit/s .. line rate, cwnd 1 MSS .. max, credit 0 .. max).
 Duplicate-value filter: a value equal to the one last written is not written
 again (the engine keeps the previous decision).  Both count what they did.
+
+One decision (three fields) at a time in plain Python: a step decides for a
+few flows, and numpy's per-call cost would dwarf the arithmetic.
 """
-import numpy as np
+import math
 
 FIELDS = ("rate", "cwnd", "credit")
+KINDS = ("rejected", "clamped", "duplicate", "written")
+REJECTED, CLAMPED, DUPLICATE, WRITTEN = range(4)
 
 
 class UpdateFilter:
     def __init__(self, max_flows: int, lo, hi):
-        self.lo = np.asarray(lo, np.float64)          # per field
-        self.hi = np.asarray(hi, np.float64)
-        self.last = np.full((max_flows, 3), -1, np.int64)   # last written (-1: none)
-        self.c = {f"{k}_{f}": 0 for k in ("rejected", "clamped", "duplicate", "written")
-                  for f in FIELDS}
+        self.max_flows = max_flows
+        self.lo = tuple(float(x) for x in lo)         # per field
+        self.hi = tuple(float(x) for x in hi)
+        self.last = {}                                # flow -> last written per field (-1: none)
+        self.n = [[0, 0, 0] for _ in KINDS]           # counts [kind][field]
 
-    def apply(self, flows: np.ndarray, vals: np.ndarray):
-        """vals: float64[k, 3], NaN where an algorithm set nothing.  Returns
-        (write mask bool[k, 3], int64[k, 3] values) and counts."""
-        # NaN marks "not set" as well, so rejects are told apart by the caller
-        # through ``bad`` (inf and values that were not numbers arrive as inf).
-        bad = np.isinf(vals)
-        unset = np.isnan(vals)
-        v = np.where(bad | unset, 0.0, vals)
-        clamped = ~bad & ~unset & ((v < self.lo) | (v > self.hi))
-        v = np.clip(v, self.lo, self.hi)
-        iv = np.rint(v).astype(np.int64)
-        dup = ~bad & ~unset & (iv == self.last[flows])
-        write = ~bad & ~unset & ~dup
-        for j, f in enumerate(FIELDS):
-            self.c[f"rejected_{f}"] += int(bad[:, j].sum())
-            self.c[f"clamped_{f}"] += int(clamped[:, j].sum())
-            self.c[f"duplicate_{f}"] += int(dup[:, j].sum())
-            self.c[f"written_{f}"] += int(write[:, j].sum())
-        rows, cols = np.nonzero(write)
-        self.last[flows[rows], cols] = iv[rows, cols]
-        return write, iv, clamped
+    @property
+    def c(self) -> dict:
+        return {f"{k}_{f}": self.n[i][j] for i, k in enumerate(KINDS)
+                for j, f in enumerate(FIELDS)}
+
+    def apply(self, flow: int, result) -> tuple:
+        """``result``: an algorithm's (rate, cwnd, credit), None where it set
+        nothing.  Returns (values to write, None where nothing is written;
+        faults: (kind, field index) of each rejected or clamped value)."""
+        last = self.last.get(flow)
+        if last is None:
+            last = self.last[flow] = [-1, -1, -1]
+        out = [None, None, None]
+        faults = ()
+        n = self.n
+        for j in range(3):
+            v = result[j]
+            if v is None:
+                continue
+            try:
+                v = float(v)
+            except (TypeError, ValueError, OverflowError):
+                v = math.inf
+            if not math.isfinite(v):
+                n[REJECTED][j] += 1
+                faults += ((REJECTED, j),)
+                continue
+            if v < self.lo[j] or v > self.hi[j]:
+                n[CLAMPED][j] += 1
+                faults += ((CLAMPED, j),)
+                v = min(max(v, self.lo[j]), self.hi[j])
+            iv = round(v)                 # half to even, as the engine's rint
+            if iv == last[j]:
+                n[DUPLICATE][j] += 1
+                continue
+            n[WRITTEN][j] += 1
+            last[j] = out[j] = iv
+        return out, faults

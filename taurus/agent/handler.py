@@ -15,7 +15,6 @@ filtered ``result_update`` into the CC context table, and containment.
   algorithm, then only counted (``faults`` in stats, and a summary at teardown).
 """
 import logging
-import math
 
 import numpy as np
 
@@ -23,22 +22,12 @@ from taurus.cc_algorithms.base import (HANDLERS, Events, FlowContext, HostSample
                                        event_mask)
 from taurus.datapath.ccshm import CTL_DEFAULT_MASK, EV_CUSTOM, EV_HOST, FL_CC_ACTIVE, V0
 
-from .filters import FIELDS, UpdateFilter
+from .filters import CLAMPED, FIELDS, REJECTED, UpdateFilter
 from .signals import CUSTOM_PARSERS, raw_bytes
 
 log = logging.getLogger("taurus.agent.handler")
 ENGINE_EVENTS = ~(1 << EV_HOST)   # HOST is the agent's own: never asked of the engine
-
-
-def _num(v) -> float:
-    """NaN: not set; inf: set to something unusable (rejected by the filter)."""
-    if v is None:
-        return math.nan
-    try:
-        f = float(v)
-    except (TypeError, ValueError, OverflowError):
-        return math.inf
-    return f if math.isfinite(f) else math.inf
+FAULTS = {REJECTED: "non-finite or non-numeric", CLAMPED: "out of bounds, clamped:"}
 
 
 class AlgorithmHandler:
@@ -119,34 +108,42 @@ class AlgorithmHandler:
         try:
             fn() if arg is None else fn(arg)
         except Exception as e:
-            a._result = None          # a half-made decision is not a decision
-            self.fault(a, f"{getattr(fn, '__name__', 'handler')} raised", e)
+            self._fail(a, fn, e)
+
+    def _fail(self, a, fn, e: BaseException) -> None:
+        a._result = None              # a half-made decision is not a decision
+        self.fault(a, f"{getattr(fn, '__name__', 'handler')} raised", e)
 
     # ---- delivery -------------------------------------------------------
     def dispatch(self, batch, now_ns: int) -> None:
-        """Deliver a message-handler Batch, then decide and write per flow."""
-        rec, order = batch.rec, batch.order
+        """Deliver a message-handler Batch (groups of (flow, event, Events),
+        each flow's groups together), then decide and write per flow."""
         touched = []
         prev = -1
         a = None
-        for g, (f, e, s, t) in enumerate(zip(batch.flow.tolist(), batch.event.tolist(),
-                                             batch.start.tolist(), batch.end.tolist())):
+        c = self.c
+        for f, e, ev in batch.groups:
             if f != prev:
                 prev = f
-                a = self.instance(f)
+                a = self.inst.get(f)
+                if a is None:
+                    a = self.instance(f)
                 if a is not None:
                     touched.append(a)
             if a is None:
-                self.c["no_algorithm"] += t - s
+                c["no_algorithm"] += len(ev)
                 continue
             if not a._mask >> e & 1:
-                self.c["unbound"] += t - s
+                c["unbound"] += len(ev)
                 continue
-            self.c["calls"] += 1
+            c["calls"] += 1
             if e == EV_CUSTOM:
-                self._custom(a, f, rec[order[s:t]])
-            else:
-                self._call(a, a._handlers[e], Events(f, e, rec, order[s:t], None, batch, g))
+                self._custom(a, f, ev.rec)
+                continue
+            try:
+                a._handlers[e](ev)
+            except Exception as exc:
+                self._fail(a, a._handlers[e], exc)
         self._decide_and_write(touched, now_ns)
 
     def _custom(self, a, flow, rec) -> None:
@@ -175,39 +172,32 @@ class AlgorithmHandler:
         self._decide_and_write(self.host_bound, now_ns)
 
     def _decide_and_write(self, insts, now_ns: int) -> None:
-        flows, vals, owners = [], [], []
         for a in insts:
-            self._call(a, a.decide)
+            try:
+                a.decide()
+            except Exception as exc:
+                self._fail(a, a.decide, exc)
             if a._probe:
                 a._probe = False
                 self.cc.probe[a.flow] = 1
             r = a._result
             if r is not None:
                 a._result = None
-                flows.append(a.flow)
-                vals.append((_num(r[0]), _num(r[1]), _num(r[2])))
-                owners.append(a)
-        if flows:
-            self.write(np.array(flows, np.int64), np.array(vals, np.float64), owners, now_ns)
+                self.write(a, r, now_ns)
 
-    def write(self, flows, vals, owners, now_ns: int) -> None:
-        write, iv, clamped = self.filter.apply(flows, vals)
-        bad = np.isinf(vals)
-        # Faulty rows are the exception, so per-row Python here is fine.
-        for mask, what in ((bad, "non-finite or non-numeric"), (clamped, "out of bounds, clamped:")):
-            for i, j in zip(*np.nonzero(mask)):
-                self.fault(owners[i], f"{what} {FIELDS[j]}")
-        rows = write.any(1)
-        if not rows.any():
+    def write(self, a, result, now_ns: int) -> None:
+        """Filter one flow's decision and store what passes, then its version."""
+        vals, faults = self.filter.apply(a.flow, result)
+        for kind, j in faults:      # faulty values are the exception
+            self.fault(a, f"{FAULTS[kind]} {FIELDS[j]}")
+        if vals[0] is None and vals[1] is None and vals[2] is None:
             return
-        cols = (self.cc.rate, self.cc.cwnd, self.cc.credit)
-        for j in range(3):
-            w = write[:, j]
-            if w.any():
-                cols[j][flows[w]] = iv[w, j]
-        f = flows[rows]
-        self.cc.version[f] += 1         # after the values: a reader sees them first
-        self.cc.updated_ns[f] = now_ns
+        f, cc = a.flow, self.cc
+        for col, v in zip((cc.rate, cc.cwnd, cc.credit), vals):
+            if v is not None:
+                col[f] = v
+        cc.version[f] += 1          # after the values: a reader sees them first
+        cc.updated_ns[f] = now_ns
 
     # ---- teardown -------------------------------------------------------
     def teardown(self) -> None:

@@ -1,7 +1,8 @@
 """Message handler (paper §3.5): drain the report ring in batches, account for
 every record, apply back-pressure, and order records by hardware timestamps.
 
-Per step, vectorised (numpy; no per-record Python):
+Per step (a small batch in plain Python over row lists, a large one or any
+batch in overload vectorised with numpy; both give the same results):
 1. back-pressure: ring occupancy before the drain, records the producer
    refused since last step (ctl[CTL_RING_FULL] / the ring's own counter) and
    drain lag (now - oldest T_FIRST) decide.  Hot (occupancy >= high, any
@@ -28,13 +29,16 @@ Per step, vectorised (numpy; no per-record Python):
 Conservation: producer attempts == drained + refused (+ still pending), and
 drained == delivered + merged + evicted + invalid.
 """
+from operator import itemgetter
+
 import numpy as np
 
 from taurus.datapath.ccshm import (CLS_RAW, COUNT, CTL_BACKPRESSURE, CTL_EVICTED, CTL_GAPS,
                                    CTL_RING_FULL, CUSTOM_MAX, EV_ACK, EV_CREDIT, EV_CUSTOM,
                                    EV_ECN, EV_HOST, EV_NACK, EV_OOO, EV_RTO, EV_TX, EVENT,
                                    EVENT_CLASS, FLOW, N_EVENTS, N_VALUES, SEQ, T_FIRST, T_LAST, V0)
-from taurus.datapath.shmring import HEAD, TAIL
+from taurus.cc_algorithms.base import Events
+from taurus.datapath.shmring import FULL, HEAD, TAIL
 
 # Merge rule of each value of each event (used only in overload).
 SUM, MAX, LAST = 0, 1, 2
@@ -46,30 +50,39 @@ MERGE[EV_RTO, 0] = SUM                                     # timeouts; last PSN
 MERGE[EV_TX, :2] = SUM                                     # bytes, packets; in-flight now
 MERGE[EV_NACK, :2] = SUM                                   # NACKs, trimmed; last PSN
 MERGE[EV_CREDIT, 0] = MAX                                  # cumulative credit
+SMALL_MAX = 256             # batches up to this size are checked and ordered in plain Python
+_BY_KEY_TIME = itemgetter(FLOW, EVENT, T_FIRST)
+_BY_FLOW_ARRIVAL = itemgetter(0, 1, 2)
 LAG_SANE_NS = 1_000_000_000  # a lag beyond this means the clocks differ (virtual time)
 
 
 class Batch:
-    """Group i is rows ``order[start[i]:end[i]]`` of ``rec``, all of ``flow[i]``
-    and ``event[i]``, oldest first; groups are in delivery order.  ``rec`` may
-    be a view of the ring itself: valid until the handler's ``release()``.
-    ``group_sum(j)`` sums column j per group for all groups at once (cached),
-    so an algorithm's ``ev.total(...)`` costs a lookup."""
-    __slots__ = ("rec", "order", "flow", "event", "start", "end", "_kstart", "_go", "_sums")
+    """``groups``: (flow, event, Events) in delivery order -- each flow's
+    groups together, by first arrival; each group's records oldest first.
+    The Events may be views of the ring: valid until the handler's
+    ``release()``."""
+    __slots__ = ("groups",)
 
-    def __init__(self, rec, order, kstart, go, flow, event):
-        self.rec, self.order, self._kstart, self._go = rec, order, kstart, go
-        kend = np.concatenate((kstart[1:], [len(order)]))
-        self.flow, self.event, self.start, self.end = flow[go], event[go], kstart[go], kend[go]
-        self._sums = {}
+    def __init__(self, groups):
+        self.groups = groups
 
     def __len__(self):
-        return len(self.flow)
+        return len(self.groups)
+
+
+class GroupSums:
+    """A large batch's per-group column sums, each column computed once for
+    all groups (so an algorithm's ``ev.total(...)`` costs a lookup).  Group i
+    is rows ``order[kstart[go[i]]:...]`` of ``rec``."""
+    __slots__ = ("rec", "order", "kstart", "go", "cache")
+
+    def __init__(self, rec, order, kstart, go):
+        self.rec, self.order, self.kstart, self.go, self.cache = rec, order, kstart, go, {}
 
     def group_sum(self, j: int) -> np.ndarray:
-        s = self._sums.get(j)
+        s = self.cache.get(j)
         if s is None:
-            s = self._sums[j] = np.add.reduceat(self.rec[self.order, j], self._kstart)[self._go]
+            s = self.cache[j] = np.add.reduceat(self.rec[self.order, j], self.kstart)[self.go]
         return s
 
 
@@ -91,9 +104,10 @@ def _order(rec):
 
 
 class MessageHandler:
-    def __init__(self, cc, bp, batch_max: int = 65536):
+    def __init__(self, cc, bp, batch_max: int = 65536, small_max: int = SMALL_MAX):
         self.cc, self.ring, self.ctl, self.bp = cc, cc.ring, cc.ctl, bp
         self.batch_max = batch_max
+        self.small_max = small_max          # batches up to this size take the plain-Python path
         self.next_seq = None
         self.refused_seen = self._refused()
         self.last_t = np.full(cc.max_flows * N_EVENTS, np.iinfo(np.int64).min, np.int64)
@@ -104,18 +118,16 @@ class MessageHandler:
         self._tail_after = None
 
     def _refused(self) -> int:
-        return max(int(self.ctl[CTL_RING_FULL]), self.ring.refused())
+        return max(self.ctl.item(CTL_RING_FULL), self.ring.ring.prod.item(FULL))
 
-    def _peek(self):
+    def _peek(self, tail: int, head: int):
         """The oldest published records, as a view of the ring (no copy; up to
         the ring's end, so a wrapped batch comes in two steps)."""
-        r = self.ring.ring
-        tail = int(r.cons[TAIL])
-        n = min(int(r.prod[HEAD]) - tail, self.batch_max)   # x86: loads keep order
+        n = min(head - tail, self.batch_max)
         i = tail % self.ring.capacity
         n = min(n, self.ring.capacity - i)
         self._tail_after = tail + n
-        return r.rec[i:i + n]
+        return self.ring.ring.rec[i:i + n]
 
     def release(self) -> None:
         """Hand the records of the last poll back to the producer."""
@@ -127,19 +139,32 @@ class MessageHandler:
         """Account for, check and order the next batch; call ``release()`` after
         delivering it (the batch may be a view of the ring)."""
         self.release()
-        pending = self.ring.pending()
+        r = self.ring.ring
+        tail = r.cons.item(TAIL)
+        head = r.prod.item(HEAD)         # x86: loads keep order
+        pending = head - tail
         occ = pending / self.ring.capacity
         self.occupancy = occ
         refused = self._refused()
         new_refused, self.refused_seen = refused - self.refused_seen, refused
-        rec = self._peek() if pending else None
-        n = 0 if rec is None else len(rec)
-        lag = now_ns - int(rec[:, T_FIRST].min()) if n else -1
-        self._backpressure(occ, new_refused, lag if 0 <= lag < LAG_SANE_NS else -1)
         self.c["steps"] += 1
-        if not n:
+        if not pending:
+            self._backpressure(occ, new_refused, -1)
             return None
+        rec = self._peek(tail, head)
+        n = len(rec)
+        # A few records: plain Python over row lists (numpy's per-call cost
+        # would dominate); many, or overload: vectorised.  Same results.
+        small = n <= self.small_max and occ < self.bp.evict
+        if small:
+            rows = rec.tolist()
+            lag = now_ns - min([x[T_FIRST] for x in rows])
+        else:
+            lag = now_ns - int(rec[:, T_FIRST].min())
+        self._backpressure(occ, new_refused, lag if 0 <= lag < LAG_SANE_NS else -1)
         self.c["drained"] += n
+        if small:
+            return self._poll_small(rows)
         self._check_seq(rec[:, SEQ])
         rec = self._valid(rec)
         if occ >= self.bp.evict and len(rec):
@@ -155,12 +180,54 @@ class MessageHandler:
         self.last_t[gkey] = np.maximum(self.last_t[gkey], t[end - 1])
         flow, event = gkey // N_EVENTS, gkey % N_EVENTS
         go = np.lexsort((event, t[start], flow))   # per flow, by first arrival
-        return Batch(rec, order, start, go, flow, event)
+        sums = GroupSums(rec, order, start, go)
+        return Batch([(f, e, Events(f, e, rec, order[s:u], None, sums, g))
+                      for g, (f, e, s, u) in enumerate(zip(flow[go].tolist(), event[go].tolist(),
+                                                           start[go].tolist(), end[go].tolist()))])
+
+    def _poll_small(self, rows: list) -> Batch | None:
+        """Steps 2, 3 and 5 over row lists (no overload here: step 4 is vectorised)."""
+        seq = [x[SEQ] for x in rows]
+        first = seq[0] if self.next_seq is None else self.next_seq
+        if seq == list(range(first, first + len(seq))):
+            self.next_seq = first + len(seq)
+        else:
+            self._seq_irregular(first, seq)
+        rows = self._valid_rows(rows)
+        if not rows:
+            return None
+        self.c["delivered"] += len(rows)
+        if len(rows) > 1:
+            rows.sort(key=_BY_KEY_TIME)      # stable: ties keep ring order
+        groups = []
+        late = 0
+        last_t = self.last_t
+        i, n = 0, len(rows)
+        while i < n:
+            x = rows[i]
+            f, e, t0 = x[FLOW], x[EVENT], x[T_FIRST]
+            j = i + 1
+            while j < n and rows[j][FLOW] == f and rows[j][EVENT] == e:
+                j += 1
+            g = rows[i:j] if j - i < n else rows
+            k = f * N_EVENTS + e
+            lt = last_t.item(k)
+            if t0 < lt:                       # oldest first: only a prefix can be late
+                late += sum([y[T_FIRST] < lt for y in g])
+            if g[-1][T_FIRST] > lt:
+                last_t[k] = g[-1][T_FIRST]
+            groups.append((f, t0, e, g))
+            i = j
+        if late:
+            self.c["late"] += late
+        if len(groups) > 1:
+            groups.sort(key=_BY_FLOW_ARRIVAL)  # per flow, by first arrival
+        return Batch([(f, e, Events(f, e, rows=g)) for f, _, e, g in groups])
 
     # ---- 1. back-pressure -------------------------------------------------
     def _backpressure(self, occ: float, new_refused: int, lag: int) -> None:
         cfg = self.bp
-        cur = max(int(self.ctl[CTL_BACKPRESSURE]), 1)
+        cur = max(self.ctl.item(CTL_BACKPRESSURE), 1)
         lag_hi = cfg.lag_high_us * 1000
         new = cur
         if occ >= cfg.high or new_refused > 0 or lag >= lag_hi > 0:
@@ -185,13 +252,24 @@ class MessageHandler:
                 (n < 3 or np.all(np.diff(seq) == 1)):
             self.next_seq = first + n
             return
-        d = np.diff(np.r_[np.int64(first - 1), seq])
-        gaps = int((d[d > 1] - 1).sum())
+        self._seq_irregular(first, seq.tolist())
+
+    def _seq_irregular(self, first: int, seq: list) -> None:
+        """Each number skipped is a gap; each one not above its predecessor
+        went back (the ring was reset or rewritten under us)."""
+        gaps = back = 0
+        prev = first - 1
+        for s in seq:
+            if s - prev > 1:
+                gaps += s - prev - 1
+            elif s - prev < 1:
+                back += 1
+            prev = s
         self.c["gaps"] += gaps
-        self.c["seq_back"] += int(np.count_nonzero(d < 1))
+        self.c["seq_back"] += back
         if gaps:
             self.ctl[CTL_GAPS] += gaps
-        self.next_seq = max(first, int(seq.max()) + 1)
+        self.next_seq = max(first, max(seq) + 1)
 
     # ---- 3. bounds ------------------------------------------------------
     def _valid(self, rec: np.ndarray) -> np.ndarray:
@@ -209,6 +287,26 @@ class MessageHandler:
             self.c["invalid"] += bad
             rec = rec[ok]
         return rec
+
+    def _valid_rows(self, rows: list) -> list:
+        """_valid() over row lists."""
+        mf, owner, nic = self.cc.max_flows, self.cc.owner, self.cc.nic
+        ok = []
+        pf, mine = -1, False
+        for x in rows:
+            f, e = x[FLOW], x[EVENT]
+            if not (0 <= f < mf and 0 <= e < N_EVENTS and e != EV_HOST and x[COUNT] >= 0
+                    and (e != EV_CUSTOM or 0 <= x[V0 + 1] <= CUSTOM_MAX)):
+                continue
+            if f != pf:                       # runs of one flow: read its owner once
+                pf, o = f, owner.item(f)
+                mine = o == nic or o < 0
+            if mine:
+                ok.append(x)
+        bad = len(rows) - len(ok)
+        if bad:
+            self.c["invalid"] += bad
+        return ok
 
     # ---- 4. overload: merge what merges, evict the oldest of the rest -----
     def _merge_evict(self, rec: np.ndarray) -> np.ndarray:

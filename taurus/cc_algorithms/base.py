@@ -25,6 +25,8 @@ the engine as the RTT moves).  The agent writes them at flow setup.
 """
 import dataclasses
 
+import numpy as np
+
 from taurus.datapath.ccshm import (CLS_RAW, COUNT, EVENT_CLASS, RTT_UNIT, EV_ACK, EV_CREDIT, EV_CUSTOM, EV_ECN, EV_HOST,
                                    EV_NACK, EV_OOO, EV_RTO, EV_RTT, EV_TX, EVENT_NAMES, T_FIRST,
                                    T_LAST, V0)
@@ -53,29 +55,34 @@ EVENT_IDS = {n: i for i, n in enumerate(EVENT_NAMES)}
 class Events:
     """All records of one event type for one flow from one drain, oldest first.
 
-    The records stay where the agent read them (``batch`` rows ``idx``), so
-    making an Events costs nothing; accessors gather what they need.  Field
+    The records stay where the agent read them, so making an Events costs
+    nothing; accessors gather what they need.  A small drain arrives as
+    ``rows`` (lists of ints: per-record Python is cheaper than numpy calls on
+    a few rows), a large one as rows ``idx`` of the numpy ``batch``.  Field
     names come from FIELDS: ``total("bytes")`` (sum), ``last("psn")``,
     ``col("rtt_ns")`` (a numpy copy), ``rec`` (int64[n, REC_WIDTH] copy).
     Copy what you keep: the batch is reused after the call.  ``parsed``
     (CUSTOM only): a dict of numpy columns from the segment's parser.
     """
-    __slots__ = ("flow", "event", "batch", "idx", "parsed", "src", "g")
+    __slots__ = ("flow", "event", "rows", "batch", "idx", "parsed", "src", "g")
 
-    def __init__(self, flow: int, event: int, batch, idx, parsed=None, src=None, g=0):
+    def __init__(self, flow: int, event: int, batch=None, idx=None, parsed=None, src=None, g=0,
+                 rows=None):
         self.flow, self.event, self.batch, self.idx, self.parsed = flow, event, batch, idx, parsed
-        self.src, self.g = src, g      # the agent's Batch and this group's index in it
+        self.src, self.g = src, g      # the agent's group sums and this group's index in them
+        self.rows = rows
 
     @classmethod
     def of(cls, flow: int, event: int, rec, parsed=None) -> "Events":
         """Events over every row of ``rec`` (tests, synthetic events)."""
-        import numpy as np
         return cls(flow, event, rec, np.arange(len(rec)), parsed)
 
     def __len__(self):
-        return len(self.idx)
+        return len(self.rows) if self.rows is not None else len(self.idx)
 
     def _c(self, j):
+        if self.rows is not None:
+            return np.array([r[j] for r in self.rows], np.int64)
         return self.batch[self.idx, j]
 
     def col(self, name: str):
@@ -83,6 +90,9 @@ class Events:
 
     def total(self, name: str) -> int:
         j = _COL[self.event][name]
+        rows = self.rows
+        if rows is not None:
+            return rows[0][j] if len(rows) == 1 else sum([r[j] for r in rows])
         # One record is the common case after aggregation: skip numpy's sum.
         if len(self.idx) == 1:
             return int(self.batch[self.idx[0], j])
@@ -91,10 +101,15 @@ class Events:
         return int(self._c(j).sum())
 
     def last(self, name: str) -> int:
-        return int(self.batch[self.idx[-1], _COL[self.event][name]])
+        j = _COL[self.event][name]
+        if self.rows is not None:
+            return self.rows[-1][j]
+        return int(self.batch[self.idx[-1], j])
 
     @property
     def rec(self):
+        if self.rows is not None:
+            return np.array(self.rows, np.int64).reshape(len(self.rows), -1)
         return self.batch[self.idx]
 
     @property
@@ -167,11 +182,13 @@ class Algorithm:
     def result_update(self, rate=None, cwnd=None, credit=None) -> None:
         """Publish a decision (bit/s, bytes, bytes); None leaves a field alone.
         The agent filters and writes it after this flow's step."""
-        r = self._result or [None, None, None]
+        r = self._result
+        if r is None:
+            self._result = [rate, cwnd, credit]
+            return
         for i, v in enumerate((rate, cwnd, credit)):
             if v is not None:
                 r[i] = v
-        self._result = r
 
     def request_probe(self) -> None:
         """Ask the engine to report this flow's next RTT sample at once,
