@@ -39,26 +39,32 @@ class UpdateFilter:
         out = [None, None, None]
         faults = ()
         n = self.n
-        for j in range(3):
-            v = result[j]
+        for j, v in enumerate(result):
             if v is None:
                 continue
-            try:
-                v = float(v)
-            except (TypeError, ValueError, OverflowError):
-                v = math.inf
-            if not math.isfinite(v):
-                n[REJECTED][j] += 1
-                faults += ((REJECTED, j),)
-                continue
-            if v < self.lo[j] or v > self.hi[j]:
+            if type(v) is not float:
+                v = _float(v)
+            lo, hi = self.lo[j], self.hi[j]
+            if not lo <= v <= hi:             # out of bounds, or not a number at all
+                if not math.isfinite(v):
+                    n[REJECTED][j] += 1
+                    faults += ((REJECTED, j),)
+                    continue
                 n[CLAMPED][j] += 1
                 faults += ((CLAMPED, j),)
-                v = min(max(v, self.lo[j]), self.hi[j])
-            iv = round(v)                 # half to even, as the engine's rint
+                v = lo if v < lo else hi
+            iv = round(v)                     # half to even, as the engine's rint
             if iv == last[j]:
                 n[DUPLICATE][j] += 1
                 continue
             n[WRITTEN][j] += 1
             last[j] = out[j] = iv
         return out, faults
+
+
+def _float(v) -> float:
+    """inf for what is not a number (rejected as non-finite)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return math.inf

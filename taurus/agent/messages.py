@@ -37,7 +37,7 @@ from taurus.datapath.ccshm import (CLS_RAW, COUNT, CTL_BACKPRESSURE, CTL_EVICTED
                                    CTL_RING_FULL, CUSTOM_MAX, EV_ACK, EV_CREDIT, EV_CUSTOM,
                                    EV_ECN, EV_HOST, EV_NACK, EV_OOO, EV_RTO, EV_TX, EVENT,
                                    EVENT_CLASS, FLOW, N_EVENTS, N_VALUES, SEQ, T_FIRST, T_LAST, V0)
-from taurus.cc_algorithms.base import Events
+from taurus.cc_algorithms.base import BatchEvents, Events
 from taurus.datapath.shmring import FULL, HEAD, TAIL
 
 # Merge rule of each value of each event (used only in overload).
@@ -181,7 +181,7 @@ class MessageHandler:
         flow, event = gkey // N_EVENTS, gkey % N_EVENTS
         go = np.lexsort((event, t[start], flow))   # per flow, by first arrival
         sums = GroupSums(rec, order, start, go)
-        return Batch([(f, e, Events(f, e, rec, order[s:u], None, sums, g))
+        return Batch([(f, e, BatchEvents(f, e, rec, order[s:u], None, sums, g))
                       for g, (f, e, s, u) in enumerate(zip(flow[go].tolist(), event[go].tolist(),
                                                            start[go].tolist(), end[go].tolist()))])
 
@@ -222,7 +222,7 @@ class MessageHandler:
             self.c["late"] += late
         if len(groups) > 1:
             groups.sort(key=_BY_FLOW_ARRIVAL)  # per flow, by first arrival
-        return Batch([(f, e, Events(f, e, rows=g)) for f, _, e, g in groups])
+        return Batch([(f, e, Events(f, e, g)) for f, _, e, g in groups])
 
     # ---- 1. back-pressure -------------------------------------------------
     def _backpressure(self, occ: float, new_refused: int, lag: int) -> None:

@@ -55,62 +55,46 @@ EVENT_IDS = {n: i for i, n in enumerate(EVENT_NAMES)}
 class Events:
     """All records of one event type for one flow from one drain, oldest first.
 
-    The records stay where the agent read them, so making an Events costs
-    nothing; accessors gather what they need.  A small drain arrives as
-    ``rows`` (lists of ints: per-record Python is cheaper than numpy calls on
-    a few rows), a large one as rows ``idx`` of the numpy ``batch``.  Field
+    ``rows`` are the records as the agent read them (lists of ints: a drain
+    is a few records, and plain Python beats numpy calls on a few rows), so
+    making an Events costs nothing; accessors gather what they need.  Field
     names come from FIELDS: ``total("bytes")`` (sum), ``last("psn")``,
     ``col("rtt_ns")`` (a numpy copy), ``rec`` (int64[n, REC_WIDTH] copy).
     Copy what you keep: the batch is reused after the call.  ``parsed``
     (CUSTOM only): a dict of numpy columns from the segment's parser.
     """
-    __slots__ = ("flow", "event", "rows", "batch", "idx", "parsed", "src", "g")
+    __slots__ = ("flow", "event", "rows", "parsed")
 
-    def __init__(self, flow: int, event: int, batch=None, idx=None, parsed=None, src=None, g=0,
-                 rows=None):
-        self.flow, self.event, self.batch, self.idx, self.parsed = flow, event, batch, idx, parsed
-        self.src, self.g = src, g      # the agent's group sums and this group's index in them
-        self.rows = rows
+    def __init__(self, flow: int, event: int, rows, parsed=None):
+        self.flow, self.event, self.rows, self.parsed = flow, event, rows, parsed
 
     @classmethod
     def of(cls, flow: int, event: int, rec, parsed=None) -> "Events":
         """Events over every row of ``rec`` (tests, synthetic events)."""
-        return cls(flow, event, rec, np.arange(len(rec)), parsed)
+        return BatchEvents(flow, event, rec, np.arange(len(rec)), parsed)
 
     def __len__(self):
-        return len(self.rows) if self.rows is not None else len(self.idx)
+        return len(self.rows)
 
     def _c(self, j):
-        if self.rows is not None:
-            return np.array([r[j] for r in self.rows], np.int64)
-        return self.batch[self.idx, j]
+        return np.array([r[j] for r in self.rows], np.int64)
+
+    def _sum(self, j) -> int:
+        rows = self.rows
+        return rows[0][j] if len(rows) == 1 else sum([r[j] for r in rows])
 
     def col(self, name: str):
         return self._c(_COL[self.event][name])
 
     def total(self, name: str) -> int:
-        j = _COL[self.event][name]
-        rows = self.rows
-        if rows is not None:
-            return rows[0][j] if len(rows) == 1 else sum([r[j] for r in rows])
-        # One record is the common case after aggregation: skip numpy's sum.
-        if len(self.idx) == 1:
-            return int(self.batch[self.idx[0], j])
-        if self.src is not None:       # per-group sums of the whole batch, computed once
-            return int(self.src.group_sum(j)[self.g])
-        return int(self._c(j).sum())
+        return self._sum(_COL[self.event][name])
 
     def last(self, name: str) -> int:
-        j = _COL[self.event][name]
-        if self.rows is not None:
-            return self.rows[-1][j]
-        return int(self.batch[self.idx[-1], j])
+        return self.rows[-1][_COL[self.event][name]]
 
     @property
     def rec(self):
-        if self.rows is not None:
-            return np.array(self.rows, np.int64).reshape(len(self.rows), -1)
-        return self.batch[self.idx]
+        return np.array(self.rows, np.int64).reshape(len(self.rows), -1)
 
     @property
     def t_first(self):
@@ -123,7 +107,39 @@ class Events:
     @property
     def signals(self) -> int:
         """How many signals the records aggregate."""
-        return int(self._c(COUNT).sum())
+        return int(self._sum(COUNT))
+
+
+class BatchEvents(Events):
+    """The same, for a large drain: rows ``idx`` of the numpy ``batch``, where
+    the records stay.  ``src``: the batch's per-group sums (``g``: this
+    group's index in them), so ``total()`` costs a lookup."""
+    __slots__ = ("batch", "idx", "src", "g")
+
+    def __init__(self, flow: int, event: int, batch, idx, parsed=None, src=None, g=0):
+        self.flow, self.event, self.rows, self.parsed = flow, event, None, parsed
+        self.batch, self.idx, self.src, self.g = batch, idx, src, g
+
+    def __len__(self):
+        return len(self.idx)
+
+    def _c(self, j):
+        return self.batch[self.idx, j]
+
+    def _sum(self, j) -> int:
+        # One record is the common case after aggregation: skip numpy's sum.
+        if len(self.idx) == 1:
+            return int(self.batch[self.idx[0], j])
+        if self.src is not None:       # per-group sums of the whole batch, computed once
+            return int(self.src.group_sum(j)[self.g])
+        return int(self._c(j).sum())
+
+    def last(self, name: str) -> int:
+        return int(self.batch[self.idx[-1], _COL[self.event][name]])
+
+    @property
+    def rec(self):
+        return self.batch[self.idx]
 
 
 @dataclasses.dataclass
