@@ -23,6 +23,9 @@ CPU as a fraction of one core:
   in this process and the agent is `taurus agent run` in its own process;
   CPU = utime + stime from /proc/<pid>/stat over the measured window.
 Both clocks share one code path (run_one); only the agent driver differs.
+Also printed: the agent's CPU per wake-up (us/step, virtual clock) and per
+message (us/msg: CPU / messages published in the window); on a 2-core VM
+with steal time they vary by tens of percent from run to run.
 The last line is `agent/native goodput: X.XX, message reduction: Y%`
 (goodput summed over all N; reduction = 1 - agent / per-event messages).
 """
@@ -70,6 +73,7 @@ class InProcessAgent:
         self.agent.start()
         self.steps = []            # (now, records the step found)
         self.mark = None
+        self.measured_steps = 0
 
     def step(self, now):
         ring = self.agent.cc.ring
@@ -101,6 +105,7 @@ class InProcessAgent:
                 if i >= self.mark:
                     cpu += time.thread_time_ns() - t0
             a.teardown()
+        self.measured_steps = len(self.steps) - self.mark
         return cpu
 
     def filters(self):
@@ -228,6 +233,9 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
                 "goodput_bps": (c1[2] - c0[2]) * 8 / dt,
                 "msgs_per_s": (c1[0] - c0[0]) / dt, "signals_per_s": (c1[1] - c0[1]) / dt,
                 "agent_cpu": cpu_ns / 1e9 / dt,
+                "agent_us_per_msg": cpu_ns / 1e3 / max(c1[0] - c0[0], 1),
+                "agent_us_per_step": (cpu_ns / 1e3 / agent.measured_steps
+                                      if getattr(agent, "measured_steps", 0) else None),
                 "updates_written": written, "updates_filtered": dup,
                 "ring_full": int(eng.cc.ctls[slot, C.CTL_RING_FULL]),
                 "bottleneck_bps": rate_bps}
@@ -256,7 +264,7 @@ def main(argv=None) -> int:
         a.duration_ms, a.warm_ms = 1000.0, 200.0       # wall: whole seconds, not ms
     rows = []
     print(f"{'flows':>5} {'mode':>9} {'goodput Gb/s':>12} {'msgs/s':>10} {'signals/s':>10} "
-          f"{'agent CPU':>9} {'filtered':>9}")
+          f"{'agent CPU':>9} {'us/step':>8} {'us/msg':>7} {'filtered':>9}")
     for n in ns:
         for mode in MODES:
             r = run_one(mode, n, a.clock, int(a.duration_ms * 1e6), int(a.warm_ms * 1e6), a.rate,
@@ -264,8 +272,11 @@ def main(argv=None) -> int:
             rows.append(r)
             tot = r["updates_written"] + r["updates_filtered"]
             filt = f"{r['updates_filtered'] / tot:.1%}" if tot else "-"
+            step = f"{r['agent_us_per_step']:.1f}" if r["agent_us_per_step"] else "-"
+            msg = f"{r['agent_us_per_msg']:.2f}" if mode != "native" else "-"
             print(f"{n:>5} {mode:>9} {r['goodput_bps'] / 1e9:>12.3f} {r['msgs_per_s']:>10.0f} "
-                  f"{r['signals_per_s']:>10.0f} {r['agent_cpu']:>9.1%} {filt:>9}", flush=True)
+                  f"{r['signals_per_s']:>10.0f} {r['agent_cpu']:>9.1%} {step:>8} {msg:>7} "
+                  f"{filt:>9}", flush=True)
     by = {(r["flows"], r["mode"]): r for r in rows}
     for n in ns:
         nat, ag, pe = by[n, "native"], by[n, "agent"], by[n, "per-event"]
