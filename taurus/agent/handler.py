@@ -121,7 +121,7 @@ class AlgorithmHandler:
         touched = []
         prev = -1
         a = None
-        c = self.c
+        calls = 0
         for f, e, ev in batch.groups:
             if f != prev:
                 prev = f
@@ -131,19 +131,19 @@ class AlgorithmHandler:
                 if a is not None:
                     touched.append(a)
             if a is None:
-                c["no_algorithm"] += len(ev)
-                continue
-            if not a._mask >> e & 1:
-                c["unbound"] += len(ev)
-                continue
-            c["calls"] += 1
-            if e == EV_CUSTOM:
+                self.c["no_algorithm"] += len(ev)
+            elif not a._mask >> e & 1:
+                self.c["unbound"] += len(ev)
+            elif e == EV_CUSTOM:
+                calls += 1
                 self._custom(a, f, ev.rec)
-                continue
-            try:
-                a._handlers[e](ev)
-            except Exception as exc:
-                self._fail(a, a._handlers[e], exc)
+            else:
+                calls += 1
+                try:
+                    a._handlers[e](ev)
+                except Exception as exc:
+                    self._fail(a, a._handlers[e], exc)
+        self.c["calls"] += calls
         self._decide_and_write(touched, now_ns)
 
     def _custom(self, a, flow, rec) -> None:

@@ -199,30 +199,30 @@ class MessageHandler:
         self.c["delivered"] += len(rows)
         if len(rows) > 1:
             rows.sort(key=_BY_KEY_TIME)      # stable: ties keep ring order
-        groups = []
+        groups = []                           # (flow, first T_FIRST, event, Events)
+        pf = pe = -1
+        for x in rows:
+            f, e = x[FLOW], x[EVENT]
+            if f == pf and e == pe:
+                g.append(x)
+            else:
+                pf, pe, g = f, e, [x]
+                groups.append((f, x[T_FIRST], e, Events(f, e, g)))
         late = 0
         last_t = self.last_t
-        i, n = 0, len(rows)
-        while i < n:
-            x = rows[i]
-            f, e, t0 = x[FLOW], x[EVENT], x[T_FIRST]
-            j = i + 1
-            while j < n and rows[j][FLOW] == f and rows[j][EVENT] == e:
-                j += 1
-            g = rows[i:j] if j - i < n else rows
+        for f, t0, e, ev in groups:
             k = f * N_EVENTS + e
             lt = last_t.item(k)
             if t0 < lt:                       # oldest first: only a prefix can be late
-                late += sum([y[T_FIRST] < lt for y in g])
-            if g[-1][T_FIRST] > lt:
-                last_t[k] = g[-1][T_FIRST]
-            groups.append((f, t0, e, g))
-            i = j
+                late += sum([y[T_FIRST] < lt for y in ev.rows])
+            t1 = ev.rows[-1][T_FIRST]
+            if t1 > lt:
+                last_t[k] = t1
         if late:
             self.c["late"] += late
         if len(groups) > 1:
             groups.sort(key=_BY_FLOW_ARRIVAL)  # per flow, by first arrival
-        return Batch([(f, e, Events(f, e, g)) for f, _, e, g in groups])
+        return Batch([(f, e, ev) for f, _, e, ev in groups])
 
     # ---- 1. back-pressure -------------------------------------------------
     def _backpressure(self, occ: float, new_refused: int, lag: int) -> None:
