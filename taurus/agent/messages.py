@@ -106,6 +106,8 @@ def _order(rec):
 class MessageHandler:
     def __init__(self, cc, bp, batch_max: int = 65536, small_max: int = SMALL_MAX):
         self.cc, self.ring, self.ctl, self.bp = cc, cc.ring, cc.ctl, bp
+        r = cc.ring.ring                    # the ring's arrays, looked up once
+        self._prod, self._cons, self._rec, self._cap = r.prod, r.cons, r.rec, cc.ring.capacity
         self.batch_max = batch_max
         self.small_max = small_max          # batches up to this size take the plain-Python path
         self.next_seq = None
@@ -118,32 +120,30 @@ class MessageHandler:
         self._tail_after = None
 
     def _refused(self) -> int:
-        return max(self.ctl.item(CTL_RING_FULL), self.ring.ring.prod.item(FULL))
+        return max(self.ctl.item(CTL_RING_FULL), self._prod.item(FULL))
 
     def _peek(self, tail: int, head: int):
         """The oldest published records, as a view of the ring (no copy; up to
         the ring's end, so a wrapped batch comes in two steps)."""
-        n = min(head - tail, self.batch_max)
-        i = tail % self.ring.capacity
-        n = min(n, self.ring.capacity - i)
+        i = tail % self._cap
+        n = min(head - tail, self.batch_max, self._cap - i)
         self._tail_after = tail + n
-        return self.ring.ring.rec[i:i + n]
+        return self._rec[i:i + n]
 
     def release(self) -> None:
         """Hand the records of the last poll back to the producer."""
         if self._tail_after is not None:
-            self.ring.ring.cons[TAIL] = self._tail_after
+            self._cons[TAIL] = self._tail_after
             self._tail_after = None
 
     def poll(self, now_ns: int) -> Batch | None:
         """Account for, check and order the next batch; call ``release()`` after
         delivering it (the batch may be a view of the ring)."""
         self.release()
-        r = self.ring.ring
-        tail = r.cons.item(TAIL)
-        head = r.prod.item(HEAD)         # x86: loads keep order
+        tail = self._cons.item(TAIL)
+        head = self._prod.item(HEAD)     # x86: loads keep order
         pending = head - tail
-        occ = pending / self.ring.capacity
+        occ = pending / self._cap
         self.occupancy = occ
         refused = self._refused()
         new_refused, self.refused_seen = refused - self.refused_seen, refused

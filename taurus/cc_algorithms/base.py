@@ -87,7 +87,9 @@ class Events:
         return self._c(_COL[self.event][name])
 
     def total(self, name: str) -> int:
-        return self._sum(_COL[self.event][name])
+        j = _COL[self.event][name]     # (_sum inlined: the hottest accessor)
+        rows = self.rows
+        return rows[0][j] if len(rows) == 1 else sum([r[j] for r in rows])
 
     def last(self, name: str) -> int:
         return self.rows[-1][_COL[self.event][name]]
@@ -133,6 +135,9 @@ class BatchEvents(Events):
         if self.src is not None:       # per-group sums of the whole batch, computed once
             return int(self.src.group_sum(j)[self.g])
         return int(self._c(j).sum())
+
+    def total(self, name: str) -> int:
+        return self._sum(_COL[self.event][name])
 
     def last(self, name: str) -> int:
         return int(self.batch[self.idx[-1], _COL[self.event][name]])
