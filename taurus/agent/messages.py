@@ -193,21 +193,37 @@ class MessageHandler:
             self.next_seq = first + len(seq)
         else:
             self._seq_irregular(first, seq)
-        rows = self._valid_rows(rows)
-        if not rows:
-            return None
-        self.c["delivered"] += len(rows)
+        # 3 and 5 in one pass: sort everything (invalid rows too; the sort is
+        # stable, so valid rows keep their order), then check and group.
         if len(rows) > 1:
-            rows.sort(key=_BY_KEY_TIME)      # stable: ties keep ring order
+            rows.sort(key=_BY_KEY_TIME)
+        mf, owner, nic = self.cc.max_flows, self.cc.owner, self.cc.nic
         groups = []                           # (flow, first T_FIRST, event, Events)
-        pf = pe = -1
+        pf = pe = of = -1                     # the current group's flow and event; owner memo
+        mine = False
+        delivered = 0
         for x in rows:
             f, e = x[FLOW], x[EVENT]
-            if f == pf and e == pe:
+            if x[COUNT] < 0 or (e == EV_CUSTOM and not 0 <= x[V0 + 1] <= CUSTOM_MAX):
+                continue
+            if f == pf and e == pe:           # the current group passed the other checks
                 g.append(x)
-            else:
+                delivered += 1
+                continue
+            if not (0 <= f < mf and 0 <= e < N_EVENTS and e != EV_HOST):
+                continue
+            if f != of:                       # sorted by flow: its owner is read once
+                of, o = f, owner.item(f)
+                mine = o == nic or o < 0
+            if mine:
                 pf, pe, g = f, e, [x]
                 groups.append((f, x[T_FIRST], e, Events(f, e, g)))
+                delivered += 1
+        if delivered < len(rows):
+            self.c["invalid"] += len(rows) - delivered
+        if not delivered:
+            return None
+        self.c["delivered"] += delivered
         late = 0
         last_t = self.last_t
         for f, t0, e, ev in groups:
@@ -287,26 +303,6 @@ class MessageHandler:
             self.c["invalid"] += bad
             rec = rec[ok]
         return rec
-
-    def _valid_rows(self, rows: list) -> list:
-        """_valid() over row lists."""
-        mf, owner, nic = self.cc.max_flows, self.cc.owner, self.cc.nic
-        ok = []
-        pf, mine = -1, False
-        for x in rows:
-            f, e = x[FLOW], x[EVENT]
-            if not (0 <= f < mf and 0 <= e < N_EVENTS and e != EV_HOST and x[COUNT] >= 0
-                    and (e != EV_CUSTOM or 0 <= x[V0 + 1] <= CUSTOM_MAX)):
-                continue
-            if f != pf:                       # runs of one flow: read its owner once
-                pf, o = f, owner.item(f)
-                mine = o == nic or o < 0
-            if mine:
-                ok.append(x)
-        bad = len(rows) - len(ok)
-        if bad:
-            self.c["invalid"] += bad
-        return ok
 
     # ---- 4. overload: merge what merges, evict the oldest of the rest -----
     def _merge_evict(self, rec: np.ndarray) -> np.ndarray:
