@@ -116,13 +116,14 @@ class AlgorithmHandler:
 
     # ---- delivery -------------------------------------------------------
     def dispatch(self, batch, now_ns: int) -> None:
-        """Deliver a message-handler Batch (groups of (flow, event, Events),
-        each flow's groups together), then decide and write per flow."""
+        """Deliver a message-handler Batch (groups of (flow, first arrival,
+        event, Events), each flow's groups together), then decide and write
+        per flow."""
         touched = []
         prev = -1
         a = None
         calls = 0
-        for f, e, ev in batch.groups:
+        for f, _, e, ev in batch.groups:
             if f != prev:
                 prev = f
                 a = self.inst.get(f)

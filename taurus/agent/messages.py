@@ -50,15 +50,16 @@ MERGE[EV_RTO, 0] = SUM                                     # timeouts; last PSN
 MERGE[EV_TX, :2] = SUM                                     # bytes, packets; in-flight now
 MERGE[EV_NACK, :2] = SUM                                   # NACKs, trimmed; last PSN
 MERGE[EV_CREDIT, 0] = MAX                                  # cumulative credit
-SMALL_MAX = 256             # batches up to this size are checked and ordered in plain Python
+SMALL_MAX = 128   # batches up to this size: plain Python (the two cross near here, 32 flows)
 _BY_KEY_TIME = itemgetter(FLOW, EVENT, T_FIRST)
 _BY_FLOW_ARRIVAL = itemgetter(0, 1, 2)
 LAG_SANE_NS = 1_000_000_000  # a lag beyond this means the clocks differ (virtual time)
 
 
 class Batch:
-    """``groups``: (flow, event, Events) in delivery order -- each flow's
-    groups together, by first arrival; each group's records oldest first.
+    """``groups``: (flow, first T_FIRST, event, Events) in delivery order,
+    i.e. sorted: each flow's groups together, by first arrival; each
+    group's records oldest first.
     The Events may be views of the ring: valid until the handler's
     ``release()``."""
     __slots__ = ("groups",)
@@ -181,9 +182,10 @@ class MessageHandler:
         flow, event = gkey // N_EVENTS, gkey % N_EVENTS
         go = np.lexsort((event, t[start], flow))   # per flow, by first arrival
         sums = GroupSums(rec, order, start, go)
-        return Batch([(f, e, BatchEvents(f, e, rec, order[s:u], None, sums, g))
-                      for g, (f, e, s, u) in enumerate(zip(flow[go].tolist(), event[go].tolist(),
-                                                           start[go].tolist(), end[go].tolist()))])
+        return Batch([(f, t0, e, BatchEvents(f, e, rec, order[s:u], None, sums, g))
+                      for g, (f, t0, e, s, u) in enumerate(zip(
+                          flow[go].tolist(), t[start][go].tolist(), event[go].tolist(),
+                          start[go].tolist(), end[go].tolist()))])
 
     def _poll_small(self, rows: list) -> Batch | None:
         """Steps 2, 3 and 5 over row lists (no overload here: step 4 is vectorised)."""
@@ -238,7 +240,7 @@ class MessageHandler:
             self.c["late"] += late
         if len(groups) > 1:
             groups.sort(key=_BY_FLOW_ARRIVAL)  # per flow, by first arrival
-        return Batch([(f, e, ev) for f, _, e, ev in groups])
+        return Batch(groups)
 
     # ---- 1. back-pressure -------------------------------------------------
     def _backpressure(self, occ: float, new_refused: int, lag: int) -> None:
