@@ -16,8 +16,11 @@ per second reaching the agent (records the engine published), signals
 behind them, context-table updates the agent's filters removed, and agent
 CPU as a fraction of one core:
 - ``--clock virtual``: the agent runs in this process, woken every
-  --step-us of virtual time (default 100 us, about one RTT here: what its
-  adaptive sleep gives under load); CPU = its thread CPU time / virtual
+  --step-us of virtual time (default 100 us, about one RTT here; if
+  anything an overestimate of how often the adaptive sleep wakes it under
+  load: its 20 us nap lasts ~120 us on the 2-core test VM, plus the step;
+  --step-us 200 is closer and costs less per message, as several reports of
+  a flow share one decision); CPU = its thread CPU time / virtual
   time, i.e. the share of a core it would need to keep up in real time
   (the median of three replays of the recorded steps, see InProcessAgent).
 - ``--clock wall``: the engine runs on the wall clock over in-memory links
