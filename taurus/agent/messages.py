@@ -189,15 +189,16 @@ class MessageHandler:
 
     def _poll_small(self, rows: list) -> Batch | None:
         """Steps 2, 3 and 5 over row lists (no overload here: step 4 is vectorised)."""
-        seq = [x[SEQ] for x in rows]
-        first = seq[0] if self.next_seq is None else self.next_seq
-        if seq == list(range(first, first + len(seq))):
-            self.next_seq = first + len(seq)
+        n = len(rows)
+        first = rows[0][SEQ] if self.next_seq is None else self.next_seq
+        if rows[0][SEQ] == first and rows[-1][SEQ] == first + n - 1 and \
+                (n < 3 or [x[SEQ] for x in rows] == list(range(first, first + n))):
+            self.next_seq = first + n
         else:
-            self._seq_irregular(first, seq)
+            self._seq_irregular(first, [x[SEQ] for x in rows])
         # 3 and 5 in one pass: sort everything (invalid rows too; the sort is
         # stable, so valid rows keep their order), then check and group.
-        if len(rows) > 1:
+        if n > 1:
             rows.sort(key=_BY_KEY_TIME)
         mf, owner, nic = self.cc.max_flows, self.cc.owner, self.cc.nic
         groups = []                           # (flow, first T_FIRST, event, Events)
@@ -221,8 +222,8 @@ class MessageHandler:
                 pf, pe, g = f, e, [x]
                 groups.append((f, x[T_FIRST], e, Events(f, e, g)))
                 delivered += 1
-        if delivered < len(rows):
-            self.c["invalid"] += len(rows) - delivered
+        if delivered < n:
+            self.c["invalid"] += n - delivered
         if not delivered:
             return None
         self.c["delivered"] += delivered
