@@ -28,6 +28,7 @@ from .signals import CUSTOM_PARSERS, raw_bytes
 log = logging.getLogger("taurus.agent.handler")
 ENGINE_EVENTS = ~(1 << EV_HOST)   # HOST is the agent's own: never asked of the engine
 FAULTS = {REJECTED: "non-finite or non-numeric", CLAMPED: "out of bounds, clamped:"}
+NOTHING = [None, None, None]      # a decision the filters reduced to nothing
 
 
 class AlgorithmHandler:
@@ -173,6 +174,8 @@ class AlgorithmHandler:
         self._decide_and_write(self.host_bound, now_ns)
 
     def _decide_and_write(self, insts, now_ns: int) -> None:
+        """decide() per flow; each decision passes the filters, what is left
+        is stored (most are duplicates: nothing to store)."""
         for a in insts:
             try:
                 a.decide()
@@ -184,16 +187,15 @@ class AlgorithmHandler:
             r = a._result
             if r is not None:
                 a._result = None
-                self.write(a, r, now_ns)
+                vals, faults = self.filter.apply(a.flow, r)
+                for kind, j in faults:      # faulty values are the exception
+                    self.fault(a, f"{FAULTS[kind]} {FIELDS[j]}")
+                if vals != NOTHING:
+                    self.write(a.flow, vals, now_ns)
 
-    def write(self, a, result, now_ns: int) -> None:
-        """Filter one flow's decision and store what passes, then its version."""
-        vals, faults = self.filter.apply(a.flow, result)
-        for kind, j in faults:      # faulty values are the exception
-            self.fault(a, f"{FAULTS[kind]} {FIELDS[j]}")
-        if vals[0] is None and vals[1] is None and vals[2] is None:
-            return
-        f, cc = a.flow, self.cc
+    def write(self, f: int, vals, now_ns: int) -> None:
+        """Store the values that passed (None: keep), then the version."""
+        cc = self.cc
         for col, v in zip((cc.rate, cc.cwnd, cc.credit), vals):
             if v is not None:
                 col[f] = v
