@@ -66,7 +66,10 @@ class Events:
     __slots__ = ("flow", "event", "rows", "parsed")
 
     def __init__(self, flow: int, event: int, rows, parsed=None):
-        self.flow, self.event, self.rows, self.parsed = flow, event, rows, parsed
+        self.flow = flow        # (one store each: this runs once per group)
+        self.event = event
+        self.rows = rows
+        self.parsed = parsed
 
     @classmethod
     def of(cls, flow: int, event: int, rec, parsed=None) -> "Events":
