@@ -9,9 +9,12 @@ start-up JIT cost paid once per machine instead of once per process.
 - ``load_acquire_*`` / ``store_release_*``: ring producer/consumer indices
   shared with the kernel.  A plain load in a spin loop may be hoisted by LLVM;
   these may not.
-- ``u8_view`` / ``u32_view`` / ``u64_view``: arrays over raw addresses (mmap'd
-  kernel rings, UMEM), so one engine can hold any number of rings in an int64
-  register table.
+- ``peek_*`` / ``poke_*`` and ``load_acquire_*_at`` / ``store_release_*_at``:
+  loads and stores at raw addresses (mmap'd kernel rings, UMEM), so one
+  engine can hold any number of rings in an int64 register table.  They are
+  plain LLVM loads and stores, not array views: a view is an array the
+  function did not receive, which Numba refuses to build without reference
+  counting, and the port paths are compiled without it (see wire.codec.hot).
 - ``sys_sendto`` / ``sys_poll`` / ``sys_recvfrom``: kicks and wake-ups.
 """
 import numba as nb
@@ -94,6 +97,54 @@ def _int_to_voidptr(typingctx, addr):
     return types.voidptr(addr), codegen
 
 
+def _addr_load(bits, ordering):
+    @intrinsic
+    def load(typingctx, addr):
+        if not isinstance(addr, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            a = context.cast(builder, args[0], signature.args[0], types.int64)
+            ptr = builder.inttoptr(a, ir.IntType(bits).as_pointer())
+            if ordering is None:
+                return builder.load(ptr)
+            return builder.load_atomic(ptr, ordering, bits // 8)
+        return (types.uint32 if bits == 32 else types.uint64)(addr), codegen
+    return load
+
+
+def _addr_store(bits, ordering):
+    @intrinsic
+    def store(typingctx, addr, val):
+        if not isinstance(addr, types.Integer) or not isinstance(val, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            a = context.cast(builder, args[0], signature.args[0], types.int64)
+            ty = types.uint32 if bits == 32 else types.uint64
+            v = context.cast(builder, args[1], signature.args[1], ty)
+            ptr = builder.inttoptr(a, ir.IntType(bits).as_pointer())
+            if ordering is None:
+                builder.store(v, ptr)
+            else:
+                builder.store_atomic(v, ptr, ordering, bits // 8)
+            return context.get_dummy_value()
+        return types.void(addr, val), codegen
+    return store
+
+
+# Plain loads/stores at an address (descriptors, frame headers) ...
+peek_u32 = _addr_load(32, None)
+peek_u64 = _addr_load(64, None)
+poke_u32 = _addr_store(32, None)
+poke_u64 = _addr_store(64, None)
+# ... and the ordered ones for indices and status words shared with the kernel.
+load_acquire_u32_at = _addr_load(32, "acquire")
+store_release_u32_at = _addr_store(32, "release")
+
+
+# Array views over raw addresses, for code compiled with reference counting
+# (the raw benchmarks in bench/); the engine's port paths use peek/poke.
 @nb.njit(cache=True, inline="always")
 def u8_view(addr, n):
     return nb.carray(_int_to_voidptr(addr), (n,), np.uint8)

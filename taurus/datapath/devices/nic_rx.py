@@ -19,6 +19,7 @@ from ..wire.codec import hot  # compiled without reference counting (the hot pat
 import numpy as np
 
 from ..wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
+from ..lowlevel import copy_bytes
 from ..wire import spec as S
 from ..wire.codec import get_field, set_field, write_prologue
 from ..wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D_DPDCID,
@@ -43,10 +44,9 @@ def _ring_put(ring, base, cap, off, src, so, ln):
     """Copy ln bytes to stream offset off of the ring at ring[base:base+cap]."""
     s = off % cap
     a = min(ln, cap - s)
-    for k in range(a):
-        ring[base + s + k] = src[so + k]
-    for k in range(ln - a):
-        ring[base + k] = src[so + a + k]
+    r, q = ring.ctypes.data + base, src.ctypes.data + so
+    copy_bytes(r + s, q, a)         # memcpy: a byte loop costs ~3 cycles a byte
+    copy_bytes(r, q + a, ln - a)
 
 
 @hot

@@ -12,12 +12,15 @@ the kernel sets each slot back to AVAILABLE once its skb is gone.
 
 Registers of a PACKET port (regs[p, ...]) are named below; afpacket.py
 fills them when it opens the port and zeroes RX_BASE/TX_BASE when it closes it.
+The ring is reached by address (lowlevel.peek/poke, copy_bytes), so the path
+compiles without reference counting (``hot``).
 """
-import numba as nb
 import numpy as np
 
-from ..lowlevel import errno, kick_tx, load_acquire_u32, store_release_u32, u8_view, u32_view
+from ..lowlevel import (copy_bytes, errno, kick_tx, load_acquire_u32_at, peek_u32, poke_u32,
+                        store_release_u32_at)
 from ..mbuf import mbuf_alloc, mbuf_free
+from ..wire.codec import hot
 from .common import (RX_BYTES, RX_EMPTY, RX_ERR, RX_NOBUF, RX_PKTS, TX_BUSY, TX_BYTES,
                      TX_ERR, TX_KICKS, TX_PKTS)
 
@@ -63,7 +66,7 @@ TX_DATA_OFF = 48  # TPACKET_ALIGN(sizeof(tpacket3_hdr)); no PACKET_TX_HAS_OFF
 EAGAIN, EBUSY, ENOBUFS, EINTR = 11, 16, 105, 4
 
 
-@nb.njit(cache=True)
+@hot
 def pkt_rx_burst(ports, pool, p, now, out, maxn):
     """Copy up to maxn received frames into pool frames -> out[:n]."""
     base = ports.regs[p, RX_BASE]
@@ -75,34 +78,34 @@ def pkt_rx_burst(ports, pool, p, now, out, maxn):
     k = ports.regs[p, RX_PKT]
     off = ports.regs[p, RX_OFF]
     cap = pool.data.shape[1]
+    pbase = pool.data.ctypes.data
+    pstride = pool.data.strides[0]
     n = 0
     nbytes = 0
     nobuf = 0
     bad = 0
     while n < maxn:
         addr = base + blk * bsz
-        w = u32_view(addr, bsz >> 2)
-        if (load_acquire_u32(w, B_STATUS) & TP_STATUS_USER) == 0:
+        if (load_acquire_u32_at(addr + 4 * B_STATUS) & TP_STATUS_USER) == 0:
             break
-        b = u8_view(addr, bsz)
-        npk = np.int64(w[B_NUM])
+        npk = np.int64(peek_u32(addr + 4 * B_NUM))
         if k == 0:
-            off = np.int64(w[B_FIRST])
+            off = np.int64(peek_u32(addr + 4 * B_FIRST))
         while k < npk and n < maxn:
             if off < HDR3 or off + HDR3 > bsz or (off & 3) != 0:
                 bad += npk - k  # corrupt chain: give the rest of the block up
                 k = npk
                 break
-            h = off >> 2
-            snap = np.int64(w[h + H_SNAP])
-            st = np.int64(w[h + H_STATUS])
-            mac = off + np.int64(w[h + H_MAC] & 0xFFFF)
-            nxt = np.int64(w[h + H_NEXT])
+            h = addr + off
+            snap = np.int64(peek_u32(h + 4 * H_SNAP))
+            st = np.int64(peek_u32(h + 4 * H_STATUS))
+            mac = off + np.int64(peek_u32(h + 4 * H_MAC) & 0xFFFF)
+            nxt = np.int64(peek_u32(h + 4 * H_NEXT))
             k += 1
             off += nxt
             tagged = (st & TP_STATUS_VLAN_VALID) != 0
             ln = snap + 4 if tagged else snap
-            if snap < np.int64(w[h + H_LEN]) or ln > cap or mac + snap > bsz \
+            if snap < np.int64(peek_u32(h + 4 * H_LEN)) or ln > cap or mac + snap > bsz \
                     or snap < 14:
                 bad += 1  # truncated by the kernel, or too big for a pool buffer
                 continue
@@ -110,25 +113,23 @@ def pkt_rx_burst(ports, pool, p, now, out, maxn):
             if i < 0:
                 nobuf += 1
                 continue
-            d = pool.data[i]
+            dst = pbase + i * pstride
             if tagged:
                 # The kernel stripped the 802.1Q tag into metadata; put it back
                 # so the frame is what was on the wire.
+                d = pool.data[i]
                 tpid = np.int64(0x8100)
                 if (st & TP_STATUS_VLAN_TPID_VALID) != 0:
-                    tpid = np.int64(w[h + H_TPID] & 0xFFFF)
-                tci = np.int64(w[h + H_TCI] & 0xFFFF)
-                for j in range(12):
-                    d[j] = b[mac + j]
+                    tpid = np.int64(peek_u32(h + 4 * H_TPID) & 0xFFFF)
+                tci = np.int64(peek_u32(h + 4 * H_TCI) & 0xFFFF)
+                copy_bytes(dst, addr + mac, 12)
                 d[12] = np.uint8(tpid >> 8)
                 d[13] = np.uint8(tpid & 0xFF)
                 d[14] = np.uint8(tci >> 8)
                 d[15] = np.uint8(tci & 0xFF)
-                for j in range(12, snap):
-                    d[j + 4] = b[mac + j]
+                copy_bytes(dst + 16, addr + mac + 12, snap - 12)
             else:
-                for j in range(snap):
-                    d[j] = b[mac + j]
+                copy_bytes(dst, addr + mac, snap)
             pool.length[i] = ln
             pool.ts[i] = now
             pool.port[i] = p
@@ -137,7 +138,7 @@ def pkt_rx_burst(ports, pool, p, now, out, maxn):
             nbytes += ln
         if k < npk:
             break  # out of room in `out`; resume here next call
-        store_release_u32(w, B_STATUS, TP_STATUS_KERNEL)
+        store_release_u32_at(addr + 4 * B_STATUS, TP_STATUS_KERNEL)
         blk += 1
         if blk == nblk:
             blk = 0
@@ -157,7 +158,16 @@ def pkt_rx_burst(ports, pool, p, now, out, maxn):
     return n
 
 
-@nb.njit(cache=True)
+@hot
+def pkt_rx_pending(ports, p):
+    base = ports.regs[p, RX_BASE]
+    if base == 0:
+        return False
+    addr = base + ports.regs[p, RX_BLK] * ports.regs[p, RX_BSZ]
+    return (load_acquire_u32_at(addr + 4 * B_STATUS) & TP_STATUS_USER) != 0
+
+
+@hot
 def pkt_tx_burst(ports, pool, p, now, bufs, n):
     """Put frames bufs[:k] on the TX ring; returns k (stops when it is full).
     A frame the kernel would refuse (too short or long) is taken, freed and
@@ -172,6 +182,8 @@ def pkt_tx_burst(ports, pool, p, now, bufs, n):
     head = ports.regs[p, TX_HEAD]
     maxlen = ports.regs[p, TX_MAXLEN]
     maxvlan = ports.regs[p, TX_MAXVLAN]
+    pbase = pool.data.ctypes.data
+    pstride = pool.data.strides[0]
     taken = 0
     sent = 0
     nbytes = 0
@@ -189,18 +201,15 @@ def pkt_tx_burst(ports, pool, p, now, bufs, n):
             taken += 1
             continue
         addr = base + (head // fpb) * tbsz + (head % fpb) * fsz
-        w = u32_view(addr, HDR3 >> 2)
-        st = load_acquire_u32(w, H_STATUS)
+        st = load_acquire_u32_at(addr + 4 * H_STATUS)
         if st == TP_STATUS_WRONG_FORMAT:
             bad += 1  # the kernel refused what we put here last time
         elif st != TP_STATUS_AVAILABLE:
             break  # ring full: the kernel still owns the next slot
-        b = u8_view(addr + TX_DATA_OFF, ln)
-        for j in range(ln):
-            b[j] = d[j]
-        w[H_NEXT] = 0  # V3 TX has fixed slots; nonzero is rejected
-        w[H_LEN] = np.uint32(ln)
-        store_release_u32(w, H_STATUS, TP_STATUS_SEND_REQUEST)
+        copy_bytes(addr + TX_DATA_OFF, pbase + i * pstride, ln)
+        poke_u32(addr + 4 * H_NEXT, 0)  # V3 TX has fixed slots; nonzero is rejected
+        poke_u32(addr + 4 * H_LEN, ln)
+        store_release_u32_at(addr + 4 * H_STATUS, TP_STATUS_SEND_REQUEST)
         mbuf_free(pool, i)
         head += 1
         if head == nr:
@@ -217,7 +226,7 @@ def pkt_tx_burst(ports, pool, p, now, bufs, n):
     return taken
 
 
-@nb.njit(cache=True)
+@hot
 def pkt_service(ports, pool, p, now):
     """One sendto when flagged frames wait; nonzero only when it moved some.
     sendto returns the bytes it took; it may stop early (socket send buffer),

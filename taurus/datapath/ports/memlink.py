@@ -13,6 +13,7 @@ import numba as nb
 import numpy as np
 
 from ..mbuf import mbuf_alloc, mbuf_free, mbuf_put_bytes
+from ..wire.codec import hot
 from .common import INF, N_LIST, RX_BYTES, RX_PKTS, TX_BYTES, TX_PKTS
 
 PEER, DELAY, RATE, HEAD, TAIL, TX_END = range(6)
@@ -27,7 +28,7 @@ def memlink_connect(ports, a: int, b: int, delay_ns: int = 0, rate_bps: int = 0)
         ports.regs[x, RATE] = rate_bps
 
 
-@nb.njit(cache=True)
+@hot
 def mem_tx_burst(ports, pool, p, now, bufs, n):
     """Put up to n frames on the wire toward p's peer; returns how many fit."""
     q = ports.regs[p, PEER]
@@ -63,7 +64,7 @@ def mem_tx_burst(ports, pool, p, now, bufs, n):
     return sent
 
 
-@nb.njit(cache=True)
+@hot
 def mem_rx_burst(ports, pool, p, now, out, maxn):
     """Take up to maxn frames that have arrived at p by time now."""
     head = ports.regs[p, HEAD]
@@ -87,7 +88,14 @@ def mem_rx_burst(ports, pool, p, now, out, maxn):
     return n
 
 
-@nb.njit(cache=True)
+@hot
+def mem_rx_pending(ports, p, now):
+    """Has a frame arrived at p by `now` that nobody has taken yet?"""
+    head = ports.regs[p, HEAD]
+    return head < ports.regs[p, TAIL] and ports.lists[p, (head % CAP) * 2 + 1] <= now
+
+
+@hot
 def mem_next_event(ports, p, now):
     """The first arrival at p after `now` (INF if none).  Due times along one
     link never decrease, so a binary search finds it even when frames that

@@ -9,13 +9,15 @@ never lost or double-freed), busy ones are on the TX or completion ring.
 Ring indices are free-running u32 counters shared with the kernel; we keep
 our own copies in int64 registers and compare them modulo 2**32.  Our side
 publishes with store-release and reads the kernel's side with load-acquire.
+Rings are reached by address (lowlevel.peek/poke), never through array
+views, so the whole path compiles without reference counting (``hot``).
 """
-import numba as nb
 import numpy as np
 
-from ..lowlevel import (copy_bytes, errno, kick_tx, load_acquire_u32, store_release_u32,
-                        u32_view, u64_view, wake_rx)
+from ..lowlevel import (copy_bytes, errno, kick_tx, load_acquire_u32_at, peek_u32, peek_u64,
+                        poke_u32, poke_u64, store_release_u32_at, wake_rx)
 from ..mbuf import mbuf_alloc, mbuf_free
+from ..wire.codec import hot
 from .common import (RX_BYTES, RX_ERR, RX_NOBUF, RX_PKTS, RX_WAKEUPS, TX_BUSY, TX_BYTES,
                      TX_ERR, TX_KICKS, TX_PKTS)
 
@@ -44,21 +46,21 @@ are informational (set by the control plane)."""
 M32 = 0xFFFFFFFF
 RING_NEED_WAKEUP = 1  # XDP_RING_NEED_WAKEUP
 EAGAIN, EBUSY, ENOBUFS = 11, 16, 105
+DESC = 16  # struct xdp_desc: u64 addr, u32 len, u32 options
 
 
-@nb.njit(cache=True)
+@hot
 def xdp_prime(ports, p, n_rx, n_tx):
     """Give frames [0, n_rx) to the fill ring and stack [n_rx, n_rx+n_tx) as
     free TX frames.  Called once by the control plane after binding."""
     r = ports.regs[p]
     frame = r[FRAME]
-    fill = u64_view(r[FILL_DESC], r[FILL_MASK] + 1)
     tail = r[FILL_TAIL]
     for k in range(n_rx):
-        fill[tail & r[FILL_MASK]] = k * frame
+        poke_u64(r[FILL_DESC] + 8 * (tail & r[FILL_MASK]), k * frame)
         tail += 1
     r[FILL_TAIL] = tail & M32
-    store_release_u32(u32_view(r[FILL_PROD], 1), 0, tail)
+    store_release_u32_at(r[FILL_PROD], tail)
     r[FILL_POSTED] = n_rx
     for k in range(n_tx):
         ports.lists[p, k] = (n_rx + k) * frame
@@ -67,23 +69,22 @@ def xdp_prime(ports, p, n_rx, n_tx):
     r[N_RX] = n_rx
 
 
-@nb.njit(cache=True)
+@hot
 def xdp_rx_burst(ports, pool, p, now, out, maxn):
     r = ports.regs[p]
     if r[FD] < 0:
         return 0
     head = r[RX_HEAD]
-    prod = np.int64(load_acquire_u32(u32_view(r[RX_PROD], 1), 0))
+    prod = np.int64(load_acquire_u32_at(r[RX_PROD]))
     avail = (prod - head) & M32
     if avail == 0:
         return 0
     if avail > maxn:
         avail = maxn
     mask = r[RX_MASK]
-    desc64 = u64_view(r[RX_DESC], 2 * (mask + 1))
-    desc32 = u32_view(r[RX_DESC], 4 * (mask + 1))
+    rdesc = r[RX_DESC]
     fmask = r[FILL_MASK]
-    fill = u64_view(r[FILL_DESC], fmask + 1)
+    fdesc = r[FILL_DESC]
     umem = r[UMEM]
     chunk = ~(r[FRAME] - 1)
     cap = pool.data.shape[1]
@@ -95,9 +96,9 @@ def xdp_rx_burst(ports, pool, p, now, out, maxn):
     nobuf = 0
     err = 0
     for k in range(avail):
-        s = (head + k) & mask
-        a = np.int64(desc64[2 * s])
-        ln = np.int64(desc32[4 * s + 2])
+        d = rdesc + DESC * ((head + k) & mask)
+        a = np.int64(peek_u64(d))
+        ln = np.int64(peek_u32(d + 8))
         if ln > cap:
             err += 1
         else:
@@ -113,10 +114,10 @@ def xdp_rx_burst(ports, pool, p, now, out, maxn):
                 n += 1
                 nbytes += ln
         # The fill ring holds every RX frame, so it always has room.
-        fill[ftail & fmask] = a & chunk
+        poke_u64(fdesc + 8 * (ftail & fmask), a & chunk)
         ftail += 1
-    store_release_u32(u32_view(r[RX_CONS], 1), 0, head + avail)
-    store_release_u32(u32_view(r[FILL_PROD], 1), 0, ftail)
+    store_release_u32_at(r[RX_CONS], head + avail)
+    store_release_u32_at(r[FILL_PROD], ftail)
     r[RX_HEAD] = (head + avail) & M32
     r[FILL_TAIL] = ftail & M32
     r[FILL_POSTED] += avail
@@ -130,7 +131,13 @@ def xdp_rx_burst(ports, pool, p, now, out, maxn):
     return n
 
 
-@nb.njit(cache=True)
+@hot
+def xdp_rx_pending(ports, p):
+    r = ports.regs[p]
+    return r[FD] >= 0 and np.int64(load_acquire_u32_at(r[RX_PROD])) != r[RX_HEAD]
+
+
+@hot
 def xdp_tx_burst(ports, pool, p, now, bufs, n):
     r = ports.regs[p]
     if r[FD] < 0:
@@ -139,13 +146,12 @@ def xdp_tx_burst(ports, pool, p, now, bufs, n):
     tail = r[TX_TAIL]
     room = mask + 1 - ((tail - r[TX_SEEN]) & M32)
     if room < n:
-        seen = np.int64(load_acquire_u32(u32_view(r[TX_CONS], 1), 0))
+        seen = np.int64(load_acquire_u32_at(r[TX_CONS]))
         r[TX_SEEN] = seen
         room = mask + 1 - ((tail - seen) & M32)
     top = r[TX_FREE]
     frame = r[FRAME]
-    desc64 = u64_view(r[TX_DESC], 2 * (mask + 1))
-    desc32 = u32_view(r[TX_DESC], 4 * (mask + 1))
+    tdesc = r[TX_DESC]
     umem = r[UMEM]
     pbase = pool.data.ctypes.data
     pstride = pool.data.strides[0]
@@ -167,10 +173,10 @@ def xdp_tx_burst(ports, pool, p, now, bufs, n):
         top -= 1
         a = ports.lists[p, top]
         copy_bytes(umem + a, pbase + i * pstride, ln)
-        s = tail & mask
-        desc64[2 * s] = a
-        desc32[4 * s + 2] = ln
-        desc32[4 * s + 3] = 0
+        d = tdesc + DESC * (tail & mask)
+        poke_u64(d, a)
+        poke_u32(d + 8, ln)
+        poke_u32(d + 12, 0)
         tail += 1
         room -= 1
         mbuf_free(pool, i)
@@ -178,7 +184,7 @@ def xdp_tx_burst(ports, pool, p, now, bufs, n):
         nbytes += ln
         k += 1
     if sent:
-        store_release_u32(u32_view(r[TX_PROD], 1), 0, tail)
+        store_release_u32_at(r[TX_PROD], tail)
         r[TX_TAIL] = tail & M32
     r[TX_FREE] = top
     c = ports.cnt
@@ -189,7 +195,7 @@ def xdp_tx_burst(ports, pool, p, now, bufs, n):
     return k
 
 
-@nb.njit(cache=True)
+@hot
 def xdp_service(ports, pool, p, now):
     """Kick TX if descriptors wait, reap completions, wake RX if asked."""
     r = ports.regs[p]
@@ -200,10 +206,10 @@ def xdp_service(ports, pool, p, now):
     c = ports.cnt
     tail = r[TX_TAIL]
     if tail != r[TX_SEEN]:
-        seen = np.int64(load_acquire_u32(u32_view(r[TX_CONS], 1), 0))
+        seen = np.int64(load_acquire_u32_at(r[TX_CONS]))
         r[TX_SEEN] = seen
         if seen != tail and (r[NEED_WAKEUP] == 0 or
-                             u32_view(r[TX_FLAGS], 1)[0] & RING_NEED_WAKEUP):
+                             load_acquire_u32_at(r[TX_FLAGS]) & RING_NEED_WAKEUP):
             c[p, TX_KICKS] += 1
             if kick_tx(fd) >= 0:
                 work += 1
@@ -215,21 +221,22 @@ def xdp_service(ports, pool, p, now):
                     c[p, TX_ERR] += 1
     # Completions: sent frames come back to the free stack.
     head = r[COMP_HEAD]
-    prod = np.int64(load_acquire_u32(u32_view(r[COMP_PROD], 1), 0))
+    prod = np.int64(load_acquire_u32_at(r[COMP_PROD]))
     done = (prod - head) & M32
     if done:
         cmask = r[COMP_MASK]
-        comp = u64_view(r[COMP_DESC], cmask + 1)
+        cdesc = r[COMP_DESC]
         top = r[TX_FREE]
         for k in range(done):
-            ports.lists[p, top] = np.int64(comp[(head + k) & cmask])
+            ports.lists[p, top] = np.int64(peek_u64(cdesc + 8 * ((head + k) & cmask)))
             top += 1
         r[TX_FREE] = top
-        store_release_u32(u32_view(r[COMP_CONS], 1), 0, head + done)
+        store_release_u32_at(r[COMP_CONS], head + done)
         r[COMP_HEAD] = (head + done) & M32
         work += done
     # Zero-copy drivers may sleep until told the fill ring has frames again.
-    if r[FILL_POSTED] and r[NEED_WAKEUP] and u32_view(r[FILL_FLAGS], 1)[0] & RING_NEED_WAKEUP:
+    if r[FILL_POSTED] and r[NEED_WAKEUP] and \
+            load_acquire_u32_at(r[FILL_FLAGS]) & RING_NEED_WAKEUP:
         c[p, RX_WAKEUPS] += 1
         wake_rx(fd)
         r[FILL_POSTED] = 0
