@@ -30,7 +30,7 @@ from .nic_state import (C_DROP_BAD_TYPE, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRA
                         NR_PORT, TK_ACK, TK_PACE, TK_RTO, TK_SHIFT, FL_SCHED, SCH_IDLE,
                         NicState, make_nic_state)
 from .nic_sq import sq_poll
-from .nic_tx import flow_wake, rto_fire, tx_schedule
+from .nic_tx import flow_wake, rto_expired, tx_schedule
 
 __all__ = ["NicState", "make_nic_state", "nic_poll", "nic_timer"]
 
@@ -83,7 +83,7 @@ def nic_timer(E, d, timer, now):
         E.nic.fl[x, FL_SCHED] = SCH_IDLE
         flow_wake(E, x, now)
     elif kind == TK_RTO:
-        work = rto_fire(E, n, x, now)
+        work = rto_expired(E, n, x, timer, now)
     elif kind == TK_ACK:
         work = ack_timer(E, n, x, now)
     tx_flush(E, n, now)

@@ -53,13 +53,15 @@ NIC_COUNTERS = (
     "drop_parse", "drop_not_mine", "drop_wrong_pdc", "drop_psn_oor", "drop_bad_type",
     "drop_bad_ses", "drop_bad_offset", "drop_no_pdc", "drop_ack_oor",
     "retx_sack", "retx_nack", "rto_fire", "rto_fail", "cq_overflow", "pdc_open",
-    "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed")
+    "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
+    "rto_held")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
  C_DROP_BAD_SES, C_DROP_BAD_OFFSET, C_DROP_NO_PDC, C_DROP_ACK_OOR,
  C_RETX_SACK, C_RETX_NACK, C_RTO_FIRE, C_RTO_FAIL, C_CQ_OVERFLOW, C_PDC_OPEN,
- C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED) = range(32)
+ C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
+ C_RTO_HELD) = range(33)
 N_NCNT = 40
 
 # ---- per flow (fl) ----
@@ -68,7 +70,7 @@ N_NCNT = 40
  FL_SENT_OFF, FL_ACKED_OFF, FL_MQ_DONE, FL_MQ_TX, FL_MQ_TAIL, FL_NEXT_T, FL_SCHED,
  FL_RQ_NEXT, FL_T_PACE, FL_T_RTO, FL_SRTT, FL_RTTVAR, FL_RTO, FL_BACKOFF, FL_RETRIES,
  FL_CREDIT_USED, FL_USES_CREDIT, FL_MAX_INFL, FL_OOO_LAST, FL_MSG_OFF,
- FL_RWND, FL_WEND, FL_WBLOCK) = range(39)
+ FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD) = range(40)
 N_FL = 40
 FS_FREE, FS_ACTIVE, FS_FAILED = 0, 1, 2              # FL_STATE
 SCH_IDLE, SCH_QUEUED, SCH_TIMED = 0, 1, 2            # FL_SCHED
