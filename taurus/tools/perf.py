@@ -69,15 +69,18 @@ def main(args) -> int:
 
 
 # ---- server: the engine and the sink --------------------------------------
-def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20):
-    """A wall-clock engine with a host NIC on every host of topology t."""
+def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20,
+                 hosts=None):
+    """A wall-clock engine with a host NIC on every host of topology t (or
+    on `hosts` only: one engine per host, each in its own process, is a NIC
+    per host with its own CPU)."""
     from taurus.datapath.devices.nic_setup import DATA_HDR, add_nic, nic_reserve
     from taurus.datapath.engine import Engine
     from taurus.datapath.wire import spec as S
     eng = Engine(clock="wall", name=name, chunk_ms=2.0)
     try:
         nic_reserve(eng, max_flows=256, tx_bytes=256 << 20, rx_bytes=1 << 30)
-        for h in t.hosts:
+        for h in (hosts or t.hosts):
             itf = t.ifaces_of(h)[0]
             port = eng.add_port(h, itf.name, netns=t.ns_of(h), kind=port_kind,
                                 xdp=dict(steer="taurus"))
