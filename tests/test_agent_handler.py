@@ -174,5 +174,5 @@ def test_periods_at_flow_setup_and_probe_on_command():
         assert dp.cc.probe[2] == 0
         dp.push([record(2, C.EV_ACK, 2, (7, 1, 0))])
         a.step(20)
-        assert dp.cc.probe[2] == 1
+        assert dp.cc.probe[2] == 1 and dp.cc.ctl[C.CTL_PROBE_DOORBELL] == 1
         a.teardown()

@@ -107,3 +107,43 @@ def test_segments_and_probes_on_real_acks():
         assert (np.diff(psn) >= 0).all()                     # cumulative ACK PSNs, in order
         assert 0 < len(probes) <= len(cust) // 4 + 1         # one RTT sample in four
         assert cc.srtt[f] > 0
+
+
+def test_probe_packet_on_command_gives_an_idle_flow_an_rtt_sample():
+    """The agent's probe command (cc.probe + the doorbell) on an idle flow:
+    the engine sends a CONTROL PROBE at once, the receiver answers with an
+    ACK echoing its timestamp, and that RTT sample is reported."""
+    from taurus.datapath.devices.nic_setup import nic_counters
+    t = Topology("probe")
+    for h in ("h1", "h2"):
+        t.add_host(h)
+    t.add_link("h1", "h2", rate="10Gbit", delay="5us")
+    with Engine(clock="virtual", max_flows=16, max_nics=2) as eng:
+        fab = build_virtual(eng, t, host_factory=nic_host)
+        h1, h2 = fab["hosts"]["h1"], fab["hosts"]["h2"]
+        slot = int(eng.E.devs.regs[h1, 0])
+        cc = eng.cc
+        ring = cc.ring_of(slot)
+        f = add_flow(eng, h1, t.mac_of("h2"), t.ip_of("h2"))
+        g = add_flow(eng, h1, t.mac_of("h2"), t.ip_of("h2"))      # never sends
+        cc.event_mask[f] = cc.event_mask[g] = 1 << C.EV_RTT
+        cc.ctls[slot, C.CTL_PROBE_PKTS] = 1 << 40      # no samples by cadence
+        cc.ctls[slot, C.CTL_BATCH_BYTES] = 1
+        nic_post(eng, h1, f, bytes(4096))
+        eng.run_for(1_000_000)                          # delivered, ACKed, idle
+        ring.drain()
+        acks = nic_counters(eng, h2)["tx_ack"]
+        eng.run_for(1_000_000)
+        assert len(ring.drain()) == 0                   # an idle flow reports nothing
+        cc.probe[f] = cc.probe[g] = 1                   # what the agent does ...
+        cc.ctls[slot, C.CTL_PROBE_DOORBELL] += 1        # ... once per step
+        eng.run_for(1_000_000)
+        r = ring.drain()
+        rtt = r[r[:, C.EVENT] == C.EV_RTT]
+        assert len(rtt) == 1 and rtt[0, C.FLOW] == f
+        assert 10_000 <= rtt[0, C.V0] < 12_000          # 2 x 5 us plus serialization
+        c1, c2 = nic_counters(eng, h1), nic_counters(eng, h2)
+        assert (c1["tx_probe"], c2["rx_probe"], c2["tx_ack"]) == (1, 1, acks + 1)
+        assert c1["tx_retx"] == 0 and c1["rto_fire"] == 0
+        assert cc.probe[f] == 0                         # answered
+        assert cc.probe[g] == 1                         # no peer PDC yet: waits, not sent

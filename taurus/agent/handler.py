@@ -20,7 +20,7 @@ import numpy as np
 
 from taurus.cc_algorithms.base import (HANDLERS, Events, FlowContext, HostSample, class_periods,
                                        event_mask)
-from taurus.datapath.ccshm import CTL_DEFAULT_MASK, EV_CUSTOM, EV_HOST, FL_CC_ACTIVE, V0
+from taurus.datapath.ccshm import CTL_DEFAULT_MASK, CTL_PROBE_DOORBELL, EV_CUSTOM, EV_HOST, FL_CC_ACTIVE, V0
 
 from .filters import CLAMPED, FIELDS, REJECTED, UpdateFilter
 from .signals import CUSTOM_PARSERS, raw_bytes
@@ -175,7 +175,9 @@ class AlgorithmHandler:
 
     def _decide_and_write(self, insts, now_ns: int) -> None:
         """decide() per flow; each decision passes the filters, what is left
-        is stored (most are duplicates: nothing to store)."""
+        is stored (most are duplicates: nothing to store).  Probes asked for
+        are flagged per flow, then the engine is told once (the doorbell)."""
+        probes = 0
         for a in insts:
             try:
                 a.decide()
@@ -184,6 +186,7 @@ class AlgorithmHandler:
             if a._probe:
                 a._probe = False
                 self.cc.probe[a.flow] = 1
+                probes += 1
             r = a._result
             if r is not None:
                 a._result = None
@@ -192,6 +195,8 @@ class AlgorithmHandler:
                     self.fault(a, f"{FAULTS[kind]} {FIELDS[j]}")
                 if vals != NOTHING:
                     self.write(a.flow, vals, now_ns)
+        if probes:
+            self.cc.ctl[CTL_PROBE_DOORBELL] += 1
 
     def write(self, f: int, vals, now_ns: int) -> None:
         """Store the values that passed (None: keep), then the version."""

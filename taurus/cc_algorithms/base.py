@@ -215,8 +215,9 @@ class Algorithm:
                 r[i] = v
 
     def request_probe(self) -> None:
-        """Ask the engine to report this flow's next RTT sample at once,
-        whatever the probe cadence (paper §3.3: a probe on command)."""
+        """Ask for an RTT sample now (paper §3.3: a probe on command): the
+        engine sends this flow a probe packet at once, the receiver echoes
+        it, and that sample is reported whatever the probe cadence."""
         self._probe = True
 
     # ---- event handlers (bound ones must be overridden) ----

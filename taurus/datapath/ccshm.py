@@ -97,7 +97,7 @@ FL_NATIVE = 4           # the algorithm runs compiled in the engine (native mode
  CTL_HB_TIMEOUT_NS, CTL_FALLBACK_RATE, CTL_BACKPRESSURE, CTL_AGGREGATE, CTL_REPORTED,
  CTL_SIGNALS, CTL_RING_FULL, CTL_EVICTED, CTL_FALLBACKS, CTL_AGENT_PID,
  CTL_PROBE_CMD, CTL_DEFAULT_MASK, CTL_GAPS, CTL_MAX_NICS, CTL_CAPACITY,
- CTL_RTT_INIT_NS, CTL_PROBE_PKTS, CTL_PROBE_NS, CTL_SEG_SHORT) = range(24)
+ CTL_RTT_INIT_NS, CTL_PROBE_PKTS, CTL_PROBE_NS, CTL_SEG_SHORT, CTL_PROBE_DOORBELL) = range(25)
 N_CTL = 32
 MAGIC = 0x5441555243430001  # "TAURCC" v1
 """BATCH_BYTES / DEADLINE_NS: message-level aggregation (publish the pending
@@ -116,6 +116,8 @@ RTT_INIT_NS: the RTT an RTT-relative period assumes before the first sample.
 PROBE_PKTS / PROBE_NS: RTT probes reach the agent every PROBE_PKTS samples or
 PROBE_NS ns, whichever comes first (both 0: every sample); PROBE_CMD counts
 probes reported on the agent's command (the per-flow ``probe`` column).
+PROBE_DOORBELL: the agent adds 1 after setting ``probe`` of some flows; the
+NIC then sends each of them a probe packet at once (nic_tx.probe_commands).
 SEG_SHORT: custom segments that did not fit their packet (not reported)."""
 
 DEFAULTS = {CTL_BATCH_BYTES: 512, CTL_DEADLINE_NS: 10_000, CTL_HB_TIMEOUT_NS: 100_000_000,

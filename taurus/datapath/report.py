@@ -38,13 +38,15 @@ from .wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
 Report = namedtuple("Report", ["acc", "win_timer", "staged", "dl_timer", "hdr",
                                "rings", "ctls", "mask", "period", "owner",
                                "rate", "cwnd", "credit", "flags", "fallback",
-                               "srtt", "probe", "probe_n", "probe_t", "segs"])
+                               "srtt", "probe", "probe_n", "probe_t", "segs", "probe_seen"])
 """acc int64[F, N_EVENTS, A_W]: open aggregates; win_timer int32[F, 3]:
 window timer per (flow, class), -1 until first used; staged int64[K, 2]:
 messages staged per NIC and when the oldest was staged; dl_timer int32[K];
 hdr uint64[8] (a dummy ring header); fallback int64[K]: 1 while NIC k's
 agent is silent (ccguard.py); probe_n / probe_t int64[F]: RTT samples since,
-and time of, the last one reported; the rest are views on the CcShm."""
+and time of, the last one reported; probe_seen int64[K]: the last probe
+doorbell NIC k acted on (nic_tx.probe_commands); the rest are views on the
+CcShm."""
 
 A_COUNT, A_FIRST, A_LAST, A_V = 0, 1, 2, 3
 A_W = A_V + C.N_VALUES
@@ -78,7 +80,7 @@ def make_report_state(cc: "C.CcShm") -> Report:
                   rate=cc.rate, cwnd=cc.cwnd, credit=cc.credit, flags=cc.flags,
                   fallback=np.zeros(k, np.int64), srtt=cc.srtt, probe=cc.probe,
                   probe_n=np.zeros(f, np.int64), probe_t=np.full(f, -(1 << 62), np.int64),
-                  segs=cc.segs_all)
+                  segs=cc.segs_all, probe_seen=np.zeros(k, np.int64))
 
 
 @nb.njit(cache=True, inline="always")

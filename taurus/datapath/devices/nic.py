@@ -25,12 +25,12 @@ from ..wire.desc import D_IP_DST, D_PDS_TYPE, P_OK
 from ..wire.parse import parse_frame
 from .nic_ack import rx_ack, rx_nack
 from .nic_frame import tx_flush
-from .nic_rx import ack_timer, rx_data
+from .nic_rx import ack_timer, rx_control, rx_data
 from .nic_state import (C_DROP_BAD_TYPE, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRAMES, NR_IP,
                         NR_PORT, TK_ACK, TK_PACE, TK_RTO, TK_SHIFT, FL_SCHED, SCH_IDLE,
                         NicState, make_nic_state)
 from .nic_sq import sq_poll
-from .nic_tx import flow_wake, rto_expired, tx_schedule
+from .nic_tx import flow_wake, probe_commands, rto_expired, tx_schedule
 
 __all__ = ["NicState", "make_nic_state", "nic_poll", "nic_timer"]
 
@@ -54,6 +54,8 @@ def nic_rx_frame(E, n, i, now):
         rx_ack(E, n, i, now)
     elif t == S.T_NACK:
         rx_nack(E, n, i, now)
+    elif t == S.T_CONTROL:
+        rx_control(E, n, i, now)
     else:
         N.ncnt[n, C_DROP_BAD_TYPE] += 1
 
@@ -67,7 +69,7 @@ def nic_poll(E, d, now):
         i = E.burst[j]
         nic_rx_frame(E, n, i, now)
         mbuf_free(E.pool, i)
-    work = k + sq_poll(E, n, now) + tx_schedule(E, n, now)
+    work = k + sq_poll(E, n, now) + probe_commands(E, n, now) + tx_schedule(E, n, now)
     tx_flush(E, n, now)
     return work
 

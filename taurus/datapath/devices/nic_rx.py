@@ -24,11 +24,11 @@ from ..wire import spec as S
 from ..wire.codec import get_field, set_field, write_prologue
 from ..wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D_DPDCID,
                          D_IP_ECN, D_IP_SRC, D_PAYLOAD_LEN, D_PAYLOAD_OFF, D_PDS_FLAGS,
-                         D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
+                         D_PDS_NEXT, D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
 from .nic_frame import ECN_CE, PDS_OFF, frame_l2l4, frame_new, tx_emit
-from .nic_state import (C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
+from .nic_state import (C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
                         C_DROP_WRONG_PDC, C_PDC_OPEN, C_RX_CE, C_RX_DATA, C_RX_DUP, C_RX_OOO,
                         C_RX_TRIMMED, C_TX_ACK, C_TX_NACK, CQ_RX, M_NRP, NR_ACK_DELAY, NR_ACK_EVERY,
                         NR_CREDIT_WIN, NR_DEV, NR_INIT_CREDIT, RP_BUFCAP, RP_BUFOFF, RP_CC,
@@ -149,6 +149,27 @@ def send_nack(E, n, r, psn, code, vendor, payload, now):
     set_field(buf, PDS_OFF, S.NACK_NACK_PAYLOAD, payload & 0xFFFFFFFF)
     tx_emit(E, n, i, now)
     N.ncnt[n, C_TX_NACK] += 1
+
+
+@hot
+def rx_control(E, n, i, now):
+    """CONTROL: a probe request (nic_tx.send_probe) is answered at once by an
+    ACK echoing its timestamp; other control types are not this NIC's
+    business (counted as drop_bad_type)."""
+    N = E.nic
+    d = N.desc
+    if d[D_PDS_NEXT] != S.CTL_PROBE or d[D_PROBE_OFF] < 0 or d[D_PROBE_MODE] != S.PROBE_REQ:
+        N.ncnt[n, C_DROP_BAD_TYPE] += 1
+        return
+    r = _pdc_of(E, n, i, now)            # an open PDC of this peer, or dropped (counted)
+    if r == 0 or d[D_PDS_FLAGS] & S.F_SYN:
+        return
+    N.ncnt[n, C_RX_PROBE] += 1
+    rp = N.rp
+    rp[r, RP_TS] = d[D_PROBE_TS]
+    rp[r, RP_TSSEQ] = d[D_PROBE_SEQ]
+    rp[r, RP_HAS_TS] = 1
+    send_ack(E, n, r, now)
 
 
 @hot

@@ -54,14 +54,14 @@ NIC_COUNTERS = (
     "drop_bad_ses", "drop_bad_offset", "drop_no_pdc", "drop_ack_oor",
     "retx_sack", "retx_nack", "rto_fire", "rto_fail", "cq_overflow", "pdc_open",
     "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
-    "rto_held")
+    "rto_held", "tx_probe", "rx_probe")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
  C_DROP_BAD_SES, C_DROP_BAD_OFFSET, C_DROP_NO_PDC, C_DROP_ACK_OOR,
  C_RETX_SACK, C_RETX_NACK, C_RTO_FIRE, C_RTO_FAIL, C_CQ_OVERFLOW, C_PDC_OPEN,
  C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
- C_RTO_HELD) = range(33)
+ C_RTO_HELD, C_TX_PROBE, C_RX_PROBE) = range(35)
 N_NCNT = 40
 
 # ---- per flow (fl) ----

@@ -28,13 +28,14 @@ from ..ccnative import cc_native_rto
 import numpy as np
 
 from ..wheel import wheel_armed, wheel_cancel, wheel_schedule
+from ..ccshm import CTL_PROBE_DOORBELL
 from ..lowlevel import copy_bytes
 from ..ports.dispatch import port_rx_pending
 from ..wire import spec as S
 from ..wire.codec import set_field, write_prologue
 from .nic_frame import ECN_ECT0, PDS_OFF, frame_l2l4, frame_new, tx_emit
 from .nic_sigcall import signal_rto, signal_tx
-from .nic_state import (C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_RETX, CX_CREDIT, CX_CWND,
+from .nic_state import (C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROBE, C_TX_RETX, CX_CREDIT, CX_CWND,
                         CX_RATE, FL_BACKOFF, FL_INFL, FL_MAX_INFL, FL_MQ_TAIL, FL_MQ_TX,
                         FL_MSG_OFF, FL_NEXT_T, FL_NIC, FL_NLOST, FL_NXT, FL_PEER_IP,
                         FL_PEER_MAC, FL_ACKED_OFF, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
@@ -176,6 +177,58 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
     _ring_get(N.txbuf, N.fl[f, FL_TXOFF], N.fl[f, FL_TXCAP], off, buf, pay, ln)
     tx_emit(E, n, i, now)
     return total
+
+
+@hot
+def send_probe(E, n, f, now):
+    """An independent probe packet (seed 000 §3.3, "on software-initiated
+    commands"): a CONTROL PROBE with our timestamp; the receiver answers at
+    once with an ACK echoing it, so an RTT sample comes back even while the
+    flow has nothing to send.  Needs the receiver's PDC id (known from the
+    first ACK); returns 1 if sent."""
+    N = E.nic
+    if N.fl[f, FL_STATE] != FS_ACTIVE or N.fl[f, FL_RPDC] == 0:
+        return 0
+    q = PDS_OFF
+    pr = q + S.CONTROL_SIZE
+    total = pr + S.PROBE_SIZE
+    i = frame_new(E, n, total)
+    if i < 0:
+        return 0
+    frame_l2l4(E, n, i, N.fl[f, FL_PEER_MAC], N.fl[f, FL_PEER_IP], N.fl[f, FL_EV], ECN_ECT0,
+               total)
+    buf = E.pool.data[i]
+    write_prologue(buf, q, S.T_CONTROL, S.CTL_PROBE, S.F_TP)
+    set_field(buf, q, S.CONTROL_PSN, N.fl[f, FL_NXT] & 0xFFFFFFFF)
+    set_field(buf, q, S.CONTROL_SPDCID, f)
+    set_field(buf, q, S.CONTROL_DPDCID, N.fl[f, FL_RPDC])
+    set_field(buf, pr, S.PROBE_MODE, S.PROBE_REQ)
+    set_field(buf, pr, S.PROBE_TS, now & PROBE_TS_MASK)
+    set_field(buf, pr, S.PROBE_SEQ, N.fl[f, FL_NXT] & 0xFFFF)
+    tx_emit(E, n, i, now)
+    N.ncnt[n, C_TX_PROBE] += 1
+    return 1
+
+
+@hot
+def probe_commands(E, n, now):
+    """Probe packets the agent asked for: it sets cc.probe[flow] to 1 and
+    rings ctl[CTL_PROBE_DOORBELL].  On a new ring every flagged flow of NIC n
+    gets one probe packet and the flag becomes 2 (sent); report.report_rtt
+    clears it when the echoed sample goes to the agent.  A flow that cannot
+    be probed yet (no ACK seen) keeps 1 and waits for its next RTT sample."""
+    R = E.rep
+    bell = R.ctls[n, CTL_PROBE_DOORBELL]
+    if bell == R.probe_seen[n]:
+        return 0
+    R.probe_seen[n] = bell
+    N = E.nic
+    sent = 0
+    for f in range(1, N.fl.shape[0]):
+        if R.probe[f] == 1 and N.fl[f, FL_NIC] == n + 1 and send_probe(E, n, f, now):
+            R.probe[f] = 2
+            sent += 1
+    return sent
 
 
 @hot
