@@ -33,7 +33,8 @@ segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
    engine can use the columns directly as its per-flow state:
        rate (bit/s), cwnd (bytes), credit (bytes), flags, version, updated_ns;
    beside it, srtt (engine -> agent: the flow's smoothed RTT, ns) and probe
-   (agent -> engine: 1 = report the flow's next RTT sample at once).
+   (agent -> engine: 1 = probe now and report that RTT sample at once; the
+   engine sets 2 once the probe packet is out and 0 when it reported it).
    Each value is one aligned int64, so readers never see a torn value; the
    agent bumps ``version`` after writing a flow's row.  A rate or cwnd of 0
    means "no limit from CC" (the port's line rate and the receive window
