@@ -33,6 +33,7 @@ import numpy as np
 from taurus.tools.topo_cli import load_up
 
 ENGINE_PREFIX = "taurus-perf-"
+RTO_MIN_NS = 1_000_000
 
 
 def add_perf_parser(sub) -> None:
@@ -84,8 +85,10 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
             itf = t.ifaces_of(h)[0]
             port = eng.add_port(h, itf.name, netns=t.ns_of(h), kind=port_kind,
                                 xdp=dict(steer="taurus"))
+            # RTO floor 1 ms, not the NIC default 50 us: a peer that is a
+            # process on a shared CPU may not run for a millisecond or more.
             add_nic(eng, port, itf.mac, t.ip_of(h), mss=itf.link.mtu + S.ETH_SIZE - DATA_HDR,
-                    rx_buf_bytes=rx_ring, name=h)
+                    rx_buf_bytes=rx_ring, name=h, rto_min_ns=RTO_MIN_NS)
     except BaseException:
         eng.close()
         raise
