@@ -175,7 +175,9 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     """One (mode, N) run; returns a dict of measured figures."""
     from taurus.agent.config import parse
     from taurus.datapath import ccshm as C
-    from taurus.datapath.devices.nic_setup import add_flow, nic_delivered, nic_post, set_flow_mode
+    from taurus.datapath.devices.nic_app import WouldBlock
+    from taurus.datapath.devices.nic_setup import (add_flow, nic_delivered, nic_post,
+                                                   nic_take_delivered, set_flow_mode)
     from taurus.datapath.engine import Engine
     from taurus.tools.fabric import build_virtual, nic_host
     from taurus.tools.topology import parse_rate
@@ -183,8 +185,12 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     rate_bps = parse_rate(rate)
     line = parse_rate(access)
     total = duration_ns + warm_ns
-    # more than a flow can send (at most the NIC's 64 MiB send arena)
-    size = min(int(total * line / 8e9 / nflows) + (1 << 16), (56 << 20) // nflows)
+    # Virtual: more than a flow can send, posted once.  Wall: the run is far
+    # longer than the NIC's 64 MiB send arena lasts, so an app refills every
+    # send ring and consumes every receive ring between slices.
+    refill = clock == "wall"
+    size = max(1 << 20, (16 << 20) // nflows) if refill else \
+        min(int(total * line / 8e9 / nflows) + (1 << 16), (56 << 20) // nflows)
     eng = Engine(clock=clock, max_flows=64, max_nics=2)
     agent = None
     cfg_text = (f'[agent]\nalgorithm = "dctcp"\nmss = {mss}\nline_rate_bps = {line}\n'
@@ -209,10 +215,26 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
                          buf_bytes=size)
             set_flow_mode(eng, f, mode)
             flows.append(f)
-        for f in flows:
-            nic_post(eng, h1, f, np.zeros(size - 1, np.uint8).tobytes())
+        got = [0]
+        chunk = bytes(min(256 << 10, size // 2))
+
+        def app():
+            for f in flows:
+                try:
+                    while True:
+                        nic_post(eng, h1, f, chunk)
+                except WouldBlock:
+                    pass
+                got[0] += len(nic_take_delivered(eng, h2, t.ip_of("h1"), f))
+        if refill:
+            app()
+        else:
+            for f in flows:
+                nic_post(eng, h1, f, np.zeros(size - 1, np.uint8).tobytes())
 
         def delivered():
+            if refill:
+                return got[0]
             return sum(len(nic_delivered(eng, h2, t.ip_of("h1"), f)) for f in flows)
 
         def counters():
@@ -225,6 +247,8 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
         c0 = None
         while eng.now() - start < total:
             eng.run_until(eng.now() + slice_ns, stop_idle=False)
+            if refill:
+                app()
             if agent:
                 agent.step(eng.now())
             if c0 is None and eng.now() - start >= warm_ns:
