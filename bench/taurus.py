@@ -46,6 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 MODES = ("native", "agent", "per-event")
+SLEEP_US = [20, 200]         # the agent's adaptive sleep (--agent-sleep-us)
 
 
 def topology(rate, access="10Gbit", k="20KB"):
@@ -194,7 +195,7 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     eng = Engine(clock=clock, max_flows=64, max_nics=2)
     agent = None
     cfg_text = (f'[agent]\nalgorithm = "dctcp"\nmss = {mss}\nline_rate_bps = {line}\n'
-                'sleep_min_us = 20\nsleep_max_us = 200\n')
+                f'sleep_min_us = {SLEEP_US[0]}\nsleep_max_us = {SLEEP_US[1]}\n')
     try:
         fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, mss=mss,
                                                                      rx_buf_bytes=size))
@@ -289,9 +290,13 @@ def main(argv=None) -> int:
     ap.add_argument("--k", default="20KB", help="the bottleneck's ECN threshold")
     ap.add_argument("--step-us", type=float, default=100.0,
                     help="virtual clock: the agent's wake-up interval")
+    ap.add_argument("--agent-sleep-us", default="20,200", metavar="MIN,MAX",
+                    help="wall clock: the agent's adaptive sleep after work / when idle "
+                         "(its own defaults are 50,1000)")
     ap.add_argument("--json", help="write every run's figures here")
     a = ap.parse_args(argv)
     ns = [int(x) for x in a.flows.split(",")]
+    SLEEP_US[:] = [int(x) for x in a.agent_sleep_us.split(",")]
     if a.clock == "wall" and a.duration_ms < 200:
         a.duration_ms, a.warm_ms = 1000.0, 200.0       # wall: whole seconds, not ms
     rows = []
