@@ -9,6 +9,8 @@ flow running, and that flow's smoothed RTT beside the configured one.  On
 the wall clock every hop costs at least one loop iteration, so the RTT a
 flow sees is about (hops x iteration time) + the configured delays: a slow
 idle pass shows up directly as RTT, and through the window as goodput.
+The window (4 KB) is kept near the path's BDP so that the bottleneck queue
+adds at most window/rate (16 us) to the configured delays.
 Last line: `loop: X it/s idle, Y it/s busy, srtt Z us (configured W us)`.
 """
 import argparse
@@ -23,6 +25,8 @@ from taurus.datapath.devices.nic_setup import add_flow, flow_stats, nic_post
 from taurus.datapath.engine import ITERS, Engine
 from taurus.tools.fabric import build_virtual, nic_host
 from taurus.tools.topology import Topology  # noqa: E402
+
+WINDOW = 4000   # bytes
 
 
 def rate(eng, seconds):
@@ -45,15 +49,17 @@ def main():
     with Engine(clock="wall", max_flows=a.max_flows, max_nics=4) as eng:
         hosts = build_virtual(eng, t, host_factory=nic_host)["hosts"]
         idle = rate(eng, a.seconds)
-        f = add_flow(eng, hosts["h1"], t.mac_of("h2"), t.ip_of("h2"), cwnd_bytes=20_000)
+        f = add_flow(eng, hosts["h1"], t.mac_of("h2"), t.ip_of("h2"), cwnd_bytes=WINDOW)
         for _ in range(12):
             nic_post(eng, hosts["h1"], f, bytes(64 << 10))
         busy = rate(eng, a.seconds)
         st = flow_stats(eng, f)
     base = 2 * 2 * 2                      # us: two links, both ways
+    queue = WINDOW * 8 / 2e9 * 1e6        # us: at most the window queued at 2 Gbit/s
     print(f"idle loop: {idle:,.0f} it/s ({1e6 / idle:.1f} us per pass)")
     print(f"busy loop: {busy:,.0f} it/s; flow srtt {st['srtt'] / 1e3:.0f} us, "
           f"{st['acked']} bytes acked")
+    print(f"(a queue of at most the window adds <= {queue:.0f} us)")
     print(f"loop: {idle:,.0f} it/s idle, {busy:,.0f} it/s busy, srtt {st['srtt'] / 1e3:.0f} us "
           f"(configured {base} us)")
 
