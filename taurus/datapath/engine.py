@@ -145,6 +145,23 @@ def _layout(max_ports: int):
     return hdr, ctl, cnt, names, kinds, size
 
 
+_frozen = False
+
+
+def _freeze_compiler_objects() -> None:
+    """The compiler leaves ~10^6 long-lived objects behind; a full garbage
+    collection walks them all (~0.1 s), and apps between run chunks allocate
+    enough to trigger one every second or so: 17% of a wall-clock run's CPU.
+    They are never garbage, so after the first engine's compile they leave
+    the collector's view.  Once per process, after a collection, so that no
+    garbage of the moment (a closed engine's arrays) is frozen with them."""
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.collect()
+        gc.freeze()
+
+
 class Engine:
     """Build an engine from Python, then run it.
 
@@ -199,12 +216,7 @@ class Engine:
             # Compile (or load from cache) the loop now, before any port is
             # open: a socket that is not polled while the JIT runs overflows.
             engine_run(self.E, now, 0)
-            # The compiler leaves ~10^6 long-lived objects behind; a full
-            # garbage collection walks them all (~0.1 s), and apps between
-            # run chunks allocate enough to trigger one every second or so:
-            # 17% of a wall-clock run's CPU.  They are never garbage, so
-            # take them out of the collector's view.
-            gc.freeze()
+            _freeze_compiler_objects()
         except BaseException:
             if self.cc is not None:
                 self.cc.close()
