@@ -83,3 +83,30 @@ def test_an_app_in_another_process_sends_and_receives():
         assert out.startswith("ok")
         assert nic_counters(eng, d1)["sq_bad"] == 0
     assert not os.path.exists(f"/dev/shm/{eng.name}-nic")
+
+
+def test_duplex_request_response_beside_one_way_streams():
+    """connect/accept(duplex=True): requests one way, responses back on the
+    reverse flow the acceptor opened; one-way streams in both directions
+    beside it are left for plain accept()."""
+    eng, d1, d2 = _engine("virtual")
+    with eng:
+        c = connect(eng, "h1", IP2, duplex=True)
+        plain = connect(eng, "h1", IP2)
+        other = connect(eng, "h2", IP1)          # h2 -> h1, not a reverse stream
+        c.send(b"ping 0")
+        plain.send(b"one way")
+        other.send(b"unrelated")
+        s = listen(eng, IP2).accept(timeout=5, duplex=True)
+        assert s.peer == IP1 and s.recv() == b"ping 0"
+        s.send(b"pong 0")
+        assert c.recv(timeout=5) == b"pong 0"   # paired with s's flow, not `other`
+        for k in range(1, 5):
+            req, resp = payload(100 * k, k), payload(50_000 * k, 10 + k)
+            c.send(req)
+            assert s.recv(timeout=5) == req
+            s.send(resp)
+            assert c.recv(timeout=5) == resp
+        assert listen(eng, IP2).accept(timeout=5).recv(timeout=5) == b"one way"   # (same endpoints:
+        assert listen(eng, "h1").accept(timeout=5).recv(timeout=5) == b"unrelated"  # one app per NIC)
+        assert nic_counters(eng, d1)["sq_bad"] == 0 and nic_counters(eng, d2)["sq_bad"] == 0

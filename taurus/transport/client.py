@@ -11,13 +11,19 @@ waiting then runs the engine instead of sleeping).
 
 A Conn is one direction of a connection: ``connect`` gives the sending end
 (one flow = one PDC + CCC at the host's NIC), ``accept`` the receiving end
-(the peer's PDC here).  A duplex exchange is two connections.  One app per
-host NIC consumes its completion queue (an Endpoint per NIC per process).
+(the peer's PDC here).  ``duplex=True`` on both sides gives a Duplex that
+sends and receives (request/response): the accepting side opens the
+reverse flow and names, in its first message (HELLO), the flow it answers;
+the connecting side pairs that stream with its flow on its first recv()
+(until then a plain accept() on the connecting host could take it).
+One app per host NIC consumes its completion queue (an Endpoint per NIC
+per process).
 Times are the engine clock: CLOCK_MONOTONIC ns under the wall clock.
 """
 import fcntl
 import ipaddress
 import os
+import struct
 import time
 from collections import deque
 
@@ -33,7 +39,8 @@ from ..datapath.devices.nic_state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX,
                                           RP_PEER_IP, RP_PEER_PDC, RQ_ASKED, RQ_DONE, RQ_FAILED,
                                           RQ_FREE)
 
-__all__ = ["Conn", "Endpoint", "WouldBlock", "connect", "listen"]
+__all__ = ["Conn", "Duplex", "Endpoint", "WouldBlock", "connect", "listen"]
+HELLO = b"TDPX"          # + the connecting side's flow id (u32): a reverse stream's first message
 
 
 class Endpoint:
@@ -88,8 +95,13 @@ class Endpoint:
         return len(recs)
 
     # ---- connections ------------------------------------------------------
-    def connect(self, peer, timeout: float = 10.0) -> "Conn":
-        """A sending Conn from this NIC to peer (IPv4 address)."""
+    def connect(self, peer, timeout: float = 10.0, duplex: bool = False):
+        """A sending Conn from this NIC to peer (IPv4 address); with duplex,
+        a Duplex whose receiving half the peer's ``accept(duplex=True)`` opens."""
+        c = self._connect(peer, timeout)
+        return Duplex(c, None, peer=str(ipaddress.IPv4Address(peer))) if duplex else c
+
+    def _connect(self, peer, timeout: float) -> "Conn":
         ip = int(ipaddress.IPv4Address(peer))
         lock = open(self._lockpath, "rb") if self._lockpath else None
         try:
@@ -146,8 +158,36 @@ class Endpoint:
                 out.append(c)
         return out
 
-    def accept(self, timeout: float | None = None) -> "Conn":
-        """The receiving end of the next connection that reached this NIC."""
+    def accept(self, timeout: float | None = None, duplex: bool = False):
+        """The receiving end of the next connection that reached this NIC;
+        with duplex, a Duplex: the reverse flow is opened and announced here."""
+        rx = self._accept(timeout)
+        if not duplex:
+            return rx
+        ip, flow = rx.peer
+        tx = self._connect(ip, 10.0 if timeout is None else timeout)
+        tx.send(HELLO + struct.pack(">I", flow))
+        return Duplex(tx, rx, peer=ip)
+
+    def _reverse_of(self, peer_ip: str, flow: int, timeout: float | None) -> "Conn":
+        """The incoming stream from peer_ip whose HELLO names our flow; other
+        incoming streams stay for accept()."""
+        want = HELLO + struct.pack(">I", flow)
+        t_end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._discover()
+            for r in list(self._new):
+                c = self._rx.get(r) or self._pending_rx(r)
+                if c.peer[0] == peer_ip and c.peek() == want:
+                    self._new.remove(r)
+                    c._accepted = True
+                    c.recv()                 # the HELLO itself
+                    return c
+            if t_end is not None and time.monotonic() > t_end:
+                raise TimeoutError(f"no reverse stream from {peer_ip}")
+            self.wait()
+
+    def _accept(self, timeout: float | None = None) -> "Conn":
         t_end = None if timeout is None else time.monotonic() + timeout
         while True:
             self._discover()
@@ -266,6 +306,14 @@ class Conn:
             return msg
         return None
 
+    def peek(self):
+        """The next whole message without taking it, or None."""
+        self.ep.poll()
+        self._pull()
+        if self._ends and self._ends[0][1] <= self.read:
+            return bytes(self._buf[:self._ends[0][1] - self._start])
+        return None
+
     def recv(self, timeout: float | None = None) -> bytes:
         """The next message, in order and intact (waits for it)."""
         t_end = None if timeout is None else time.monotonic() + timeout
@@ -288,6 +336,34 @@ class Conn:
         return n
 
 
+class Duplex:
+    """Both directions of a connection: ``tx`` (our flow) and ``rx`` (the
+    peer's stream to us; on the connecting side found on the first recv)."""
+
+    def __init__(self, tx: Conn, rx: Conn | None, peer: str):
+        self.tx, self._rx, self.peer = tx, rx, peer
+
+    @property
+    def rx(self) -> Conn:
+        if self._rx is None:
+            self._rx = self.tx.ep._reverse_of(self.peer, self.tx.flow, None)
+        return self._rx
+
+    def send(self, data, timeout: float | None = None) -> int:
+        return self.tx.send(data, timeout)
+
+    def try_send(self, data) -> int:
+        return self.tx.try_send(data)
+
+    def recv(self, timeout: float | None = None) -> bytes:
+        if self._rx is None:
+            self._rx = self.tx.ep._reverse_of(self.peer, self.tx.flow, timeout)
+        return self._rx.recv(timeout)
+
+    def completions(self):
+        return self.tx.completions()
+
+
 _endpoints: dict = {}
 
 
@@ -301,6 +377,7 @@ def listen(engine, host) -> Endpoint:
     return ep
 
 
-def connect(engine, host, peer) -> Conn:
-    """A sending connection from `host`'s NIC to `peer` (IPv4)."""
-    return listen(engine, host).connect(peer)
+def connect(engine, host, peer, duplex: bool = False):
+    """A sending connection from `host`'s NIC to `peer` (IPv4); with duplex,
+    both directions (the peer accepts with ``accept(duplex=True)``)."""
+    return listen(engine, host).connect(peer, duplex=duplex)
