@@ -18,13 +18,14 @@ import itertools
 import logging
 import os
 import signal
+import time
 from collections import namedtuple
 
 import numba as nb
 import numpy as np
 
 from .byref import byref
-from .clock import clock_advance_to, clock_is_virtual, clock_now, make_clock
+from .clock import WALL, clock_advance_to, clock_is_virtual, clock_now, clock_resync, make_clock
 from .devices.dispatch import device_poll, device_timer
 from .devices import pktgen
 from .devices.nic import make_nic_state
@@ -180,6 +181,7 @@ class Engine:
         if not self.name.startswith("taurus-"):
             self.name = "taurus-" + self.name
         self.clk = make_clock(clock)
+        self._next_sync = 0         # wall clock: next TSC resync (CLOCK_MONOTONIC ns)
         self.chunk_ns = int(chunk_ms * 1e6)
         self.max_ports = max_ports
         self._handles = []          # open sockets etc., closed in reverse order
@@ -346,6 +348,9 @@ class Engine:
         try:
             while True:
                 r = engine_run(self.E, int(until_ns), self.chunk_ns)
+                if self.clk.i[0] == WALL and time.monotonic_ns() >= self._next_sync:
+                    self._next_sync = time.monotonic_ns() + 1_000_000_000
+                    clock_resync(self.clk)
                 if r == R_IDLE and not stop_idle:
                     clock_advance_to(self.clk, int(until_ns))
                     return REASONS[R_UNTIL]
