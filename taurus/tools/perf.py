@@ -160,8 +160,9 @@ class Stream:
 
     def reap(self) -> None:
         # Timed on this process's clock when the completion is seen (within a
-        # poll interval, ~60 us): the engine's TSC-derived stamps can sit a
-        # millisecond off time.monotonic_ns() in another process.
+        # poll interval, ~60 us): what the app experiences.  (The engine's
+        # own stamps agree with time.monotonic_ns() to about a microsecond
+        # once its clock has resynced, a second into the run: clock.py.)
         seen = time.monotonic_ns()
         for mid, _end, _t in self.c.completions():
             t0 = self.posted_at.pop(mid, None)
