@@ -8,6 +8,7 @@ with aggregation off, CCP-like) -- for N in 1, 2, 4, 8, 16, 32.
     python bench/taurus.py                      # virtual time (default)
     python bench/taurus.py --flows 1,32 --duration-ms 5
     python bench/taurus.py --clock wall         # wall clock, agent in its own process
+    sudo python bench/taurus.py --clock wall --ports af_xdp   # ... and real packets
 
     h1 --10 Gbit/s-- s1 --bottleneck (2 Gbit/s, ECN K = 20 KB)-- h2
 
@@ -24,7 +25,9 @@ CPU as a fraction of one core:
   time, i.e. the share of a core it would need to keep up in real time
   (the median of three replays of the recorded steps, see InProcessAgent).
 - ``--clock wall``: the engine runs on the wall clock over in-memory links
-  in this process and the agent is `taurus agent run` in its own process;
+  (``--ports af_xdp|af_packet``: over veths between namespaces, every host
+  and switch port a real socket, fabric.build_netns) in this process and
+  the agent is `taurus agent run` in its own process;
   CPU = utime + stime from /proc/<pid>/stat over the measured window.
 Both clocks share one code path (run_one); only the agent driver differs.
 Also printed: the agent's CPU per wake-up (us/step, virtual clock) and per
@@ -49,9 +52,9 @@ MODES = ("native", "agent", "per-event")
 SLEEP_US = [20, 200]         # the agent's adaptive sleep (--agent-sleep-us)
 
 
-def topology(rate, access="10Gbit", k="20KB"):
+def topology(rate, access="10Gbit", k="20KB", prefix=None):
     from taurus.tools.topology import Topology
-    t = Topology("tbench")
+    t = Topology("tbench", prefix=prefix) if prefix else Topology("tbench")
     t.add_host("h1")
     t.add_host("h2")
     t.add_switch("s1")
@@ -172,7 +175,7 @@ class ProcessAgent:
 
 
 def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000_000,
-            rate="2Gbit", step_ns=100_000, mss=1024, access="10Gbit", k="20KB"):
+            rate="2Gbit", step_ns=100_000, mss=1024, access="10Gbit", k="20KB", ports="mem"):
     """One (mode, N) run; returns a dict of measured figures."""
     from taurus.agent.config import parse
     from taurus.datapath import ccshm as C
@@ -180,9 +183,14 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     from taurus.datapath.devices.nic_setup import (add_flow, nic_delivered, nic_post,
                                                    nic_take_delivered, set_flow_mode)
     from taurus.datapath.engine import Engine
-    from taurus.tools.fabric import build_virtual, nic_host
+    from taurus.tools import netns
+    from taurus.tools.fabric import build_netns, build_virtual, netns_nic_host, nic_host
+    from taurus.tools.perf import RTO_MIN_NS
     from taurus.tools.topology import parse_rate
-    t = topology(rate, access, k)
+    real = ports != "mem"
+    if real and clock != "wall":
+        raise ValueError("real ports need --clock wall")
+    t = topology(rate, access, k, prefix=f"taurus-bench-{os.getpid()}-" if real else None)
     rate_bps = parse_rate(rate)
     line = parse_rate(access)
     total = duration_ns + warm_ns
@@ -197,8 +205,13 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     cfg_text = (f'[agent]\nalgorithm = "dctcp"\nmss = {mss}\nline_rate_bps = {line}\n'
                 f'sleep_min_us = {SLEEP_US[0]}\nsleep_max_us = {SLEEP_US[1]}\n')
     try:
-        fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, mss=mss,
-                                                                     rx_buf_bytes=size))
+        if real:
+            t.up()
+            fab = build_netns(eng, t, port_kind=ports, host_factory=lambda *a: netns_nic_host(
+                *a, mss=mss, rx_buf_bytes=size, rto_min_ns=RTO_MIN_NS))
+        else:
+            fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, mss=mss,
+                                                                         rx_buf_bytes=size))
         h1, h2 = fab["hosts"]["h1"], fab["hosts"]["h2"]
         slot = int(eng.E.devs.regs[h1, 0])
         if mode != "native":
@@ -276,6 +289,10 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
         if agent:
             agent.close()
         eng.close()
+        if real:
+            t.down()
+            for ns in netns.list_ns(t.prefix):
+                netns.remove_ns(ns)
 
 
 def main(argv=None) -> int:
@@ -290,6 +307,8 @@ def main(argv=None) -> int:
     ap.add_argument("--k", default="20KB", help="the bottleneck's ECN threshold")
     ap.add_argument("--step-us", type=float, default=100.0,
                     help="virtual clock: the agent's wake-up interval")
+    ap.add_argument("--ports", default="mem", choices=("mem", "af_xdp", "af_packet"),
+                    help="wall clock: memory links, or real packets over veths (root)")
     ap.add_argument("--agent-sleep-us", default="20,200", metavar="MIN,MAX",
                     help="wall clock: the agent's adaptive sleep after work / when idle "
                          "(its own defaults are 50,1000)")
@@ -305,7 +324,7 @@ def main(argv=None) -> int:
     for n in ns:
         for mode in MODES:
             r = run_one(mode, n, a.clock, int(a.duration_ms * 1e6), int(a.warm_ms * 1e6), a.rate,
-                        step_ns=int(a.step_us * 1000), access=a.access, k=a.k)
+                        step_ns=int(a.step_us * 1000), access=a.access, k=a.k, ports=a.ports)
             rows.append(r)
             tot = r["updates_written"] + r["updates_filtered"]
             filt = f"{r['updates_filtered'] / tot:.1%}" if tot else "-"

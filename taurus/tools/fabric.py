@@ -14,6 +14,10 @@
   everything else.  Each host end goes to `host_factory(eng, topo, host,
   port)` (default: left as an open end for inject/collect); a host NIC
   device plugs in there.
+- `build_netns(eng, topo)`: attach_switches plus each host's interface as an
+  engine port in the host's namespace, given to `host_factory` the same way
+  (`netns_nic_host`: the transport NIC), so one engine carries hosts and
+  fabric over real packets.
 
 Per-port features come from the topology (switch table, overridden by the
 link's; switch_config.py documents them).
@@ -92,6 +96,33 @@ def build_virtual(eng: Engine, topo: Topology, host_factory=open_end,
     for h in topo.hosts:
         hosts[h] = host_factory(eng, topo, h, ports[topo.ifaces_of(h)[0].name])
     return {"switches": switches, "ports": ports, "hosts": hosts}
+
+
+def build_netns(eng: Engine, topo: Topology, host_factory=open_end, port_kind: str = "auto",
+                **state_opts) -> dict:
+    """Build `topo` on its namespaces (``topo.up()`` first): every switch
+    port and each host's interface opened as an engine port in its
+    namespace (real packets over the veths); returns {"switch_ports":
+    {switch: [ports]}, "ports": {iface: engine port}, "hosts": {host:
+    host_factory result}}.  Host factories for real ports: open_end,
+    netns_nic_host."""
+    placed = attach_switches(eng, topo, port_kind=port_kind, **state_opts)
+    ports = {eng._port_names[p]: p for ps in placed.values() for p in ps}
+    hosts = {}
+    for h in topo.hosts:
+        i = topo.ifaces_of(h)[0]
+        ports[i.name] = p = eng.add_port(i.name, i.name, netns=topo.ns_of(h), kind=port_kind)
+        hosts[h] = host_factory(eng, topo, h, p)
+    return {"switch_ports": placed, "ports": ports, "hosts": hosts}
+
+
+def netns_nic_host(eng, topo, host, port, mss: int = 1024, **nic_opts):
+    """A host factory for build_netns: the transport NIC on the host's real
+    port, pacing at its link's rate (a veth has none of its own)."""
+    from taurus.datapath.devices.nic_setup import add_nic
+    lk = topo.ifaces_of(host)[0].link
+    return add_nic(eng, port, topo.mac_of(host), topo.ip_of(host),
+                   line_rate_bps=lk.rate or 0, mss=mss, **nic_opts)
 
 
 def _mac_shim(eng, topo, host, port, buffer):
