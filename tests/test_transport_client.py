@@ -107,6 +107,15 @@ def test_duplex_request_response_beside_one_way_streams():
             assert s.recv(timeout=5) == req
             s.send(resp)
             assert c.recv(timeout=5) == resp
+        for k in range(50):                       # non-blocking receive on the duplex
+            c.send(bytes([k]) * 2000)
+            s.send(s.recv(timeout=5))              # the acceptor echoes
+            for _ in range(100):
+                r = c.try_recv()
+                if r is not None:
+                    break
+                eng.run_for(20_000)
+            assert r == bytes([k]) * 2000
         assert listen(eng, IP2).accept(timeout=5).recv(timeout=5) == b"one way"   # (same endpoints:
         assert listen(eng, "h1").accept(timeout=5).recv(timeout=5) == b"unrelated"  # one app per NIC)
         assert nic_counters(eng, d1)["sq_bad"] == 0 and nic_counters(eng, d2)["sq_bad"] == 0

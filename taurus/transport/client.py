@@ -162,10 +162,13 @@ class Endpoint:
         """The receiving end of the next connection that reached this NIC;
         with duplex, a Duplex: the reverse flow is opened and announced here."""
         rx = self._accept(timeout)
-        if not duplex:
-            return rx
+        return self.answer(rx, 10.0 if timeout is None else timeout) if duplex else rx
+
+    def answer(self, rx: "Conn", timeout: float = 10.0) -> "Duplex":
+        """Make an accepted receiving Conn duplex: open the reverse flow and
+        announce it with the HELLO naming the flow it answers."""
         ip, flow = rx.peer
-        tx = self._connect(ip, 10.0 if timeout is None else timeout)
+        tx = self._connect(ip, timeout)
         tx.send(HELLO + struct.pack(">I", flow))
         return Duplex(tx, rx, peer=ip)
 
@@ -359,6 +362,15 @@ class Duplex:
         if self._rx is None:
             self._rx = self.tx.ep._reverse_of(self.peer, self.tx.flow, timeout)
         return self._rx.recv(timeout)
+
+    def try_recv(self):
+        """The next message, or None (also while the reverse stream is not there yet)."""
+        if self._rx is None:
+            try:
+                self._rx = self.tx.ep._reverse_of(self.peer, self.tx.flow, 0)
+            except TimeoutError:
+                return None
+        return self._rx.try_recv()
 
     def completions(self):
         return self.tx.completions()
