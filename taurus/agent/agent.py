@@ -7,7 +7,6 @@ busy poll; no sleep while a full batch suggests more is waiting) until
 SIGINT/SIGTERM, then tears down: algorithms, host actions (cgroups it
 created), the stats file; after that it writes nothing to shared memory.
 """
-import gc
 import json
 import logging
 import os
@@ -91,11 +90,6 @@ class Agent:
         sleep = lo
         try:
             self.start()
-            # Everything imported and set up so far lives as long as the
-            # process: keep it out of the garbage collector's full passes
-            # (on the Numba/numpy heap each one walks ~10^6 objects).
-            gc.collect()
-            gc.freeze()
             while not self.stopping:
                 n = self.step()
                 now = time.monotonic_ns()
