@@ -87,11 +87,9 @@ class Endpoint:
             if kind == CQ_TX and ident in self._tx:
                 self._tx[ident]._done.append(item)
             elif kind == CQ_RX:
-                c = self._rx.get(ident)
-                if c is None:
+                if ident not in self._rx:
                     self._discover()
-                    c = self._rx.get(ident) or self._pending_rx(ident)
-                c._ends.append(item)
+                self._pending_rx(ident)._ends.append(item)
         return len(recs)
 
     # ---- connections ------------------------------------------------------
@@ -142,20 +140,27 @@ class Endpoint:
                 self._new.append(r)
 
     def _pending_rx(self, r) -> "Conn":
-        c = Conn(self, None, r)
-        self._rx[r] = c
+        """The receiving Conn of rx PDC r (made on first sight)."""
+        c = self._rx.get(r)
+        if c is None:
+            c = self._rx[r] = Conn(self, None, r)
         return c
+
+    def _next_new(self) -> "Conn | None":
+        """The next arrived connection nobody has accepted yet, or None."""
+        self._discover()
+        while self._new:
+            c = self._pending_rx(self._new.popleft())
+            if not c._accepted:
+                c._accepted = True
+                return c
+        return None
 
     def accept_ready(self) -> list["Conn"]:
         """The receiving ends of every connection arrived so far, not waiting."""
         out = []
-        self._discover()
-        while self._new:
-            r = self._new.popleft()
-            c = self._rx.get(r) or self._pending_rx(r)
-            if not c._accepted:
-                c._accepted = True
-                out.append(c)
+        while (c := self._next_new()) is not None:
+            out.append(c)
         return out
 
     def accept(self, timeout: float | None = None, duplex: bool = False):
@@ -180,7 +185,7 @@ class Endpoint:
         while True:
             self._discover()
             for r in list(self._new):
-                c = self._rx.get(r) or self._pending_rx(r)
+                c = self._pending_rx(r)
                 if c.peer[0] == peer_ip and c.peek() == want:
                     self._new.remove(r)
                     c._accepted = True
@@ -193,13 +198,9 @@ class Endpoint:
     def _accept(self, timeout: float | None = None) -> "Conn":
         t_end = None if timeout is None else time.monotonic() + timeout
         while True:
-            self._discover()
-            while self._new:
-                r = self._new.popleft()
-                c = self._rx.get(r) or self._pending_rx(r)
-                if not c._accepted:
-                    c._accepted = True
-                    return c
+            c = self._next_new()
+            if c is not None:
+                return c
             if t_end is not None and time.monotonic() > t_end:
                 raise TimeoutError("no connection")
             self.wait()
