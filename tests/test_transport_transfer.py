@@ -123,6 +123,61 @@ def test_line_rate_shared_fairly_between_paced_flows():
         assert b * 8 <= 10 * G * 200_000 / 1e9 + 1200 * 8   # + the frame sent at t=0
 
 
+def test_late_peer_costs_one_retransmission_per_timeout():
+    """Frames delayed past the RTO (a peer process that did not run): each
+    timeout resends one packet, and the first ACK after it, acknowledging
+    packets that were never resent, ends the episode (F-RTO): the window in
+    flight is not sent twice."""
+    from taurus.datapath.ports import memlink
+    eng, d1, d2, _ = two_hosts(rate=10 * G, delay=1000)
+    with eng:
+        f = add_flow(eng, d1, MAC2, IP2, cwnd_bytes=64_000)
+        data = payload(1_000_000, 5)
+        nic_post(eng, d1, f, data)
+        eng.run_for(300_000)                            # srtt known, window full
+        a = eng.port_index("h1")
+        eng.E.ports.regs[a, memlink.DELAY] = 400_000     # the next frames are late
+        eng.run_for(60_000)
+        eng.E.ports.regs[a, memlink.DELAY] = 1000
+        eng.run_for(10**8)
+        assert flow_done(eng, f) and nic_delivered(eng, d2, IP1, f) == data
+        c1, c2 = nic_counters(eng, d1), nic_counters(eng, d2)
+        assert c1["rto_fire"] >= 2                      # the delay spanned timeouts
+        assert c1["tx_retx"] == c1["rto_fire"] == c2["rx_dup"]
+        assert c1["retx_sack"] == c1["retx_nack"] == 0
+
+
+@pytest.mark.parametrize("more_to_send", [True, False])
+def test_packets_lost_in_an_outage_are_resent_after_one_probe(more_to_send):
+    """Everything in flight is lost (both directions down for a while).  Once
+    the link is back, one timeout's probe is enough: with more data to send,
+    the packets sent after it are SACKed, which shows the holes; at the end
+    of the data, the ACK of the probe alone says the rest is lost (F-RTO).
+    Either way the rest is resent at once, not one packet per timeout."""
+    from taurus.datapath.devices import impair
+    eng, d1, d2, di = two_hosts(rate=10 * G, delay=1000, impair=dict(seed=3))
+    with eng:
+        f = add_flow(eng, d1, MAC2, IP2, cwnd_bytes=64_000)
+        first, last = payload(600_000 if more_to_send else 100_000, 6), payload(40_000, 7)
+        nic_post(eng, d1, f, first)
+        eng.run_for(300_000)
+        regs = eng.E.devs.regs[di]
+        regs[impair.LOSS] = impair.P_ONE                # outage, longer than the
+        if not more_to_send:                            # window takes to send
+            nic_post(eng, d1, f, last)
+        eng.run_for(200_000)
+        regs[impair.LOSS] = 0
+        eng.run_for(10**8)
+        c1 = nic_counters(eng, d1)
+        lost = impair_counters(eng, di)["dropped"]
+        assert flow_done(eng, f)
+        assert nic_delivered(eng, d2, IP1, f) == first + (b"" if more_to_send else last)
+        assert lost > 25
+        assert c1["rto_fire"] <= 4 and c1["tx_retx"] <= lost + c1["rto_fire"]
+        if not more_to_send:
+            assert c1["retx_sack"] == c1["retx_nack"] == 0
+
+
 @pytest.mark.parametrize("cwnd", [4096, 20_000])
 def test_window_caps_inflight(cwnd):
     eng, d1, d2, _ = two_hosts(rate=100 * G, delay=5000)

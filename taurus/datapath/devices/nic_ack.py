@@ -24,7 +24,7 @@ from .nic_state import (C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_AC
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
                         FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
                         FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
-                        FL_RTO, FL_RTTVAR, FL_SRTT, FL_STATE, FL_T_RTO, FL_UNA, FS_ACTIVE,
+                        FL_FRTO, FL_FRTO_END, FL_RTO, FL_RTTVAR, FL_SRTT, FL_STATE, FL_T_RTO, FL_UNA, FS_ACTIVE,
                         NR_DUPTHRESH, NR_RTO_MIN, SG_DONE_T, SL_EMPTY, SL_INFL, SL_LOST,
                         SL_RETX, SL_SACKED, cq_push, psn_recon, unit_recon)
 from .nic_tx import PROBE_TS_MASK, SLO_OFF, flow_wake, rto_arm
@@ -63,6 +63,19 @@ def _mark_lost(N, f, p, msk):
     N.fl[f, FL_NLOST] += 1
     if p < N.fl[f, FL_RETX_SCAN]:
         N.fl[f, FL_RETX_SCAN] = p
+
+
+@hot
+def _frto_ack(N, f, cack, hi, msk):
+    """The first ACK to advance after an RTO (rto_fire): if it acknowledges
+    only the resent packet and SACKs nothing above, what was in flight at
+    the timeout is lost; otherwise it was late, and SACK holes (if any) are
+    found as usual."""
+    if cack + 1 <= N.fl[f, FL_FRTO] and hi == 0:
+        for p in range(cack + 1, N.fl[f, FL_FRTO_END]):
+            if N.sl_state[f, p & msk] == SL_INFL:
+                _mark_lost(N, f, p, msk)
+    N.fl[f, FL_FRTO] = 0
 
 
 @hot
@@ -119,6 +132,8 @@ def rx_ack(E, n, i, now):
         N.fl[f, FL_BACKOFF] = 1
         if N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND] <= N.fl[f, FL_WEND]:
             N.fl[f, FL_WBLOCK] = 0
+    if t == S.T_ACK and advanced and N.fl[f, FL_FRTO] != 0:
+        _frto_ack(N, f, cack, 0, msk)
     if t != S.T_ACK:                           # ACK_CC / ACK_CCX carry a SACK bitmap
         base = cack + get_field(buf, q, S.ACK_CC_SACK_PSN_OFFSET)
         bm = get_field(buf, q, S.ACK_CC_SACK_BITMAP)
@@ -146,6 +161,8 @@ def rx_ack(E, n, i, now):
             p += 1
         if lim > N.fl[f, FL_LOST_SCAN]:
             N.fl[f, FL_LOST_SCAN] = lim
+        if advanced and N.fl[f, FL_FRTO] != 0:
+            _frto_ack(N, f, cack, hi, msk)
         cct = get_field(buf, q, S.ACK_CC_CC_TYPE)
         if t == S.T_ACK_CC:
             o = unit_recon(get_field(buf, q, S.ACK_CC_OOO_COUNT), N.fl[f, FL_OOO_LAST], 16)

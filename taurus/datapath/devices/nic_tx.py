@@ -41,7 +41,7 @@ from .nic_state import (C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROB
                         FL_PEER_MAC, FL_ACKED_OFF, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
                         FL_RQ_NEXT, FL_RTO, FL_SCHED, FL_SENT_OFF, FL_START, FL_STATE, FL_EV,
                         FL_T_PACE, FL_T_RTO, FL_TXCAP, FL_TXOFF, FL_UNA, FL_RWND, FL_WBLOCK,
-                        FL_WEND, FL_USES_CREDIT, FL_RTO_HELD, FS_ACTIVE,
+                        FL_WEND, FL_USES_CREDIT, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FS_ACTIVE,
                         FS_FAILED, NR_BUDGET, NR_LINE, NR_MSS, NR_PORT, NR_RETRIES, NR_RQ_HEAD,
                         NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE, SCH_QUEUED, SCH_TIMED,
                         SG_FIRST_T, SL_INFL, SL_LOST, SL_RETX)
@@ -365,8 +365,13 @@ def rto_expired(E, n, f, timer, now):
 
 @hot
 def rto_fire(E, n, f, now):
-    """Retransmission timeout: every unSACKed packet in flight is lost; back
-    off exponentially; give up (counted) after NR_RETRIES in a row."""
+    """Retransmission timeout: resend the oldest packet in flight, back off
+    exponentially, give up (counted) after NR_RETRIES in a row.  As in
+    F-RTO (RFC 5682) the rest is not resent yet: the first ACK to advance
+    tells a peer that was only late (it acknowledges more than the resent
+    packet, or SACKs more) from a lost tail, which rx_ack then resends.  A
+    peer that is a process on a shared CPU is often late by more than the
+    RTO; resending the whole window each time would double the traffic."""
     N = E.nic
     if N.fl[f, FL_STATE] != FS_ACTIVE:
         return 0
@@ -390,13 +395,16 @@ def rto_fire(E, n, f, now):
         wheel_cancel(E.wheel, N.fl[f, FL_T_PACE])
         return 1
     msk = N.sl_state.shape[1] - 1
-    for p in range(N.fl[f, FL_UNA], N.fl[f, FL_NXT]):
-        st = N.sl_state[f, p & msk]
-        if st == SL_INFL or st == SL_RETX:
-            N.sl_state[f, p & msk] = SL_LOST
-            N.fl[f, FL_INFL] -= N.sl_len[f, p & msk]
-            N.fl[f, FL_NLOST] += 1
-    N.fl[f, FL_RETX_SCAN] = N.fl[f, FL_UNA]
+    una = N.fl[f, FL_UNA]
+    st = N.sl_state[f, una & msk]
+    if st == SL_INFL or st == SL_RETX:
+        N.sl_state[f, una & msk] = SL_LOST
+        N.fl[f, FL_INFL] -= N.sl_len[f, una & msk]
+        N.fl[f, FL_NLOST] += 1
+    N.fl[f, FL_RETX_SCAN] = una
+    if N.fl[f, FL_FRTO] == 0:
+        N.fl[f, FL_FRTO] = una + 1                  # the resent packet, + 1
+        N.fl[f, FL_FRTO_END] = N.fl[f, FL_NXT]      # what was in flight then
     N.fl[f, FL_BACKOFF] = min(N.fl[f, FL_BACKOFF] * 2, MAX_BACKOFF)
     rto_arm(E, f, now, True)
     flow_wake(E, f, now)
