@@ -20,12 +20,13 @@ import taurus.datapath  # noqa: F401  (selects the source-hashed Numba cache)
 from taurus.datapath.clock import clock_now
 from taurus.datapath.lowlevel import (copy_bytes, errno, kick_tx, load_acquire_u32,
                                       load_acquire_u64, store_release_u32, u32_view, u64_view)
-from taurus.datapath.mbuf import mbuf_alloc, mbuf_free
+from taurus.datapath.mbuf import HEADROOM, mbuf_alloc, mbuf_free
 from taurus.datapath.ports import afpacket_ring as P
 from taurus.datapath.ports import xdp_ring as X
 from taurus.datapath.ports.dispatch import port_rx_burst, port_service, port_tx_burst
 
 S_PKTS, S_BYTES, S_KICKS, S_BUSY, S_ERR, S_IDLE = range(6)
+RAW_TX_FRAMES = 2048   # pool frames a raw TX loop keeps (the TX ring's size)
 N_STATS = 8
 M32 = 0xFFFFFFFF
 CHECK = 63
@@ -39,7 +40,7 @@ RX_PROD, RX_CONS, RX_DESC, RX_MASK = X.RX_PROD, X.RX_CONS, X.RX_DESC, X.RX_MASK
 TX_PROD, TX_CONS, TX_DESC, TX_MASK = X.TX_PROD, X.TX_CONS, X.TX_DESC, X.TX_MASK
 FILL_TAIL, RX_HEAD, TX_TAIL, TX_SEEN, COMP_HEAD = (X.FILL_TAIL, X.RX_HEAD, X.TX_TAIL,
                                                    X.TX_SEEN, X.COMP_HEAD)
-TX_FREE, N_TX, FILL_POSTED = X.TX_FREE, X.N_TX, X.FILL_POSTED
+TX_FREE, TX_OUT, FILL_POSTED, SHIFT = X.TX_FREE, X.TX_OUT, X.FILL_POSTED, X.SHIFT
 
 # AF_PACKET registers and ring layout
 P_FD, P_RX_BASE, P_RX_BSZ, P_RX_NBLK = P.FD, P.RX_BASE, P.RX_BSZ, P.RX_NBLK
@@ -95,6 +96,7 @@ def xdp_raw_tx(ports, p, length, burst, clk, dur_ns, stop, st):
     chead = r[COMP_HEAD]
     top = r[TX_FREE]
     sent = np.int64(0)
+    reaped = np.int64(0)
     end = clock_now(clk) + dur_ns
     it = 0
     while True:
@@ -107,6 +109,7 @@ def xdp_raw_tx(ports, p, length, burst, clk, dur_ns, stop, st):
             for k in range(done):
                 lst[top] = np.int64(comp[(chead + k) & cmask])
                 top += 1
+            reaped += done
             chead = (chead + done) & M32
             store_release_u32(ccons, 0, chead)
         seen = np.int64(load_acquire_u32(txcons, 0))
@@ -134,6 +137,7 @@ def xdp_raw_tx(ports, p, length, burst, clk, dur_ns, stop, st):
     r[TX_SEEN] = seen
     r[COMP_HEAD] = chead
     r[TX_FREE] = top
+    r[TX_OUT] += sent - reaped      # the port layer's count of frames in flight
     st[S_PKTS] += sent
     st[S_BYTES] += sent * length
     return sent
@@ -228,6 +232,7 @@ def xdp_raw_fwd(ports, a, b, burst, clk, dur_ns, stop, st):
     chead = rb[COMP_HEAD]
     top = rb[TX_FREE]
     moved = np.int64(0)
+    reaped = np.int64(0)
     nbytes = np.int64(0)
     end = clock_now(clk) + dur_ns
     it = 0
@@ -241,6 +246,7 @@ def xdp_raw_fwd(ports, a, b, burst, clk, dur_ns, stop, st):
             for k in range(done):
                 lst[top] = np.int64(comp[(chead + k) & cmask])
                 top += 1
+            reaped += done
             chead = (chead + done) & M32
             store_release_u32(ccons, 0, chead)
         seen = np.int64(load_acquire_u32(txcons, 0))
@@ -286,16 +292,25 @@ def xdp_raw_fwd(ports, a, b, burst, clk, dur_ns, stop, st):
     rb[TX_SEEN] = seen
     rb[COMP_HEAD] = chead
     rb[TX_FREE] = top
+    rb[TX_OUT] += moved - reaped
     st[S_PKTS] += moved
     st[S_BYTES] += nbytes
     return moved
 
 
 @nb.njit(cache=True)
-def xdp_prefill_tx(ports, p, tmpl, n):
-    """Write tmpl[:n] into every free TX frame of an AF_XDP port."""
+def xdp_prefill_tx(ports, pool, p, tmpl, n, count):
+    """Give the raw TX loops of an AF_XDP port a stack of `count` pool
+    frames of their own (UMEM addresses in lists[p]; taken once, kept), and
+    write tmpl[:n] into every frame on it."""
     r = ports.regs[p]
     umem = r[UMEM]
+    while r[TX_FREE] < count:
+        i = mbuf_alloc(pool)
+        if i < 0:
+            break
+        ports.lists[p, r[TX_FREE]] = (np.int64(i) << r[SHIFT]) + HEADROOM
+        r[TX_FREE] += 1
     src = tmpl.ctypes.data
     for k in range(r[TX_FREE]):
         copy_bytes(umem + ports.lists[p, k], src, n)

@@ -202,15 +202,17 @@ def _gen_main(ifname, frame, burst, cpu, clk, ctl, conn, parent):
     import _rawloops as L
     from taurus.datapath.ports.common import XDP
     from taurus.datapath.ports.table import make_ports
+    from taurus.datapath.mbuf import make_pool
     from taurus.datapath.ports.xdp import open_xdp_port
     h = None
     try:
         if cpu is not None:
             os.sched_setaffinity(0, {cpu})
         ports = make_ports([XDP])
-        h = open_xdp_port(ports, 0, ifname)
+        pool = make_pool(4 * L.RAW_TX_FRAMES)
+        h = open_xdp_port(ports, pool, 0, ifname)
         tmpl = np.frombuffer(frame, np.uint8).copy()
-        L.xdp_prefill_tx(ports, 0, tmpl, len(tmpl))
+        L.xdp_prefill_tx(ports, pool, 0, tmpl, len(tmpl), L.RAW_TX_FRAMES)
         st = np.zeros(L.N_STATS, np.int64)
         stop = ctl[G_STOP:G_STOP + 1]
         conn.send(("ready", f"{h!r}"))
@@ -326,7 +328,7 @@ class Bench:
         L.port_tx_loop(ports, pool, 0, 64, b, clk, 0, stop, st)
         L.port_rx_loop(ports, pool, 0, b, clk, 0, stop, st)
         L.port_settle(ports, pool, 0, clk, 0)
-        L.xdp_prefill_tx(ports, 0, t, 0)
+        L.xdp_prefill_tx(ports, pool, 0, t, 0, 0)
         L.pkt_prefill_tx(ports, 0, t, 0)
         from taurus.datapath.engine import Engine
         Engine(clock="wall", name=f"{self.prefix}compile").close()   # compiles engine_run
@@ -492,7 +494,7 @@ class Bench:
                 tmpl = np.frombuffer(tx, np.uint8).copy()
                 self.settle(b)
                 if xdp:
-                    L.xdp_prefill_tx(ports, b, tmpl, size)
+                    L.xdp_prefill_tx(ports, pool, b, tmpl, size, L.RAW_TX_FRAMES)
                 else:
                     L.pkt_prefill_tx(ports, b, tmpl, size)
                 pool.data[:, :size] = tmpl

@@ -98,6 +98,7 @@ class TransportBench:
         import numpy as np
         import _rawloops as L
         from taurus.datapath.clock import make_clock
+        from taurus.datapath.mbuf import make_pool
         from taurus.datapath.ports.common import XDP
         from taurus.datapath.ports.table import make_ports
         from taurus.datapath.ports.xdp import open_xdp_port
@@ -106,13 +107,14 @@ class TransportBench:
         ports = make_ports([XDP])
         st = np.zeros(L.N_STATS, np.int64)
         stop = np.zeros(1, np.uint64)
-        h = open_xdp_port(ports, 0, "h1-eth0", netns=t.ns_of("h1"))
+        pool = make_pool(4 * L.RAW_TX_FRAMES)
+        h = open_xdp_port(ports, pool, 0, "h1-eth0", netns=t.ns_of("h1"))
         sink = bio.LinkCounters(t.ns_of("h2"), "h2-eth0")
         try:
             frame = bio.make_frame(FRAME, t.mac_of("h1"), t.mac_of("h2"), t.ip_of("h1"),
                                    t.ip_of("h2"))
             tmpl = np.frombuffer(frame, np.uint8).copy()
-            L.xdp_prefill_tx(ports, 0, tmpl, len(tmpl))
+            L.xdp_prefill_tx(ports, pool, 0, tmpl, len(tmpl), L.RAW_TX_FRAMES)
             L.xdp_raw_tx(ports, 0, len(tmpl), 32, clk, int(0.1e9), stop, st)   # warm up
             s0, c0 = sink.rx(), bio.cpu_seconds()
             el = bio.timed(lambda ns: L.xdp_raw_tx(ports, 0, len(tmpl), 32, clk, ns, stop, st),

@@ -17,7 +17,7 @@ from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from taurus.datapath.mbuf import make_pool, mbuf_alloc, mbuf_free, mbuf_in_use
+from taurus.datapath.mbuf import make_pool, mbuf_alloc, mbuf_free, mbuf_in_use, xdp_capacity
 from taurus.datapath.ports import xdp, xdp_ring as R
 from taurus.datapath.ports.common import (MEM, RX_BYTES, RX_ERR, RX_NOBUF, RX_PKTS, TX_BYTES,
                                           TX_ERR, TX_KICKS, TX_PKTS, XDP)
@@ -232,9 +232,11 @@ def test_rx_byte_exact_with_ring_wrap(veth):
     ns, va, vb = veth
     va_mac, vb_mac = macs(ns, va, vb)
     ports, pool = make_ports([XDP]), make_pool(1024)
-    # 128 RX frames: 3 batches of 100 only fit if frames are recycled.
-    with open_xdp_port(ports, 0, va, netns=ns, steer="all", n_frames=256, ring_size=128) as h:
+    # 128 frames lent: 3 batches of 100 only fit if the fill ring is refilled.
+    with open_xdp_port(ports, pool, 0, va, netns=ns, steer="all", rx_frames=128,
+                       ring_size=128) as h:
         assert h.n_rx == 128 and not h.zero_copy
+        assert mbuf_in_use(pool) == 128                    # lent to the kernel
         sent = []
         for b in range(3):
             frames = udp_frames(100, va_mac, vb_mac, seed=b)
@@ -247,29 +249,39 @@ def test_rx_byte_exact_with_ring_wrap(veth):
         assert c[RX_BYTES] == sum(map(len, sent))
         assert c[RX_NOBUF] == c[RX_ERR] == 0
         assert h.stats()["rx_dropped"] == 0
-    assert mbuf_in_use(pool) == 0
+    assert mbuf_in_use(pool) == 0                          # closing took them back
 
 
-def test_rx_nobuf_and_too_long(veth):
+def test_rx_pool_dry_and_too_long(veth):
     ns, va, vb = veth
     va_mac, vb_mac = macs(ns, va, vb)
-    ports, pool = make_ports([XDP]), make_pool(8, buf_size=256)
-    long_ = [raw_frame(va_mac, vb_mac, k, 300) for k in range(4)]
-    short = [raw_frame(va_mac, vb_mac, 100 + k, 200) for k in range(12)]
-    with open_xdp_port(ports, 0, va, netns=ns, n_frames=256, ring_size=128):
-        netns.run_in_ns(ns, _send_raw, vb, long_ + short)
+    with IPRoute(netns=ns) as ipr:                         # room for a too-long frame
+        for ifn in (va, vb):
+            ipr.link("set", index=ipr.link_lookup(ifname=ifn)[0], mtu=3000)
+    ports, pool = make_ports([XDP]), make_pool(8)
+    short = [raw_frame(va_mac, vb_mac, k, 200) for k in range(16)]
+    too_long = raw_frame(va_mac, vb_mac, 99, xdp_capacity(pool) + 8)
+    with open_xdp_port(ports, pool, 0, va, netns=ns, rx_frames=128, ring_size=128) as h:
+        assert mbuf_in_use(pool) == 8                      # all the pool had
+        netns.run_in_ns(ns, _send_raw, vb, [too_long] + short[:12])
         out = np.empty(64, np.int32)
-        deadline = time.monotonic() + 5
-        n = 0
-        # The pool holds 8 frames: the first 8 short ones fit, 4 find no buffer.
-        while time.monotonic() < deadline and ports.cnt[0, RX_PKTS] + ports.cnt[0, RX_NOBUF] \
-                + ports.cnt[0, RX_ERR] < 16:
-            n += _poll_rx(ports, pool, 0, NOW, out, n, 100)
+        n = _poll_rx(ports, pool, 0, NOW, out, 0, 2000)
+        # Eight frames to receive into: four short ones are dropped by the
+        # kernel, and taking the eight leaves their fill slots empty.
         assert n == 8
         assert [bytes(pool.data[i, :pool.length[i]]) for i in out[:n]] == short[:8]
         c = ports.cnt[0]
-        assert (c[RX_PKTS], c[RX_NOBUF], c[RX_ERR]) == (8, 4, 4)
-        assert c[RX_BYTES] == 8 * 200
+        assert (c[RX_PKTS], c[RX_NOBUF], c[RX_ERR], c[RX_BYTES]) == (8, 8, 0, 8 * 200)
+        st = h.stats()
+        assert st["rx_dropped"] == 5 and st["rx_fill_ring_empty_descs"] == 4
+        # Freed frames go back to the fill ring; the port receives again.
+        for i in out[:n]:
+            mbuf_free(pool, i)
+        port_service(ports, pool, 0, NOW)
+        assert mbuf_in_use(pool) == 8
+        netns.run_in_ns(ns, _send_raw, vb, short[12:])
+        assert rx_frames(ports, pool, 0, 4) == short[12:]
+    assert mbuf_in_use(pool) == 0
 
 
 def test_tx_byte_exact(veth):
@@ -278,16 +290,17 @@ def test_tx_byte_exact(veth):
     n = 300
     frames = udp_frames(n, vb_mac, va_mac, seed=3)
     ports, pool = make_ports([XDP]), make_pool(512)
-    # 128 TX frames for 300 sends: completions must return frames to the stack.
-    with open_xdp_port(ports, 0, va, netns=ns, n_frames=256, ring_size=128) as h, \
+    # A 128-entry TX ring for 300 sends: completions must return frames.
+    with open_xdp_port(ports, pool, 0, va, netns=ns, rx_frames=64, ring_size=128) as h, \
             listener(ns, vb, n) as result:
         bufs = load(pool, frames)
         taken = 0
         deadline = time.monotonic() + 5
-        while (taken < n or ports.regs[0, R.TX_FREE] < h.n_tx) and time.monotonic() < deadline:
+        while (taken < n or ports.regs[0, R.TX_OUT]) and time.monotonic() < deadline:
             taken += _push_tx(ports, pool, 0, NOW, bufs, taken, 50)
         assert taken == n
-        assert ports.regs[0, R.TX_FREE] == h.n_tx, "TX frames not all completed"
+        assert ports.regs[0, R.TX_OUT] == 0, "TX frames not all completed"
+        assert mbuf_in_use(pool) == h.n_rx                 # sent frames went back
         received, _ = result()
     assert mbuf_in_use(pool) == 0
     # One sender CPU may change between kicks, so compare as multisets.
@@ -299,13 +312,48 @@ def test_tx_byte_exact(veth):
 
 def test_tx_frame_too_long_is_dropped_and_counted(veth):
     ns, va, _ = veth
-    ports, pool = make_ports([XDP]), make_pool(16, buf_size=4096)
-    with open_xdp_port(ports, 0, va, netns=ns, n_frames=256, ring_size=128):
-        bufs = load(pool, [b"\x01" * 3000, b"\x02" * 64])
+    ports, pool = make_ports([XDP]), make_pool(128, buf_size=4096)
+    with open_xdp_port(ports, pool, 0, va, netns=ns, rx_frames=64, ring_size=128):
+        bufs = load(pool, [b"\x01" * (xdp_capacity(pool) + 1), b"\x02" * 64])
         assert port_tx_burst(ports, pool, 0, NOW, bufs, 2) == 2
         c = ports.cnt[0]
         assert (c[TX_ERR], c[TX_PKTS], c[TX_BYTES]) == (1, 1, 64)
-        assert mbuf_in_use(pool) == 0
+        port_service(ports, pool, 0, NOW)
+        assert mbuf_in_use(pool) == 64 + ports.regs[0, R.TX_OUT]
+    assert mbuf_in_use(pool) == 0
+
+
+def test_two_ports_share_the_pool_frames_cross_in_place(veth):
+    """Each socket registers the whole pool: a frame received on one port is
+    sent on the other as the same pool frame, and comes back intact."""
+    ns, va, vb = veth
+    va_mac, vb_mac = macs(ns, va, vb)
+    ports, pool = make_ports([XDP, XDP]), make_pool(1024)
+    frames = udp_frames(40, vb_mac, va_mac, seed=6)
+    with open_xdp_port(ports, pool, 0, va, netns=ns, rx_frames=128, ring_size=128), \
+            open_xdp_port(ports, pool, 1, vb, netns=ns, rx_frames=128, ring_size=128):
+        bufs = load(pool, frames)
+        assert _push_tx(ports, pool, 0, NOW, bufs, 0, 50) == len(frames)    # va -> vb
+        out = np.empty(64, np.int32)
+        n = 0
+        deadline = time.monotonic() + 5
+        while n < len(frames) and time.monotonic() < deadline:
+            n += _poll_rx(ports, pool, 1, NOW, out, n, 50)
+        assert sorted(bytes(pool.data[i, :pool.length[i]]) for i in out[:n]) == sorted(frames)
+        assert _push_tx(ports, pool, 1, NOW, out[:n].copy(), 0, 50) == n     # vb -> va as is
+        back = rx_frames(ports, pool, 0, n)
+        assert sorted(back) == sorted(frames)
+        assert ports.cnt[0, TX_ERR] == ports.cnt[1, TX_ERR] == 0
+    assert mbuf_in_use(pool) == 0
+
+
+def test_pool_that_cannot_be_umem_is_refused(veth):
+    ns, va, _ = veth
+    ports, pool = make_ports([XDP]), make_pool(64, buf_size=256)
+    before = open_fds()
+    with pytest.raises(XdpUnavailable, match="cannot be UMEM chunks"):
+        open_xdp_port(ports, pool, 0, va, netns=ns)
+    assert open_fds() == before and xdp_attr(ns, va)[0] is None
 
 
 @pytest.mark.parametrize("mode", ["auto", "generic"])
@@ -327,8 +375,8 @@ def test_steer_taurus_only(veth, mode):
     icmp = bytes(Ether(dst=va_mac, src=vb_mac) / IP(src=VB_IP, dst=VA_IP)
                  / ICMP(type=8, id=7, seq=1) / Raw(pad))
     other = other_udp + [icmp]
-    ports, pool = make_ports([XDP]), make_pool(256)
-    with open_xdp_port(ports, 0, va, netns=ns, steer="taurus", xdp_mode=mode) as h, \
+    ports, pool = make_ports([XDP]), make_pool(2048)
+    with open_xdp_port(ports, pool, 0, va, netns=ns, steer="taurus", xdp_mode=mode) as h, \
             listener(ns, va, len(other), udp_ports=(4793, 4794), want_udp=3) as result:
         assert h.attach_mode == ("native" if mode == "auto" else "generic")  # veth: native works
         mixed = [taurus[0], other[0], taurus[1], other[1], other[2], icmp] + taurus[2:]
@@ -348,7 +396,7 @@ def test_close_detaches_and_releases(veth):
     ports, pool = make_ports([XDP]), make_pool(64)
     assert xdp_attr(ns, va)[0] is None
     before = open_fds()
-    h = open_xdp_port(ports, 0, va, netns=ns, n_frames=256, ring_size=128)
+    h = open_xdp_port(ports, pool, 0, va, netns=ns, rx_frames=128, ring_size=128)
     try:
         fd = h.fd
         os.fstat(fd)
@@ -363,6 +411,7 @@ def test_close_detaches_and_releases(veth):
         os.fstat(fd)
     assert xdp_attr(ns, va)[0] is None, "XDP program still attached"
     assert h not in xdp._OPEN and h.umem is None
+    assert mbuf_in_use(pool) == 0                  # the lent frames came back
     # The port is inert now: the engine may still call it.
     assert ports.regs[0, R.FD] == -1
     assert port_rx_burst(ports, pool, 0, NOW, np.empty(8, np.int32), 8) == 0
@@ -372,22 +421,22 @@ def test_close_detaches_and_releases(veth):
 
 def test_open_failures_are_clear_and_leak_nothing(veth):
     ns, va, _ = veth
-    ports = make_ports([XDP, XDP])
+    ports, pool = make_ports([XDP, XDP]), make_pool(512)
     open_before = set(xdp._OPEN)
     before = open_fds()
     with pytest.raises(XdpUnavailable, match="no interface 'nope0' in namespace"):
-        open_xdp_port(ports, 0, "nope0", netns=ns)
+        open_xdp_port(ports, pool, 0, "nope0", netns=ns)
     gone = f"{netns.PREFIX}t{os.getpid()}-absent"
     with pytest.raises(XdpUnavailable, match="does not exist"):
-        open_xdp_port(ports, 0, va, netns=gone)
+        open_xdp_port(ports, pool, 0, va, netns=gone)
     assert gone not in netns.list_ns(), "a failed open created the namespace"
     assert open_fds() == before and set(xdp._OPEN) == open_before
     assert xdp_attr(ns, va)[0] is None
     # A second socket on a busy queue fails cleanly; the first keeps working.
-    with open_xdp_port(ports, 0, va, netns=ns, n_frames=256, ring_size=128) as h:
+    with open_xdp_port(ports, pool, 0, va, netns=ns, rx_frames=128, ring_size=128) as h:
         mid = open_fds()
         with pytest.raises(XdpUnavailable, match="busy"):
-            open_xdp_port(ports, 1, va, netns=ns, n_frames=256, ring_size=128)
+            open_xdp_port(ports, pool, 1, va, netns=ns, rx_frames=128, ring_size=128)
         assert open_fds() == mid
         assert xdp_attr(ns, va)[1] == h.prog_id
-    assert open_fds() == before
+    assert open_fds() == before and mbuf_in_use(pool) == 0

@@ -270,7 +270,7 @@ class Engine:
         if kind in ("auto", "af_xdp"):
             from .ports.xdp import XdpUnavailable, open_xdp_port
             try:
-                handle = open_xdp_port(self.E.ports, p, ifname, netns=netns,
+                handle = open_xdp_port(self.E.ports, self.E.pool, p, ifname, netns=netns,
                                        **opts.get("xdp", {}))
             except XdpUnavailable as e:
                 if kind == "af_xdp":

@@ -84,7 +84,7 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
         for h in (hosts or t.hosts):
             itf = t.ifaces_of(h)[0]
             port = eng.add_port(h, itf.name, netns=t.ns_of(h), kind=port_kind,
-                                xdp=dict(steer="taurus"))
+                                xdp=dict(steer="taurus", rx_frames=2048))
             # RTO floor 1 ms, not the NIC default 50 us: a peer that is a
             # process on a shared CPU may not run for a millisecond or more.
             add_nic(eng, port, itf.mac, t.ip_of(h), mss=itf.link.mtu + S.ETH_SIZE - DATA_HDR,

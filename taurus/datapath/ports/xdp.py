@@ -1,8 +1,12 @@
 """Control plane of the AF_XDP port: open a socket on an interface (inside its
 namespace), load and attach our XDP steering program, and publish everything
-the Numba side (``xdp_ring``) needs in the port's registers.
+the Numba side (``xdp_ring``) needs in the port's registers.  The socket's
+UMEM is the engine's frame pool (``mbuf``): frames are received into and sent
+from pool frames, with no copy in user space.  Several ports may register
+the same pool (each socket has its own UMEM over the same pages), so a frame
+received on one port is sent on another as it is.
 
-    h = open_xdp_port(ports, p, "va", netns="taurus-x", steer="taurus")
+    h = open_xdp_port(ports, pool, p, "va", netns="taurus-x", steer="taurus")
     ...  engine loop: port_rx_burst / port_tx_burst / port_service  ...
     h.close()
 
@@ -19,12 +23,12 @@ import os
 import socket
 import time
 
-import numpy as np
 from pyroute2 import netns as _pyr_netns
 
 from ...tools.netns import in_ns
+from ..mbuf import pool_base, xdp_capacity
 from . import xdp_ring as R
-from .common import N_LIST, XDP
+from .common import XDP
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +93,13 @@ def _err(rc: int) -> str:
 
 class XdpPortHandle:
     """One open AF_XDP port.  Attributes: ifname, netns, ifindex, queue, fd,
-    zero_copy, attach_mode ("native"/"generic"), prog_id, tx_budget, n_rx,
-    n_tx, umem (uint8 view of the UMEM)."""
+    zero_copy, attach_mode ("native"/"generic"), prog_id, tx_budget, n_rx
+    (frames lent to the fill ring), n_tx (frames the TX and completion rings
+    hold at most), umem (the pool it registered; None once closed)."""
 
-    def __init__(self, ports, p, ifname, netns, queue):
+    def __init__(self, ports, pool, p, ifname, netns, queue):
         self.ports, self.p, self.ifname, self.netns, self.queue = ports, p, ifname, netns, queue
+        self.pool = pool
         self.ifindex = 0
         self.fd = -1
         self.zero_copy = False
@@ -102,7 +108,6 @@ class XdpPortHandle:
         self.tx_budget = TX_BATCH_SIZE
         self.n_rx = self.n_tx = 0
         self.umem = None
-        self._mm = None
         self._slot = -1       # C-side socket slot
         self._obj = -1        # C-side BPF object slot
         self._prog_fd = -1
@@ -112,30 +117,30 @@ class XdpPortHandle:
         self.closed = False
 
     # -- opening ---------------------------------------------------------
-    def _open(self, steer, n_frames, frame_size, ring_size, zero_copy, xdp_mode, tx_budget):
+    def _open(self, steer, rx_frames, ring_size, zero_copy, xdp_mode, tx_budget):
         _, lib = _lib()
         name = self.ifname.encode()
         where = f"{self.ifname!r} in namespace {self.netns or '(current)'}"
         if not _ns_exists(self.netns):
             raise XdpUnavailable(f"namespace {self.netns!r} does not exist")
-        n_rx = min(n_frames // 2, ring_size)
-        n_tx = min(n_frames - n_rx, N_LIST)
-        size = (n_rx + n_tx) * frame_size
+        pool = self.pool
+        frame_size = pool.data.shape[1]
+        if not xdp_capacity(pool):
+            raise XdpUnavailable(f"pool frames of {frame_size} B cannot be UMEM chunks "
+                                 f"(a power of two from 2048 to {mmap.PAGESIZE})")
+        base, size = pool_base(pool), pool.data.shape[0] * frame_size
         bind = XDP_USE_NEED_WAKEUP | {"auto": 0, True: XDP_ZEROCOPY, False: XDP_COPY}[zero_copy]
         with in_ns(self.netns):
             try:
                 self.ifindex = socket.if_nametoindex(self.ifname)
             except OSError:
                 raise XdpUnavailable(f"no interface {where}") from None
-            # Anonymous mmap: page-aligned, and the kernel pins it at registration.
-            self._mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            self.umem = np.frombuffer(self._mm, np.uint8)
+            self.umem = pool     # page-aligned; the kernel pins it at registration
             # A queue whose previous socket just closed stays busy until the
             # kernel's deferred release runs (tens of ms here): retry a while.
             give_up = time.monotonic() + BUSY_WAIT_S
             while True:
-                rc = lib.taurus_xsk_open(name, self.queue, self.umem.ctypes.data, size,
-                                         frame_size, ring_size, ring_size, ring_size, ring_size,
+                rc = lib.taurus_xsk_open(name, self.queue, base, size, frame_size, ring_size, ring_size, ring_size, ring_size,
                                          bind)
                 if rc != -_errno.EBUSY or time.monotonic() > give_up:
                     break
@@ -156,18 +161,21 @@ class XdpPortHandle:
             else:
                 log.info("%s: XDP_MAX_TX_SKB_BUDGET refused (%s); kicks move %d frames",
                          self.ifname, _err(rc), TX_BATCH_SIZE)
-            self._write_regs(lib, frame_size, size, n_rx, n_tx)
+            self._write_regs(lib, base, frame_size, size, min(rx_frames, ring_size), ring_size)
             self._load_program(lib, steer)
             self._attach(lib, xdp_mode, where)
 
-    def _write_regs(self, lib, frame_size, size, n_rx, n_tx):
+    def _write_regs(self, lib, base, frame_size, size, n_rx, n_tx):
         ports, p, s = self.ports, self.p, self._slot
         r = ports.regs[p]
         r[:] = 0
         r[R.FD] = self.fd
-        r[R.UMEM] = self.umem.ctypes.data
+        r[R.UMEM] = base
         r[R.UMEM_SIZE] = size
         r[R.FRAME] = frame_size
+        r[R.SHIFT] = frame_size.bit_length() - 1
+        r[R.CAP] = xdp_capacity(self.pool)
+        r[R.TX_MAX] = n_tx
         # ring order in the binding: fill, completion, rx, tx
         for ring, base in enumerate((R.FILL_PROD, R.COMP_PROD, R.RX_PROD, R.TX_PROD)):
             r[base] = lib.taurus_xsk_ring(s, ring, 0)
@@ -190,7 +198,9 @@ class XdpPortHandle:
         r[R.QUEUE] = self.queue
         r[R.IFINDEX] = self.ifindex
         self._regs = True
-        R.xdp_prime(ports, p, n_rx, n_tx)
+        got = R.xdp_prime(ports, self.pool, p, n_rx)
+        if got < n_rx:
+            log.warning("%s: the pool lent %d of %d RX frames", self.ifname, got, n_rx)
         self.n_rx, self.n_tx = n_rx, n_tx
         ports.kind[p] = XDP
 
@@ -251,13 +261,19 @@ class XdpPortHandle:
         self.closed = True
         _OPEN.discard(self)
         _, lib = _lib()
+        ours = os.getpid() == self._pid
+        # A forked child inherits the handle but must not detach the parent's program.
+        if self._mode and ours:
+            self._detach(lib)
         if self._regs:
-            # Make the port inert first: the engine may still call it.
+            # No more RX once detached: the frames still on the rings go back
+            # to the pool.  Then the port is inert: the engine may still call it.
+            if ours:
+                held = R.xdp_reclaim(self.ports, self.pool, self.p)
+                if held:
+                    log.warning("%s: %d TX frames were still in the kernel", self.ifname, held)
             self.ports.regs[self.p, :] = 0
             self.ports.regs[self.p, R.FD] = -1
-        # A forked child inherits the handle but must not detach the parent's program.
-        if self._mode and os.getpid() == self._pid:
-            self._detach(lib)
         if self._obj >= 0:
             lib.taurus_bpf_close(self._obj)   # closes the program and map fds
             self._obj = self._prog_fd = -1
@@ -267,12 +283,6 @@ class XdpPortHandle:
                 log.warning("%s: releasing the UMEM: %s", self.ifname, _err(rc))
             self._slot = self.fd = -1
         self.umem = None
-        if self._mm is not None:
-            try:
-                self._mm.close()
-            except BufferError:
-                pass   # someone still holds a view; the mapping goes with it
-            self._mm = None
 
     def _detach(self, lib):
         # A deleted namespace took the interface (and our program) with it;
@@ -302,16 +312,21 @@ class XdpPortHandle:
         return f"<XdpPortHandle {self.netns or ''}:{self.ifname} q{self.queue} {state}>"
 
 
-def open_xdp_port(ports, p, ifname, *, netns=None, steer="all", n_frames=4096,
-                  frame_size=2048, ring_size=2048, queue=0, zero_copy="auto",
-                  xdp_mode="auto", tx_budget=256) -> XdpPortHandle:
-    """Open port p of `ports` as an AF_XDP socket on `ifname` (in `netns`).
+def open_xdp_port(ports, pool, p, ifname, *, netns=None, steer="all", rx_frames=1024,
+                  ring_size=2048, queue=0, zero_copy="auto", xdp_mode="auto",
+                  tx_budget=256) -> XdpPortHandle:
+    """Open port p of `ports` as an AF_XDP socket on `ifname` (in `netns`),
+    with `pool`'s frames as its UMEM (its chunks must be a power of two from
+    2048 B to a page; frames up to ``mbuf.xdp_capacity(pool)`` bytes).
 
     steer: "all" redirects every frame to the socket; "taurus" only UDP/4793,
-    PFC and CSIG-tagged frames (the rest go to the kernel).  Half the frames
-    (at most ring_size) serve RX, the rest TX.  zero_copy: "auto" (kernel's
-    choice), True or False.  xdp_mode: "auto" (native, else generic),
-    "native" or "generic".  tx_budget: frames one kick may send (copy mode).
+    PFC and CSIG-tagged frames (the rest go to the kernel).  rx_frames: pool
+    frames lent to the fill ring (at most ring_size): how many frames the
+    socket can take while the engine does not poll.  ring_size: entries of
+    each of the four rings; the TX and completion rings bound the frames in
+    flight.  zero_copy: "auto" (kernel's choice), True or False.  xdp_mode:
+    "auto" (native, else generic), "native" or "generic".  tx_budget: frames
+    one kick may send (copy mode).
     """
     if steer not in STEER:
         raise ValueError(f"steer must be one of {sorted(STEER)}, got {steer!r}")
@@ -319,21 +334,19 @@ def open_xdp_port(ports, p, ifname, *, netns=None, steer="all", n_frames=4096,
         raise ValueError(f"zero_copy must be 'auto', True or False, got {zero_copy!r}")
     if xdp_mode not in ("auto", "native", "generic"):
         raise ValueError(f"xdp_mode must be 'auto', 'native' or 'generic', got {xdp_mode!r}")
-    if frame_size & (frame_size - 1) or not 2048 <= frame_size <= mmap.PAGESIZE:
-        raise ValueError(f"frame_size must be a power of two in [2048, {mmap.PAGESIZE}]")
     if ring_size & (ring_size - 1) or ring_size < 64:
         raise ValueError(f"ring_size must be a power of two >= 64, got {ring_size}")
-    if n_frames < 128:
-        raise ValueError(f"n_frames must be >= 128, got {n_frames}")
+    if rx_frames < 1:
+        raise ValueError(f"rx_frames must be >= 1, got {rx_frames}")
     if not 0 <= queue < XSKS_MAX:
         raise ValueError(f"queue must be in [0, {XSKS_MAX}), got {queue}")
     ok, why = xdp_available()
     if not ok:
         raise XdpUnavailable(why)
-    h = XdpPortHandle(ports, p, ifname, netns, queue)
+    h = XdpPortHandle(ports, pool, p, ifname, netns, queue)
     _OPEN.add(h)
     try:
-        h._open(steer, n_frames, frame_size, ring_size, zero_copy, xdp_mode, tx_budget)
+        h._open(steer, rx_frames, ring_size, zero_copy, xdp_mode, tx_budget)
     except BaseException:
         h.close()
         raise

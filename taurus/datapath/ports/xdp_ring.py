@@ -1,10 +1,12 @@
 """Numba data path of the AF_XDP port: four kernel rings reached through
 addresses held in the port's registers (set up by ``xdp.open_xdp_port``).
 
-UMEM frames [0, n_rx) circulate between the fill ring, the kernel and the RX
-ring; frames [n_rx, n_frames) are TX frames: free ones sit on a stack in
-``lists[p, :TX_FREE]`` (persistent, so frames in flight across loop calls are
-never lost or double-freed), busy ones are on the TX or completion ring.
+The UMEM is the engine's frame pool (see ``mbuf``): frames are received into
+and sent from pool frames in place.  The port lends pool frames to the fill
+ring and refills it with a fresh frame for each one received; a frame handed
+to the TX ring stays the port's until the kernel returns it on the
+completion ring, then goes back to the pool.  A UMEM address is a chunk
+offset: frame i's data is at ``i * FRAME + HEADROOM``.
 
 Ring indices are free-running u32 counters shared with the kernel; we keep
 our own copies in int64 registers and compare them modulo 2**32.  Our side
@@ -14,9 +16,9 @@ views, so the whole path compiles without reference counting (``hot``).
 """
 import numpy as np
 
-from ..lowlevel import (copy_bytes, errno, kick_tx, load_acquire_u32_at, peek_u32, peek_u64,
+from ..lowlevel import (errno, kick_tx, load_acquire_u32_at, move_bytes, peek_u32, peek_u64,
                         poke_u32, poke_u64, store_release_u32_at, wake_rx)
-from ..mbuf import mbuf_alloc, mbuf_free
+from ..mbuf import HEADROOM, mbuf_alloc, mbuf_free
 from ..wire.codec import hot
 from .common import (RX_BYTES, RX_ERR, RX_NOBUF, RX_PKTS, RX_WAKEUPS, TX_BUSY, TX_BYTES,
                      TX_ERR, TX_KICKS, TX_PKTS)
@@ -29,19 +31,23 @@ from .common import (RX_BYTES, RX_ERR, RX_NOBUF, RX_PKTS, RX_WAKEUPS, TX_BUSY, T
  TX_PROD, TX_CONS, TX_DESC, TX_MASK,
  FILL_FLAGS, TX_FLAGS,
  FILL_TAIL, RX_HEAD, TX_TAIL, TX_SEEN, COMP_HEAD,
- TX_FREE, N_TX, NEED_WAKEUP, FILL_POSTED,
- N_RX, ZEROCOPY, ATTACH_MODE, TX_BUDGET, QUEUE, IFINDEX) = range(37)
+ TX_FREE, TX_MAX, NEED_WAKEUP, FILL_POSTED,
+ N_RX, ZEROCOPY, ATTACH_MODE, TX_BUDGET, QUEUE, IFINDEX,
+ SHIFT, TX_OUT, FILL_SHORT, CAP) = range(41)
 """FD socket (-1: closed port, every call returns 0); UMEM/UMEM_SIZE/FRAME
-UMEM base address, size, frame size (power of two); *_PROD/*_CONS/*_DESC
-addresses of each ring's producer word, consumer word, entries; *_MASK ring
-size - 1; FILL_FLAGS/TX_FLAGS addresses of the need-wakeup flag words.
-Our cursors: FILL_TAIL fill producer, RX_HEAD rx consumer, TX_TAIL tx
-producer, TX_SEEN last tx consumer read from the kernel, COMP_HEAD completion
-consumer.  TX_FREE entries on the free TX frame stack (lists[p]), N_TX TX
-frames in all, NEED_WAKEUP 1 when the kernel's need-wakeup ring flags mean
-something (zero-copy; copy mode never sets them, so there we always kick),
-FILL_POSTED fill entries posted since the last RX wake-up.  N_RX .. IFINDEX
-are informational (set by the control plane)."""
+UMEM base address (the pool's chunk 0), size, chunk size (power of two,
+= 1 << SHIFT); *_PROD/*_CONS/*_DESC addresses of each ring's producer word,
+consumer word, entries; *_MASK ring size - 1; FILL_FLAGS/TX_FLAGS addresses
+of the need-wakeup flag words.  Our cursors: FILL_TAIL fill producer,
+RX_HEAD rx consumer, TX_TAIL tx producer, TX_SEEN last tx consumer read from
+the kernel, COMP_HEAD completion consumer.  TX_OUT frames on the TX or
+completion ring (at most TX_MAX, the completion ring's size); FILL_SHORT
+fill entries owed because the pool was empty; CAP bytes a frame may have
+(FRAME - HEADROOM).  NEED_WAKEUP 1 when the kernel's need-wakeup ring flags
+mean something (zero-copy; copy mode never sets them, so there we always
+kick), FILL_POSTED fill entries posted since the last RX wake-up.  TX_FREE
+counts a stack of frames in lists[p] that bench/_rawloops' raw TX loops own.
+N_RX .. IFINDEX are informational (set by the control plane)."""
 
 M32 = 0xFFFFFFFF
 RING_NEED_WAKEUP = 1  # XDP_RING_NEED_WAKEUP
@@ -50,23 +56,37 @@ DESC = 16  # struct xdp_desc: u64 addr, u32 len, u32 options
 
 
 @hot
-def xdp_prime(ports, p, n_rx, n_tx):
-    """Give frames [0, n_rx) to the fill ring and stack [n_rx, n_rx+n_tx) as
-    free TX frames.  Called once by the control plane after binding."""
+def _fill(ports, pool, p, want):
+    """Lend up to `want` pool frames to the fill ring; returns how many."""
     r = ports.regs[p]
     frame = r[FRAME]
+    fdesc = r[FILL_DESC]
+    fmask = r[FILL_MASK]
     tail = r[FILL_TAIL]
-    for k in range(n_rx):
-        poke_u64(r[FILL_DESC] + 8 * (tail & r[FILL_MASK]), k * frame)
+    n = 0
+    while n < want:
+        i = mbuf_alloc(pool)
+        if i < 0:
+            break
+        poke_u64(fdesc + 8 * (tail & fmask), i * frame)
         tail += 1
-    r[FILL_TAIL] = tail & M32
-    store_release_u32_at(r[FILL_PROD], tail)
-    r[FILL_POSTED] = n_rx
-    for k in range(n_tx):
-        ports.lists[p, k] = (n_rx + k) * frame
-    r[TX_FREE] = n_tx
-    r[N_TX] = n_tx
+        n += 1
+    if n:
+        store_release_u32_at(r[FILL_PROD], tail)
+        r[FILL_TAIL] = tail & M32
+        r[FILL_POSTED] += n
+    return n
+
+
+@hot
+def xdp_prime(ports, pool, p, n_rx):
+    """Lend n_rx pool frames to the fill ring.  Called once by the control
+    plane after binding; returns how many the pool had."""
+    r = ports.regs[p]
     r[N_RX] = n_rx
+    got = _fill(ports, pool, p, n_rx)
+    r[FILL_SHORT] = n_rx - got
+    return got
 
 
 @hot
@@ -83,49 +103,45 @@ def xdp_rx_burst(ports, pool, p, now, out, maxn):
         avail = maxn
     mask = r[RX_MASK]
     rdesc = r[RX_DESC]
-    fmask = r[FILL_MASK]
-    fdesc = r[FILL_DESC]
     umem = r[UMEM]
-    chunk = ~(r[FRAME] - 1)
-    cap = pool.data.shape[1]
-    pbase = pool.data.ctypes.data
-    pstride = pool.data.strides[0]
-    ftail = r[FILL_TAIL]
+    frame = r[FRAME]
+    shift = r[SHIFT]
+    cap = r[CAP]
     n = 0
     nbytes = 0
-    nobuf = 0
     err = 0
     for k in range(avail):
         d = rdesc + DESC * ((head + k) & mask)
         a = np.int64(peek_u64(d))
         ln = np.int64(peek_u32(d + 8))
-        if ln > cap:
+        i = a >> shift
+        off = a - (i << shift)
+        if ln > cap or off + ln > frame:
+            # The kernel never hands out more than a chunk holds; a bad
+            # descriptor's frame goes back to the pool (and is replaced).
             err += 1
-        else:
-            i = mbuf_alloc(pool)
-            if i < 0:
-                nobuf += 1
-            else:
-                copy_bytes(pbase + i * pstride, umem + a, ln)
-                pool.length[i] = ln
-                pool.ts[i] = now
-                pool.port[i] = p
-                out[n] = i
-                n += 1
-                nbytes += ln
-        # The fill ring holds every RX frame, so it always has room.
-        poke_u64(fdesc + 8 * (ftail & fmask), a & chunk)
-        ftail += 1
+            mbuf_free(pool, i)
+            continue
+        if off != HEADROOM:
+            # A program that moved the packet start: put it where rows begin.
+            move_bytes(umem + (i << shift) + HEADROOM, umem + a, ln)
+        pool.length[i] = ln
+        pool.ts[i] = now
+        pool.port[i] = p
+        out[n] = i
+        n += 1
+        nbytes += ln
     store_release_u32_at(r[RX_CONS], head + avail)
-    store_release_u32_at(r[FILL_PROD], ftail)
     r[RX_HEAD] = (head + avail) & M32
-    r[FILL_TAIL] = ftail & M32
-    r[FILL_POSTED] += avail
+    # A fresh frame for each one taken (and for any owed before).
+    want = avail + r[FILL_SHORT]
+    got = _fill(ports, pool, p, want)
+    r[FILL_SHORT] = want - got
     c = ports.cnt
     c[p, RX_PKTS] += n
     c[p, RX_BYTES] += nbytes
-    if nobuf:
-        c[p, RX_NOBUF] += nobuf
+    if got < avail:
+        c[p, RX_NOBUF] += avail - got     # fill slots left empty: the pool ran dry
     if err:
         c[p, RX_ERR] += err
     return n
@@ -149,12 +165,13 @@ def xdp_tx_burst(ports, pool, p, now, bufs, n):
         seen = np.int64(load_acquire_u32_at(r[TX_CONS]))
         r[TX_SEEN] = seen
         room = mask + 1 - ((tail - seen) & M32)
-    top = r[TX_FREE]
-    frame = r[FRAME]
+    # Every frame sent needs a completion slot, so that ring bounds it too.
+    out_room = r[TX_MAX] - r[TX_OUT]
+    if out_room < room:
+        room = out_room
+    shift = r[SHIFT]
+    cap = r[CAP]
     tdesc = r[TX_DESC]
-    umem = r[UMEM]
-    pbase = pool.data.ctypes.data
-    pstride = pool.data.strides[0]
     sent = 0
     nbytes = 0
     err = 0
@@ -162,31 +179,27 @@ def xdp_tx_burst(ports, pool, p, now, bufs, n):
     while k < n:
         i = bufs[k]
         ln = np.int64(pool.length[i])
-        if ln <= 0 or ln > frame:
-            # Accepted and dropped: a frame no UMEM buffer can carry.
+        if ln <= 0 or ln > cap:
+            # Accepted and dropped: a frame no UMEM chunk can carry.
             mbuf_free(pool, i)
             err += 1
             k += 1
             continue
-        if room == 0 or top == 0:
+        if room == 0:
             break
-        top -= 1
-        a = ports.lists[p, top]
-        copy_bytes(umem + a, pbase + i * pstride, ln)
         d = tdesc + DESC * (tail & mask)
-        poke_u64(d, a)
+        poke_u64(d, (np.int64(i) << shift) + HEADROOM)
         poke_u32(d + 8, ln)
         poke_u32(d + 12, 0)
         tail += 1
         room -= 1
-        mbuf_free(pool, i)
         sent += 1
         nbytes += ln
         k += 1
     if sent:
         store_release_u32_at(r[TX_PROD], tail)
         r[TX_TAIL] = tail & M32
-    r[TX_FREE] = top
+        r[TX_OUT] += sent
     c = ports.cnt
     c[p, TX_PKTS] += sent
     c[p, TX_BYTES] += nbytes
@@ -197,7 +210,8 @@ def xdp_tx_burst(ports, pool, p, now, bufs, n):
 
 @hot
 def xdp_service(ports, pool, p, now):
-    """Kick TX if descriptors wait, reap completions, wake RX if asked."""
+    """Kick TX if descriptors wait, reap completions, refill the fill ring
+    if the pool ran dry before, wake RX if asked."""
     r = ports.regs[p]
     fd = r[FD]
     if fd < 0:
@@ -219,21 +233,24 @@ def xdp_service(ports, pool, p, now):
                     c[p, TX_BUSY] += 1
                 else:
                     c[p, TX_ERR] += 1
-    # Completions: sent frames come back to the free stack.
+    # Completions: sent frames go back to the pool.
     head = r[COMP_HEAD]
     prod = np.int64(load_acquire_u32_at(r[COMP_PROD]))
     done = (prod - head) & M32
     if done:
         cmask = r[COMP_MASK]
         cdesc = r[COMP_DESC]
-        top = r[TX_FREE]
+        shift = r[SHIFT]
         for k in range(done):
-            ports.lists[p, top] = np.int64(peek_u64(cdesc + 8 * ((head + k) & cmask)))
-            top += 1
-        r[TX_FREE] = top
+            mbuf_free(pool, np.int64(peek_u64(cdesc + 8 * ((head + k) & cmask))) >> shift)
         store_release_u32_at(r[COMP_CONS], head + done)
         r[COMP_HEAD] = (head + done) & M32
+        r[TX_OUT] -= done
         work += done
+    if r[FILL_SHORT]:
+        got = _fill(ports, pool, p, r[FILL_SHORT])
+        r[FILL_SHORT] -= got
+        work += got
     # Zero-copy drivers may sleep until told the fill ring has frames again.
     if r[FILL_POSTED] and r[NEED_WAKEUP] and \
             load_acquire_u32_at(r[FILL_FLAGS]) & RING_NEED_WAKEUP:
@@ -242,3 +259,35 @@ def xdp_service(ports, pool, p, now):
         r[FILL_POSTED] = 0
         work += 1
     return work
+
+
+@hot
+def _return_span(ports, pool, p, desc, mask, stride, lo, hi):
+    """Free the frames of ring entries [lo, hi) (u32 cursors)."""
+    shift = ports.regs[p, SHIFT]
+    n = (hi - lo) & M32
+    for k in range(n):
+        mbuf_free(pool, np.int64(peek_u64(desc + stride * ((lo + k) & mask))) >> shift)
+    return n
+
+
+@hot
+def xdp_reclaim(ports, pool, p):
+    """Return to the pool every frame still on the port's rings: lent to the
+    fill ring, received but not taken, queued for TX, completed but not
+    reaped.  Only once the XDP program is detached (no more RX); returns
+    TX frames the kernel still holds (lost with the socket; 0 when idle)."""
+    r = ports.regs[p]
+    if r[FD] < 0:
+        return 0
+    _return_span(ports, pool, p, r[FILL_DESC], r[FILL_MASK], 8,
+                 np.int64(load_acquire_u32_at(r[FILL_CONS])), r[FILL_TAIL])
+    _return_span(ports, pool, p, r[RX_DESC], r[RX_MASK], DESC, r[RX_HEAD],
+                 np.int64(load_acquire_u32_at(r[RX_PROD])))
+    out = r[TX_OUT]
+    out -= _return_span(ports, pool, p, r[TX_DESC], r[TX_MASK], DESC,
+                        np.int64(load_acquire_u32_at(r[TX_CONS])), r[TX_TAIL])
+    out -= _return_span(ports, pool, p, r[COMP_DESC], r[COMP_MASK], 8, r[COMP_HEAD],
+                        np.int64(load_acquire_u32_at(r[COMP_PROD])))
+    r[TX_OUT] = 0
+    return out
