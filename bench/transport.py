@@ -17,7 +17,9 @@ Ctrl-C):   h1:h1-eth0 ---- h2-eth0:h2, MTU 1500.
              h1 -> h2 carrying 1514-byte data frames (MSS 1404), unpaced, no
              CC, a fixed 1 MiB window shared by the flows (h2's RX ring holds
              2048 frames); the apps (Python, between engine chunks) keep every send
-             ring full and consume every receive ring.  Goodput = payload
+             ring full (copying each message in) and consume every receive
+             ring (in place, as a sink that ignores the bytes: like
+             `taurus perf -s`, without copying them out).  Goodput = payload
              bytes delivered in order at h2 (ACKed at h1).  Two process
              models, both measured:
                per-host  one engine process per host (this one runs h1 and
@@ -71,13 +73,13 @@ def topology(prefix):
 def receiver(prefix, name, nflows) -> int:
     """The child of a per-host run: h2's engine and a sink consuming what the
     sender's flows 1..nflows deliver, until SIGTERM."""
-    from taurus.datapath.devices.nic_setup import nic_take_delivered
+    from taurus.datapath.devices.nic_setup import nic_skip_delivered
     from taurus.tools.perf import build_engine
     t = topology(prefix)
     eng = build_engine(t, name, "af_xdp", hosts=["h2"])
     try:
         ip1 = t.ip_of("h1")
-        eng.on_chunk.append(lambda: [nic_take_delivered(eng, 0, ip1, f)
+        eng.on_chunk.append(lambda: [nic_skip_delivered(eng, 0, ip1, f)
                                      for f in range(1, nflows + 1)])
         print("ready", flush=True)
         eng.run_forever()
@@ -133,7 +135,7 @@ class TransportBench:
     def transport(self, nflows, secs, per_host):
         from taurus.datapath.devices.nic_app import WouldBlock
         from taurus.datapath.devices.nic_setup import (add_flow, flow_stats, nic_counters,
-                                                       nic_post, nic_take_delivered)
+                                                       nic_post, nic_skip_delivered)
         from taurus.tools.perf import build_engine
         from taurus.tools.procs import spawn, stop
         t = self.t
@@ -168,7 +170,7 @@ class TransportBench:
                         except WouldBlock:
                             break
                     if not per_host:
-                        nic_take_delivered(eng, 1, ip1, f)
+                        nic_skip_delivered(eng, 1, ip1, f)
 
             def acked():
                 return sum(flow_stats(eng, f)["acked"] for f in flows)

@@ -47,6 +47,43 @@ def test_messages_keep_boundaries_order_and_bytes_in_virtual_time():
         assert nic_counters(eng, d1)["sq_bad"] == 0 and nic_counters(eng, d2)["sq_bad"] == 0
 
 
+def test_bulk_receive_frees_the_ring_without_copying_and_keeps_the_stream():
+    """recv_bytes (a sink such as taurus perf -s) consumes what arrived without
+    copying it: more than the 256 kB receive ring gets through, and later
+    messages still arrive whole; nic_skip_delivered does the same for a
+    direct NIC user."""
+    from taurus.datapath.devices.nic_setup import (add_flow, nic_post, nic_skip_delivered,
+                                                   nic_take_delivered)
+    eng, d1, d2 = _engine("virtual")
+    with eng:
+        c = connect(eng, "h1", IP2)
+        ep = listen(eng, IP2)
+        for k in range(8):
+            c.send(payload(100_000, k))                 # 800 kB: the ring fills up
+        s = ep.accept(timeout=5)
+        got = 0
+        while got < 800_000:
+            n = s.recv_bytes()
+            got += n
+            if n == 0:
+                eng.run_for(50_000)
+        assert got == 800_000 and s._buf == bytearray()
+        tail = payload(5_000, 99)
+        c.send(tail)
+        assert s.recv(timeout=5) == tail
+        # The same through the NIC's own app functions.
+        f = add_flow(eng, d1, MAC2, IP2)
+        nic_post(eng, d1, f, payload(600_000, 3))
+        skipped = 0
+        for _ in range(200):
+            eng.run_for(20_000)
+            skipped += nic_skip_delivered(eng, d2, IP1, f)
+        assert skipped == 600_000
+        nic_post(eng, d1, f, tail)
+        eng.run_for(200_000)
+        assert nic_take_delivered(eng, d2, IP1, f) == tail
+
+
 APP = textwrap.dedent("""
     import sys
     from taurus.transport import connect, listen

@@ -54,6 +54,23 @@ def rdtsc(typingctx):
     return types.uint64(), codegen
 
 
+@intrinsic
+def prefetch(typingctx, addr):
+    """Ask for the cache line at a raw address (llvm.prefetch: read, keep in
+    all levels); a hint, never a fault."""
+    if not isinstance(addr, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        a = context.cast(builder, args[0], signature.args[0], types.int64)
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [cgutils.voidptr_t, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [builder.inttoptr(a, cgutils.voidptr_t), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+    return types.none(addr), codegen
+
+
 def _atomic_load(width):
     @intrinsic
     def load_acquire(typingctx, arr, idx):

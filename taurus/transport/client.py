@@ -279,13 +279,15 @@ class Conn:
         return int(self.ep.N.fl[self.flow, FL_SRTT])
 
     # ---- receiving --------------------------------------------------------
-    def _pull(self) -> int:
-        """Copy what was delivered, give the ring space back; returns bytes."""
+    def _pull(self, copy: bool = True) -> int:
+        """Copy what was delivered (unless not `copy`), give the ring space
+        back; returns bytes."""
         N, r = self.ep.N, self.pdc
         deliv = int(N.rp[r, RP_DELIV])
         if deliv <= self.read:
             return 0
-        self._buf += ring_read(N.rxbuf, self._base, self._cap, self.read, deliv - self.read)
+        if copy:
+            self._buf += ring_read(N.rxbuf, self._base, self._cap, self.read, deliv - self.read)
         n = deliv - self.read
         self.read = deliv
         try:
@@ -330,10 +332,11 @@ class Conn:
             self.ep.wait()
 
     def recv_bytes(self) -> int:
-        """Consume whatever arrived, ignoring message boundaries (bulk
-        receivers such as ``taurus perf -s``); returns how many bytes."""
+        """Consume whatever arrived, ignoring message boundaries, without
+        copying it (bulk receivers such as ``taurus perf -s``); returns how
+        many bytes."""
         self.ep.poll()
-        n = self._pull()
+        n = self._pull(copy=False)
         self._ends.clear()
         del self._buf[:]
         self._start = self.read

@@ -243,30 +243,49 @@ def _rx_pdc(eng, d, src_ip, f):
 
 
 def _unread(eng, r):
+    """Stream offsets [a, b) delivered at rx PDC r and not yet taken."""
     N = eng.E.nic
-    a = max(eng._rx_read.get(r, 0), int(N.rp[r, RP_READ]))
-    b = int(N.rp[r, RP_DELIV])
-    return a, b, ring_read(N.rxbuf, int(N.rp[r, RP_BUFOFF]), int(N.rp[r, RP_BUFCAP]), a, b - a)
+    return max(eng._rx_read.get(r, 0), int(N.rp[r, RP_READ])), int(N.rp[r, RP_DELIV])
+
+
+def _read(eng, r, a, b) -> bytes:
+    N = eng.E.nic
+    return ring_read(N.rxbuf, int(N.rp[r, RP_BUFOFF]), int(N.rp[r, RP_BUFCAP]), a, b - a)
+
+
+def _release(eng, d, r, a, b) -> int:
+    """Give [a, b) back to the receive ring (an OP_READ on the NIC's SQ,
+    served at the next run)."""
+    if b > a:
+        sq_submit(eng.E.nic, int(eng.E.devs.regs[d, 0]), OP_READ, r, b)
+        eng._rx_read[r] = b
+    return b - a
 
 
 def nic_delivered(eng, d: int, src_ip, f: int) -> bytes:
     """The bytes flow f of host src_ip delivered in order at NIC d and not
     yet taken (the whole stream while nothing was taken)."""
     r = _rx_pdc(eng, d, src_ip, f)
-    return _unread(eng, r)[2] if r else b""
+    return _read(eng, r, *_unread(eng, r)) if r else b""
 
 
 def nic_take_delivered(eng, d: int, src_ip, f: int) -> bytes:
     """The in-order bytes delivered since the last take; frees their ring
-    space (an OP_READ on the NIC's SQ, served at the next run)."""
+    space."""
     r = _rx_pdc(eng, d, src_ip, f)
     if r == 0:
         return b""
-    a, b, data = _unread(eng, r)
-    if b > a:
-        sq_submit(eng.E.nic, int(eng.E.devs.regs[d, 0]), OP_READ, r, b)
-        eng._rx_read[r] = b
+    a, b = _unread(eng, r)
+    data = _read(eng, r, a, b)
+    _release(eng, d, r, a, b)
     return data
+
+
+def nic_skip_delivered(eng, d: int, src_ip, f: int) -> int:
+    """Like nic_take_delivered for a sink that does not look at the bytes:
+    frees their ring space without copying them; returns how many."""
+    r = _rx_pdc(eng, d, src_ip, f)
+    return _release(eng, d, r, *_unread(eng, r)) if r else 0
 
 
 def nic_completions(eng) -> list[tuple]:

@@ -248,6 +248,14 @@ class XdpPortHandle:
         raise XdpUnavailable(f"attaching the XDP program to {where} failed: {'; '.join(refused)}")
 
     # -- using and closing -------------------------------------------------
+    def frames_held(self) -> int:
+        """Pool frames this port holds: lent to the fill ring, on the TX or
+        completion ring, and on the stack of bench/_rawloops' raw TX loops."""
+        if self.closed:
+            return 0
+        r = self.ports.regs[self.p]
+        return int(r[R.N_RX] - r[R.FILL_SHORT] + r[R.TX_OUT] + r[R.TX_FREE])
+
     def stats(self) -> dict:
         """The kernel's XDP_STATISTICS for this socket."""
         if self.closed:

@@ -17,7 +17,7 @@ views, so the whole path compiles without reference counting (``hot``).
 import numpy as np
 
 from ..lowlevel import (errno, kick_tx, load_acquire_u32_at, move_bytes, peek_u32, peek_u64,
-                        poke_u32, poke_u64, store_release_u32_at, wake_rx)
+                        poke_u32, poke_u64, prefetch, store_release_u32_at, wake_rx)
 from ..mbuf import HEADROOM, mbuf_alloc, mbuf_free
 from ..wire.codec import hot
 from .common import (RX_BYTES, RX_ERR, RX_NOBUF, RX_PKTS, RX_WAKEUPS, TX_BUSY, TX_BYTES,
@@ -125,6 +125,10 @@ def xdp_rx_burst(ports, pool, p, now, out, maxn):
         if off != HEADROOM:
             # A program that moved the packet start: put it where rows begin.
             move_bytes(umem + (i << shift) + HEADROOM, umem + a, ln)
+        # The kernel wrote it a while ago: start fetching the headers the
+        # devices will parse before they get to it (as DPDK's RX loops do).
+        prefetch(umem + (i << shift) + HEADROOM)
+        prefetch(umem + (i << shift) + HEADROOM + 64)
         pool.length[i] = ln
         pool.ts[i] = now
         pool.port[i] = p
