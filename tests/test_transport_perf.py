@@ -42,6 +42,13 @@ def test_perf_between_two_namespaces_reports_iperf3_shaped_json():
         assert len(out["intervals"]) >= 2
         assert all("bits_per_second" in iv["sum"] for iv in out["intervals"])
         assert end["taurus"]["msg_completion_us"]["n"] > 0
+        # RPCs: every request is answered by the server over the reverse flow.
+        cli = subprocess.run(base + ["-c", "h2", "-t", "1", "-P", "2", "--rpc", "2000", "-J"],
+                             env=env, capture_output=True, text=True, timeout=120)
+        assert cli.returncode == 0, cli.stderr
+        end = json.loads(cli.stdout)["end"]
+        assert end["taurus"]["msg_completion_us"]["n"] >= 20
+        assert end["taurus"]["msg_completion_us"]["p50"] > 0
     finally:
         if srv is not None and srv.poll() is None:
             srv.send_signal(signal.SIGINT)
@@ -53,3 +60,30 @@ def test_perf_between_two_namespaces_reports_iperf3_shaped_json():
         t.down()
     assert not netns.list_ns(PREFIX)
     assert not [s for s in list_segments() if s.startswith(PREFIX)]
+
+
+def test_perf_server_answers_rpc_streams_and_drains_the_rest():
+    """perf -s's Sink, in-process on the virtual clock: a duplex stream
+    opening with ECHO gets every message back whole; a bulk stream beside it
+    is drained; the client's reverse half is left to the client."""
+    from taurus.tools.perf import ECHO, Sink
+    from taurus.transport import listen
+    from test_transport_client import IP1, IP2, _engine
+    from test_transport_transfer import payload
+    eng, d1, d2 = _engine("virtual")
+    with eng:
+        sink = Sink(eng, ["h1", "h2"])
+        eng.on_chunk.append(sink)
+        ep = listen(eng, "h1")
+        rpc = ep.connect(IP2, duplex=True)
+        rpc.send(ECHO)
+        bulk = ep.connect(IP2)
+        bulk.send(payload(300_000, 1))
+        for k in range(5):
+            req = payload(2000 + 700 * k, 10 + k)
+            rpc.send(req)
+            assert rpc.recv(timeout=5) == req
+        for _ in range(20):
+            eng.run_for(100_000)
+        assert sink.bytes == 300_000 + sum(2000 + 700 * k for k in range(5))
+        assert len(sink.echo) == 1 and len(sink.bulk) == 1 and not sink.new

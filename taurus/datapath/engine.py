@@ -30,7 +30,8 @@ from .devices.dispatch import device_poll, device_timer
 from .devices import pktgen
 from .devices.nic import make_nic_state
 from .devices.switch import make_switch_state
-from .devices.table import KIND_NAMES as DEV_KIND_NAMES, L2FWD, PKTGEN, make_devices
+from .devices.table import (CTL_YIELD, KIND_NAMES as DEV_KIND_NAMES, L2FWD, PKTGEN,
+                            make_devices)
 from .mbuf import make_pool, mbuf_in_use
 from .ports import memlink
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
@@ -54,8 +55,13 @@ report engine with its views on the agent contract segment (report.py);
 `alg` the state of the native (in-engine) algorithm (ccnative.py)."""
 
 # Control block (int64, shared memory).
-STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS = range(8)
+STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD = range(9)
 N_CTL = 32
+assert YIELD == CTL_YIELD
+"""YIELD: set by a device to end the current chunk at once, so that the
+Python apps between chunks (Engine.on_chunk) act now rather than up to a
+chunk later (a NIC does on each message it delivers, when asked:
+nic_setup.nic_yield_on_message)."""
 ST_INIT, ST_RUNNING, ST_STOPPED = 0, 1, 2
 # Why engine_run returned.
 R_UNTIL, R_STOP, R_IDLE, R_CHUNK = 1, 2, 3, 4
@@ -97,6 +103,9 @@ def engine_run(state, until, chunk_ns):
             break
         if E.ctl[STOP] != 0:
             reason = R_STOP
+            break
+        if E.ctl[YIELD] != 0:
+            E.ctl[YIELD] = 0
             break
         work = 0
         n = wheel_expire(E.wheel, now, E.expired, E.expired.shape[0])

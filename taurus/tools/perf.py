@@ -12,8 +12,11 @@ interface, between run chunks).  `perf -c` is an app in its own process:
 it reaches the engine over shared memory (taurus.transport.client),
 opens P connections from its host (--from, default the other host) to HOST
 and keeps their send rings full with -l byte messages for -t seconds (or
--n bytes).  --rpc SIZE: closed loop, one SIZE message outstanding per
-stream; the completion time is the RPC latency.
+-n bytes).  --rpc SIZE: closed loop over duplex connections: one SIZE
+request outstanding per stream, which `perf -s` answers with the same
+bytes on the reverse flow (the engine ends its run chunk on each message
+delivered so the answer leaves at once); the RPC latency is post -> the
+whole answer received.
 
 Reported per interval and in total: throughput (bytes ACKed by the
 receiver = delivered in order), smoothed RTT of each stream, message
@@ -95,20 +98,71 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
     return eng
 
 
+ECHO = b"TAURUS-ECHO1"   # a stream opening with this message wants each message answered
+
+
 class Sink:
-    """Consume everything every host receives (between engine run chunks)."""
+    """What `perf -s` does with every stream reaching its hosts, between
+    engine run chunks.  A stream that opens with ECHO (an RPC client's
+    duplex connection) gets each message sent back on a reverse flow, and the
+    engine then ends its chunk on every message delivered, so answers go out
+    at once.  Any other stream is drained in place.  The reverse halves of
+    duplex connections (opening with the client library's HELLO) belong to
+    the app that connected: left alone, and their NIC's completion queue
+    is not touched."""
 
     def __init__(self, eng, hosts):
         from taurus.transport.client import Endpoint
+        self.eng = eng
         self.eps = [Endpoint(eng, h) for h in hosts]
-        self.conns = []
+        self.new = []             # not classified yet: their first bytes are not here
+        self.bulk = []
+        self.echo = []            # (Duplex, answers not sent yet)
         self.bytes = 0
 
+    def _kind(self, c):
+        from taurus.datapath.devices.nic_app import ring_read
+        from taurus.datapath.devices.nic_state import RP_DELIV
+        from taurus.transport.client import HELLO
+        N = c.ep.N
+        n = min(int(N.rp[c.pdc, RP_DELIV]), len(ECHO))
+        head = ring_read(N.rxbuf, c._base, c._cap, 0, n)
+        for marker, kind in ((HELLO, "peer"), (ECHO, "echo")):
+            if head[:len(marker)] == marker:
+                return kind
+            if n < len(marker) and marker.startswith(head):
+                return None       # could still become this marker
+        return "bulk"
+
     def __call__(self) -> None:
+        from taurus.datapath.devices.nic_setup import nic_yield_on_message
+        from taurus.transport.client import WouldBlock
         for ep in self.eps:
-            self.conns += ep.accept_ready()
-        for c in self.conns:
+            self.new += ep.accept_ready()
+        waiting = []
+        for c in self.new:
+            kind = self._kind(c)
+            if kind is None:
+                waiting.append(c)
+            elif kind == "bulk":
+                self.bulk.append(c)
+            elif kind == "echo":
+                c.try_recv()                          # the ECHO message itself
+                self.echo.append((c.ep.answer(c), []))
+                nic_yield_on_message(self.eng)
+        self.new = waiting
+        for c in self.bulk:
             self.bytes += c.recv_bytes()
+        for d, backlog in self.echo:
+            while (m := d.rx.try_recv()) is not None:
+                self.bytes += len(m)
+                backlog.append(m)
+            while backlog:
+                try:
+                    d.try_send(backlog[0])
+                except WouldBlock:                    # the next chunk sends it
+                    break
+                backlog.pop(0)
 
 
 def serve(args, t) -> int:
@@ -139,32 +193,47 @@ def _resolve(t, host):
 
 
 class Stream:
-    def __init__(self, conn, msg):
-        self.c, self.msg = conn, msg
+    """One connection of the client.  Bulk: keep its rings full; a
+    message's latency is post -> fully ACKed.  RPC (a duplex connection the
+    server echoes on): one request outstanding; its latency is post ->
+    the whole answer received."""
+
+    def __init__(self, conn, msg, duplex=None):
+        self.c, self.msg, self.d = conn, msg, duplex
         self.posted_at = {}          # msg id -> post time
-        self.lat = []                # completion times, ns
+        self.asked = None            # RPC: post time of the request awaiting its answer
+        self.lat = []                # latencies, ns
         self.acked0 = 0
 
-    def fill(self, rpc: bool, limit: int) -> None:
+    def fill(self, limit: int) -> None:
         """Post messages while the rings take them (RPC: one outstanding)."""
         from taurus.transport.client import WouldBlock
         c = self.c
         while not limit or c.posted < limit:
-            if rpc and c.posted > c.acked():
+            if self.d is not None and self.asked is not None:
                 return
             try:
                 mid = c.try_send(self.msg)
             except WouldBlock:       # rings full: the engine is behind
                 return
-            self.posted_at[mid] = time.monotonic_ns()
+            if self.d is not None:
+                self.asked = time.monotonic_ns()
+            else:
+                self.posted_at[mid] = time.monotonic_ns()
 
     def reap(self) -> None:
-        # Timed on this process's clock when the completion is seen (within a
+        # Timed on this process's clock when the event is seen (within a
         # poll interval, ~60 us): what the app experiences.  (The engine's
         # own stamps agree with time.monotonic_ns() to about a microsecond
         # once its clock has resynced, a second into the run: clock.py.)
         seen = time.monotonic_ns()
-        for mid, _end, _t in self.c.completions():
+        done = self.c.completions()
+        if self.d is not None:
+            if self.asked is not None and self.d.try_recv() is not None:
+                self.lat.append(time.monotonic_ns() - self.asked)
+                self.asked = None
+            return
+        for mid, _end, _t in done:
             t0 = self.posted_at.pop(mid, None)
             if t0 is not None:
                 self.lat.append(seen - t0)
@@ -192,7 +261,14 @@ def client(args, t) -> int:
     peer_ep = Endpoint(name, dst)       # read-only use: delivered counters
     size = args.rpc or args.length
     msg = np.random.default_rng(1).integers(0, 256, size, dtype=np.uint8)
-    streams = [Stream(ep.connect(t.ip_of(dst)), msg) for _ in range(args.parallel)]
+    streams = []
+    for _ in range(args.parallel):
+        if args.rpc:
+            d = ep.connect(t.ip_of(dst), duplex=True)
+            d.send(ECHO)                   # asks perf -s to answer every message
+            streams.append(Stream(d.tx, msg, d))
+        else:
+            streams.append(Stream(ep.connect(t.ip_of(dst)), msg))
     per_stream_limit = -(-args.bytes // args.parallel) if args.bytes else 0
     stop = {"now": False}
     old = signal.signal(signal.SIGINT, lambda *a: stop.update(now=True))
@@ -207,7 +283,7 @@ def client(args, t) -> int:
             for s in streams:
                 s.reap()
                 if end_ns is None or now < end_ns:
-                    s.fill(bool(args.rpc), per_stream_limit)
+                    s.fill(per_stream_limit)
             done = (end_ns is not None and now >= end_ns) or (
                 args.bytes and all(s.c.acked() >= min(per_stream_limit, s.c.posted)
                                    and s.c.posted >= per_stream_limit for s in streams))
@@ -239,10 +315,11 @@ def client(args, t) -> int:
               f"{e['sum_received']['bits_per_second'] / 1e9:.3f} Gbit/s  retransmits "
               f"{e['sum_sent']['retransmits']}")
         tt = e["taurus"]
-        print(f"RTT us p50/p99 {tt['rtt_us']['p50']}/{tt['rtt_us']['p99']}  message "
-              f"completion us p50/p99/p999 {tt['msg_completion_us']['p50']}/"
+        what = "RPC latency" if args.rpc else "message completion"
+        print(f"RTT us p50/p99 {tt['rtt_us']['p50']}/{tt['rtt_us']['p99']}  {what} "
+              f"us p50/p99/p999 {tt['msg_completion_us']['p50']}/"
               f"{tt['msg_completion_us']['p99']}/{tt['msg_completion_us']['p999']} "
-              f"({tt['msg_completion_us']['n']} messages)")
+              f"({tt['msg_completion_us']['n']} {'RPCs' if args.rpc else 'messages'})")
     return 0
 
 

@@ -28,6 +28,7 @@ from ..wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D_
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
 from .nic_frame import ECN_CE, PDS_OFF, frame_l2l4, frame_new, tx_emit
+from .table import CTL_YIELD
 from .nic_state import (C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
                         C_DROP_WRONG_PDC, C_PDC_OPEN, C_RX_CE, C_RX_DATA, C_RX_DUP, C_RX_OOO,
                         C_RX_TRIMMED, C_TX_ACK, C_TX_NACK, CQ_RX, M_NRP, NR_ACK_DELAY, NR_ACK_EVERY,
@@ -36,7 +37,7 @@ from .nic_state import (C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, 
                         RP_DELIV, RP_ECN, RP_EV, RP_HAS_TS, RP_NACKED, RP_NIC, RP_NXT, RP_OOO,
                         RP_PEER_IP, RP_PEER_MAC, RP_PEER_PDC, RP_PEND, RP_RCVD, RP_T_ACK,
                         RP_TARGET, RP_TRIG, RP_TS, RP_TSSEQ, TK_ACK, TK_SHIFT, cq_push,
-                        psn_recon, rx_lookup)
+                        M_YIELD_RX, psn_recon, rx_lookup)
 
 
 @hot
@@ -269,6 +270,8 @@ def rx_data(E, n, i, now):
                 if N.rs_msg[r, s] != 0:
                     cq_push(N, n, CQ_RX, r, N.rs_msg[r, s] - 1, N.rs_end[r, s], now)
                     N.rs_msg[r, s] = 0
+                    if N.meta[M_YIELD_RX] != 0:
+                        E.ctl[CTL_YIELD] = 1    # an app between chunks answers it
                 nxt += 1
             rp[r, RP_NXT] = nxt
         else:

@@ -33,7 +33,7 @@ from .nic_state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACK
                         FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND, RP_BUFCAP, OP_READ,
                         REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_STATE, RQ_ASKED, RQ_DONE,
                         RQ_FAILED,
-                        M_NFL, M_NNIC, M_TX_BUMP, NIC_COUNTERS, NR_ACK_DELAY, NR_ACK_EVERY,
+                        M_NFL, M_NNIC, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY, NR_ACK_EVERY,
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
                         NR_RXCAP, NR_TXTIMER, RP_BUFOFF, RP_DELIV, RP_READ, SIGNAL_NAMES,
@@ -286,6 +286,14 @@ def nic_skip_delivered(eng, d: int, src_ip, f: int) -> int:
     frees their ring space without copying them; returns how many."""
     r = _rx_pdc(eng, d, src_ip, f)
     return _release(eng, d, r, *_unread(eng, r)) if r else 0
+
+
+def nic_yield_on_message(eng, on: bool = True) -> None:
+    """With on, the engine ends its run chunk whenever a NIC delivers a whole
+    message, so the apps between chunks (Engine.on_chunk) see it at once, not
+    up to a chunk later: a server answering requests in the engine's process.
+    Costs a chunk boundary per message; bulk receivers leave it off."""
+    eng.E.nic.meta[M_YIELD_RX] = int(on)
 
 
 def nic_completions(eng) -> list[tuple]:

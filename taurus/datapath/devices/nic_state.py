@@ -99,7 +99,9 @@ SL_EMPTY, SL_INFL, SL_SACKED, SL_LOST, SL_RETX = 0, 1, 2, 3, 4
 N_RP = 32
 
 # ---- meta ----
-M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC = range(2, 7)
+M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX = range(2, 8)
+"""M_YIELD_RX: 1 = end the engine's chunk whenever a message is delivered
+(an app in the engine's process answers it at once)."""
 N_META = 16
 
 # ---- completion records (cq[n, k]) ----
