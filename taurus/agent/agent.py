@@ -6,6 +6,12 @@ after work, doubling to 1 ms when idle, shorter if a sampler is due; never a
 busy poll; no sleep while a full batch suggests more is waiting) until
 SIGINT/SIGTERM, then tears down: algorithms, host actions (cgroups it
 created), the stats file; after that it writes nothing to shared memory.
+
+The nap after work is a plain timer (it gathers the rest of a burst); an
+idle sleep waits on the ring's doorbell (doorbell.py) for up to the maximum
+at once, and the engine's next publication ends it early: a wake-up costs
+~30-50 us of CPU on a VM whether or not it finds records, and most timer
+wake-ups found none.
 """
 import json
 import logging
@@ -16,6 +22,7 @@ import time
 from taurus.datapath.ccshm import (CTL_AGENT_PID, CTL_BATCH_BYTES, CTL_DEADLINE_NS,
                                    CTL_HEARTBEAT_NS, CTL_PROBE_NS, CTL_PROBE_PKTS, CcShm)
 
+from .doorbell import Doorbell
 from .handler import AlgorithmHandler
 from .host_actions import HostActions
 from .messages import MessageHandler
@@ -48,6 +55,7 @@ class Agent:
         # Last: the only step that changes the host (it may create a cgroup).
         self.host = HostActions(h.cgroup, h.create_cgroup) if h.cgroup else None
         self.handler = AlgorithmHandler(self.cc, cfg, host=self.host, samplers=self.samplers)
+        self.bell = Doorbell(self.cc.ring.ring) if cfg.agent.doorbell else None
         self.stats_file = stats_path(nic, stats_dir, self.cc.nic) if stats_dir else None
         self.stopping = False
         self.torn_down = False
@@ -68,8 +76,9 @@ class Agent:
 
     def step(self, now_ns: int | None = None) -> int:
         """One wake-up; returns how many records were drained."""
-        now = time.monotonic_ns() if now_ns is None else now_ns
-        self.cc.ctl[CTL_HEARTBEAT_NS] = time.monotonic_ns()
+        mono = time.monotonic_ns()
+        now = mono if now_ns is None else now_ns
+        self.cc.ctl[CTL_HEARTBEAT_NS] = mono
         before = self.messages.c["drained"]
         try:
             batch = self.messages.poll(now)
@@ -98,11 +107,17 @@ class Agent:
                     self.write_stats()
                 if n and self.cc.ring.pending():
                     continue                     # more is waiting: no sleep
-                sleep = lo if n else min(sleep * 2, hi)
+                # Idle: the timer doubles towards hi; the doorbell waits
+                # hi at once, since the next publication ends it early.
+                sleep = lo if n else hi if self.bell else min(sleep * 2, hi)
                 due = self.samplers.next_due()
                 nap = sleep if due is None else min(sleep, max(due - now, 0))
-                if nap:
+                if not nap:
+                    continue
+                if n or self.bell is None:
                     time.sleep(nap / 1e9)
+                else:
+                    self.bell.wait(nap)
         finally:
             self.teardown()
             for s, h in old.items():
@@ -112,7 +127,9 @@ class Agent:
     def stats(self) -> dict:
         return {"nic": self.nic, "pid": os.getpid(), "messages": self.messages.stats(),
                 "handler": self.handler.stats(), "sampler_errors": dict(self.samplers.errors),
-                "host_actions": dict(self.host.counts) if self.host else {}}
+                "host_actions": dict(self.host.counts) if self.host else {},
+                "doorbell": dict(self.bell.c, engine_wakes=self.bell.engine_wakes())
+                if self.bell else None}
 
     def write_stats(self) -> None:
         if not self.stats_file:
@@ -131,6 +148,8 @@ class Agent:
             return
         self.torn_down = True
         self.handler.teardown()
+        if self.bell is not None:
+            self.bell.close()
         if self.host is not None:
             self.host.teardown()
         if self.stats_file:

@@ -7,6 +7,7 @@
     line_rate_bps = 100e9
     sleep_min_us = 50                # adaptive idle sleep (never busy-polls)
     sleep_max_us = 1000
+    doorbell = true                  # an idle sleep ends when the engine publishes
     batch_max = 16384                # records drained per step at most
     batch_bytes = 512                # engine: publish a batch of records at this size ...
     deadline_us = 1.0                # ... or when its oldest record is this old
@@ -69,6 +70,7 @@ class AgentSection:
     line_rate_bps: int = 100_000_000_000
     sleep_min_us: int = 50
     sleep_max_us: int = 1000
+    doorbell: bool = True
     batch_max: int = 16384
     # Message-level aggregation (paper §3.4).  The deadline is short: with
     # per-RTT signal aggregation a batch rarely fills, so every message would
