@@ -11,6 +11,7 @@ A publication the re-check missed either sees SLEEP and wakes us, or moved
 BELL before the kernel's own check, so the wait returns at once.
 """
 import ctypes
+import errno
 import time
 
 from taurus.datapath.shmring import (BELL, FUTEX_WAIT, FUTEX_WAKE, HEAD, SLEEP, SYS_FUTEX, TAIL,
@@ -22,6 +23,9 @@ _syscall.restype = ctypes.c_long
 _syscall.argtypes = [ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_long,
                      ctypes.c_void_p, ctypes.c_long]
 _U32 = 0xFFFF_FFFF
+# How a FUTEX_WAIT ended: woken by the producer, timed out, or BELL had
+# already moved (a publication raced the announcement); else a signal.
+_OUTCOME = {0: "woken", errno.ETIMEDOUT: "timeouts", errno.EAGAIN: "moved"}
 
 
 class _Timespec(ctypes.Structure):
@@ -38,7 +42,7 @@ class Doorbell:
         self.gen = time.monotonic_ns()    # generations never repeat, even across agent restarts
         self.ts = _Timespec()
         self.tsp = ctypes.byref(self.ts)
-        self.c = dict(waits=0, rang=0, timeouts=0, skipped=0)
+        self.c = dict(waits=0, woken=0, timeouts=0, moved=0, interrupted=0, skipped=0)
 
     def wait(self, timeout_ns: int) -> bool:
         """True if records are (or became) pending before the timeout."""
@@ -52,13 +56,10 @@ class Doorbell:
             return True
         self.ts.tv_sec, self.ts.tv_nsec = divmod(int(timeout_ns), 1_000_000_000)
         self.c["waits"] += 1
-        _syscall(SYS_FUTEX, self.addr, FUTEX_WAIT, bell, self.tsp, 0)
+        rc = _syscall(SYS_FUTEX, self.addr, FUTEX_WAIT, bell, self.tsp, 0)
         cons[SLEEP] = 0
-        if prod.item(HEAD) != cons.item(TAIL):
-            self.c["rang"] += 1
-            return True
-        self.c["timeouts"] += 1
-        return False
+        self.c[_OUTCOME.get(0 if rc == 0 else ctypes.get_errno(), "interrupted")] += 1
+        return prod.item(HEAD) != cons.item(TAIL)
 
     def engine_wakes(self) -> int:
         """Wake syscalls the producer made (its side of the cost)."""
