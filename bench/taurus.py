@@ -28,13 +28,22 @@ CPU as a fraction of one core:
   (``--ports af_xdp|af_packet``: over veths between namespaces, every host
   and switch port a real socket, fabric.build_netns) in this process and
   the agent is `taurus agent run` in its own process;
-  CPU = utime + stime from /proc/<pid>/stat over the measured window.
+  CPU = utime + stime from /proc/<pid>/stat over the measured window;
+  wakes/s = its context switches (/proc/<pid>/status) over the window; an
+  idle agent blocks on the report ring's doorbell (``--no-doorbell``: it
+  polls on its timer only, as before), and the summary line gives the
+  engine's doorbell wake syscalls per second (its side of the cost).
 Both clocks share one code path (run_one); only the agent driver differs.
 Also printed: the agent's CPU per wake-up (us/step, virtual clock) and per
 message (us/msg: CPU / messages published in the window); on a 2-core VM
 with steal time they vary by tens of percent from run to run.
+``--repeat R`` runs every (N, mode) R times, modes interleaved, and the
+summary lines take medians (goodput ratios per repeat, each against the
+native run beside it): the host's load drifts.  On the wall clock at N=32
+a run settles in one of two back-pressure regimes (the factor high, ~9k
+messages/s, or at 1, ~95k messages/s and >60% agent CPU); look at msgs/s.
 The last line is `agent/native goodput: X.XX, message reduction: Y%`
-(goodput summed over all N; reduction = 1 - messages / signals of the
+(goodput summed over all N, median over repeats; reduction = 1 - messages / signals of the
 agent runs: per-event sends one message per signal by construction, so this
 is agent against per-event at the same traffic.  On the virtual clock both
 modes carry identical traffic and it equals 1 - agent / per-event messages;
