@@ -134,3 +134,13 @@ def test_engine_publish_wakes_once_per_sleep(dp):
 def test_doorbell_can_be_turned_off(dp):
     a = Agent(dp.name, parse({"agent": {"doorbell": False}}), cc=dp.cc, stats_dir=None)
     assert a.bell is None and a.stats()["doorbell"] is None
+
+
+def test_agent_stats_shows_the_doorbell(dp, capsys):
+    import json
+
+    from taurus.agent.cli import main
+    dp.push([record(1, C.EV_ACK, 1)])
+    assert main(["agent", "stats", dp.name]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["doorbell"] == {"rung": 1, "engine_wakes": 0, "agent_waiting": False}
