@@ -28,13 +28,22 @@ CPU as a fraction of one core:
   (``--ports af_xdp|af_packet``: over veths between namespaces, every host
   and switch port a real socket, fabric.build_netns) in this process and
   the agent is `taurus agent run` in its own process;
-  CPU = utime + stime from /proc/<pid>/stat over the measured window.
+  CPU = utime + stime from /proc/<pid>/stat over the measured window;
+  wakes/s = its context switches (/proc/<pid>/status) over the window; an
+  idle agent blocks on the report ring's doorbell (``--no-doorbell``: it
+  polls on its timer only, as before), and the summary line gives the
+  engine's doorbell wake syscalls per second (its side of the cost).
 Both clocks share one code path (run_one); only the agent driver differs.
 Also printed: the agent's CPU per wake-up (us/step, virtual clock) and per
 message (us/msg: CPU / messages published in the window); on a 2-core VM
 with steal time they vary by tens of percent from run to run.
+``--repeat R`` runs every (N, mode) R times, modes interleaved, and the
+summary lines take medians (goodput ratios per repeat, each against the
+native run beside it): the host's load drifts.  On the wall clock at N=32
+a run settles in one of two back-pressure regimes (the factor high, ~9k
+messages/s, or at 1, ~95k messages/s and >60% agent CPU); look at msgs/s.
 The last line is `agent/native goodput: X.XX, message reduction: Y%`
-(goodput summed over all N; reduction = 1 - messages / signals of the
+(goodput summed over all N, median over repeats; reduction = 1 - messages / signals of the
 agent runs: per-event sends one message per signal by construction, so this
 is agent against per-event at the same traffic.  On the virtual clock both
 modes carry identical traffic and it equals 1 - agent / per-event messages;
@@ -55,6 +64,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 MODES = ("native", "agent", "per-event")
 SLEEP_US = [20, 200]         # the agent's adaptive sleep (--agent-sleep-us)
+DOORBELL = [True]            # an idle agent blocks on the ring's doorbell (--no-doorbell)
 
 
 def topology(rate, access="10Gbit", k="20KB", prefix=None):
@@ -155,15 +165,31 @@ class ProcessAgent:
         pass
 
     def start_measure(self):
-        self.cpu0 = self._cpu()
+        self.cpu0, self.wakes0, self.sys0 = self._cpu(), self._wakes(), self._cpu(sys_only=True)
 
     def cpu(self):
         return self._cpu() - self.cpu0
 
-    def _cpu(self):
+    def sys(self):
+        return self._cpu(sys_only=True) - self.sys0
+
+    def wakes(self):
+        """Times the agent went to sleep and woke (context switches)."""
+        return self._wakes() - self.wakes0
+
+    def _wakes(self):
+        n = 0
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    n += int(line.split()[1])
+        return n
+
+    def _cpu(self, sys_only=False):
         with open(f"/proc/{self.proc.pid}/stat") as f:
             v = f.read().rsplit(")", 1)[1].split()
-        return (int(v[11]) + int(v[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+        ticks = int(v[12]) if sys_only else int(v[11]) + int(v[12])
+        return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
     def filters(self):
         try:
@@ -188,6 +214,7 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     from taurus.datapath.devices.nic_setup import (add_flow, nic_delivered, nic_post,
                                                    nic_take_delivered, set_flow_mode)
     from taurus.datapath.engine import Engine
+    from taurus.datapath.shmring import WAKES
     from taurus.tools import netns
     from taurus.tools.fabric import build_netns, build_virtual, netns_nic_host, nic_host
     from taurus.tools.perf import RTO_MIN_NS
@@ -208,7 +235,8 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     eng = Engine(clock=clock, max_flows=64, max_nics=2)
     agent = None
     cfg_text = (f'[agent]\nalgorithm = "dctcp"\nmss = {mss}\nline_rate_bps = {line}\n'
-                f'sleep_min_us = {SLEEP_US[0]}\nsleep_max_us = {SLEEP_US[1]}\n')
+                f'sleep_min_us = {SLEEP_US[0]}\nsleep_max_us = {SLEEP_US[1]}\n'
+                f'doorbell = {str(DOORBELL[0]).lower()}\n')
     try:
         if real:
             t.up()
@@ -259,7 +287,7 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
         def counters():
             ctl = eng.cc.ctls[slot]
             return (int(ctl[C.CTL_REPORTED]), int(ctl[C.CTL_SIGNALS]),
-                    delivered(), eng.now())
+                    delivered(), eng.now(), int(eng.cc.rings.prod[slot, WAKES]))
 
         start = eng.now()
         slice_ns = step_ns if clock == "virtual" else 5_000_000
@@ -277,6 +305,8 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
         c1 = counters()
         dt = (c1[3] - c0[3]) / 1e9
         cpu_ns = agent.cpu() if agent else 0
+        wakes = agent.wakes() if hasattr(agent, "wakes") else None
+        sys_ns = agent.sys() if hasattr(agent, "sys") else None
         filt = agent.filters() if agent else {}
         written = sum(v for k, v in filt.items() if k.startswith("written"))
         dup = sum(v for k, v in filt.items() if k.startswith("duplicate"))
@@ -287,6 +317,9 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
                 "agent_us_per_msg": cpu_ns / 1e3 / max(c1[0] - c0[0], 1),
                 "agent_us_per_step": (cpu_ns / 1e3 / agent.measured_steps
                                       if getattr(agent, "measured_steps", 0) else None),
+                "agent_wakes_per_s": wakes / dt if wakes is not None else None,
+                "agent_sys_cpu": sys_ns / 1e9 / dt if sys_ns is not None else None,
+                "engine_bell_wakes_per_s": (c1[4] - c0[4]) / dt,
                 "updates_written": written, "updates_filtered": dup,
                 "ring_full": int(eng.cc.ctls[slot, C.CTL_RING_FULL]),
                 "bottleneck_bps": rate_bps}
@@ -298,6 +331,22 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
             t.down()
             for ns in netns.list_ns(t.prefix):
                 netns.remove_ns(ns)
+
+
+def median_row(runs):
+    """Each numeric figure's median over repeated runs of one (N, mode)."""
+    out = dict(runs[0])
+    for k, v in out.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = float(np.median([r[k] for r in runs if r[k] is not None]))
+    return out
+
+
+def ratio(rows, n, mode):
+    """Median over repeats of mode/native goodput, each repeat against the
+    native run beside it (the host's load drifts between repeats)."""
+    g = {(r["rep"], r["mode"]): r["goodput_bps"] for r in rows if r["flows"] == n}
+    return float(np.median([g[i, mode] / g[i, "native"] for i, m in g if m == mode]))
 
 
 def main(argv=None) -> int:
@@ -315,41 +364,54 @@ def main(argv=None) -> int:
     ap.add_argument("--ports", default="mem", choices=("mem", "af_xdp", "af_packet"),
                     help="wall clock: memory links, or real packets over veths (root)")
     ap.add_argument("--agent-sleep-us", default="20,200", metavar="MIN,MAX",
-                    help="wall clock: the agent's adaptive sleep after work / when idle "
-                         "(its own defaults are 50,1000)")
+                    help="wall clock: the agent's nap after work / longest idle wait on the "
+                         "doorbell (its own defaults are 50,1000)")
+    ap.add_argument("--no-doorbell", action="store_true",
+                    help="the agent sleeps on its timer only (the engine's doorbell ignored)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run every (N, mode) this many times, modes interleaved; the "
+                         "summary lines take each figure's median")
     ap.add_argument("--json", help="write every run's figures here")
     a = ap.parse_args(argv)
     ns = [int(x) for x in a.flows.split(",")]
     SLEEP_US[:] = [int(x) for x in a.agent_sleep_us.split(",")]
+    DOORBELL[0] = not a.no_doorbell
     if a.clock == "wall" and a.duration_ms < 200:
         a.duration_ms, a.warm_ms = 1000.0, 200.0       # wall: whole seconds, not ms
     rows = []
     print(f"{'flows':>5} {'mode':>9} {'goodput Gb/s':>12} {'msgs/s':>10} {'signals/s':>10} "
-          f"{'agent CPU':>9} {'us/step':>8} {'us/msg':>7} {'filtered':>9}")
-    for n in ns:
-        for mode in MODES:
-            r = run_one(mode, n, a.clock, int(a.duration_ms * 1e6), int(a.warm_ms * 1e6), a.rate,
-                        step_ns=int(a.step_us * 1000), access=a.access, k=a.k, ports=a.ports)
-            rows.append(r)
-            tot = r["updates_written"] + r["updates_filtered"]
-            filt = f"{r['updates_filtered'] / tot:.1%}" if tot else "-"
-            step = f"{r['agent_us_per_step']:.1f}" if r["agent_us_per_step"] else "-"
-            msg = f"{r['agent_us_per_msg']:.2f}" if mode != "native" else "-"
-            print(f"{n:>5} {mode:>9} {r['goodput_bps'] / 1e9:>12.3f} {r['msgs_per_s']:>10.0f} "
-                  f"{r['signals_per_s']:>10.0f} {r['agent_cpu']:>9.1%} {step:>8} {msg:>7} "
-                  f"{filt:>9}", flush=True)
-    by = {(r["flows"], r["mode"]): r for r in rows}
+          f"{'agent CPU':>9} {'us/step':>8} {'us/msg':>7} {'wakes/s':>8} {'filtered':>9}")
+    for n, rep, mode in ((n, i, m) for n in ns for i in range(a.repeat) for m in MODES):
+        r = run_one(mode, n, a.clock, int(a.duration_ms * 1e6), int(a.warm_ms * 1e6), a.rate,
+                    step_ns=int(a.step_us * 1000), access=a.access, k=a.k, ports=a.ports)
+        r["rep"] = rep
+        rows.append(r)
+        tot = r["updates_written"] + r["updates_filtered"]
+        filt = f"{r['updates_filtered'] / tot:.1%}" if tot else "-"
+        step = f"{r['agent_us_per_step']:.1f}" if r["agent_us_per_step"] else "-"
+        msg = f"{r['agent_us_per_msg']:.2f}" if mode != "native" else "-"
+        wk = f"{r['agent_wakes_per_s']:.0f}" if r["agent_wakes_per_s"] is not None else "-"
+        print(f"{n:>5} {mode:>9} {r['goodput_bps'] / 1e9:>12.3f} {r['msgs_per_s']:>10.0f} "
+              f"{r['signals_per_s']:>10.0f} {r['agent_cpu']:>9.1%} {step:>8} {msg:>7} "
+              f"{wk:>8} {filt:>9}", flush=True)
+    by = {(n, m): median_row([r for r in rows if (r["flows"], r["mode"]) == (n, m)])
+          for n in ns for m in MODES}
+    if a.repeat > 1:
+        print(f"medians of {a.repeat} runs each:")
     for n in ns:
         nat, ag, pe = by[n, "native"], by[n, "agent"], by[n, "per-event"]
-        print(f"N={n}: agent/native {ag['goodput_bps'] / nat['goodput_bps']:.3f} "
-              f"per-event/native {pe['goodput_bps'] / nat['goodput_bps']:.3f} "
+        print(f"N={n}: agent/native {ratio(rows, n, 'agent'):.3f} "
+              f"per-event/native {ratio(rows, n, 'per-event'):.3f} "
               f"message reduction {1 - ag['msgs_per_s'] / max(ag['signals_per_s'], 1):.1%} "
-              f"agent CPU {ag['agent_cpu']:.1%} (per-event {pe['agent_cpu']:.1%})")
+              f"agent CPU {ag['agent_cpu']:.1%} (per-event {pe['agent_cpu']:.1%}) "
+              f"engine doorbell wakes/s {ag['engine_bell_wakes_per_s']:.0f}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
-    g = sum(by[n, "agent"]["goodput_bps"] for n in ns) / sum(by[n, "native"]["goodput_bps"]
-                                                              for n in ns)
+    reps = sorted({r["rep"] for r in rows})
+    g = float(np.median([sum(r["goodput_bps"] for r in rows if (r["rep"], r["mode"]) == (i, "agent"))
+                         / sum(r["goodput_bps"] for r in rows if (r["rep"], r["mode"]) == (i, "native"))
+                         for i in reps]))
     red = 1 - sum(by[n, "agent"]["msgs_per_s"] for n in ns) / max(
         sum(by[n, "agent"]["signals_per_s"] for n in ns), 1)
     print(f"agent/native goodput: {g:.2f}, message reduction: {red:.0%}")

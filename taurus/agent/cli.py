@@ -47,8 +47,12 @@ def _stats(args) -> int:
     ctl = {n: int(cc.ctl[getattr(C, n)]) for n in dir(C) if n.startswith("CTL_")}
     mine = cc.owner == cc.nic
     active = int((((cc.flags & C.FL_CC_ACTIVE) != 0) & mine).sum())
+    from taurus.datapath.shmring import BELL, SLEEP, WAKES
+    r = cc.ring.ring
     out = {"ctl": ctl, "ring_pending": cc.ring.pending(), "ring_capacity": cc.ring.capacity,
-           "active_flows": active}
+           "active_flows": active,
+           "doorbell": {"rung": int(r.prod[BELL]), "engine_wakes": int(r.prod[WAKES]),
+                        "agent_waiting": bool(r.cons[SLEEP])}}
     path = stats_path(args.name, args.stats_dir or STATS_DIR, args.slot)
     if os.path.exists(path):
         with open(path) as f:

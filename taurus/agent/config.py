@@ -7,6 +7,8 @@
     line_rate_bps = 100e9
     sleep_min_us = 50                # adaptive idle sleep (never busy-polls)
     sleep_max_us = 1000
+    doorbell = true                  # idle: block until the engine publishes ...
+    idle_max_us = 10000              # ... or this long (heartbeat, samplers)
     batch_max = 16384                # records drained per step at most
     batch_bytes = 512                # engine: publish a batch of records at this size ...
     deadline_us = 1.0                # ... or when its oldest record is this old
@@ -69,6 +71,8 @@ class AgentSection:
     line_rate_bps: int = 100_000_000_000
     sleep_min_us: int = 50
     sleep_max_us: int = 1000
+    doorbell: bool = True
+    idle_max_us: int = 10_000
     batch_max: int = 16384
     # Message-level aggregation (paper §3.4).  The deadline is short: with
     # per-RTT signal aggregation a batch rarely fills, so every message would
@@ -83,6 +87,8 @@ class AgentSection:
         require(self.line_rate_bps > 0, "line_rate_bps", "must be > 0")
         require(0 < self.sleep_min_us <= self.sleep_max_us, "sleep_min_us",
                 "must be > 0 and <= sleep_max_us")
+        require(0 < self.idle_max_us <= 50_000, "idle_max_us",
+                "must be > 0 and <= 50000 (the engine's heartbeat timeout is 100 ms)")
         require(self.batch_max >= 1, "batch_max", "must be >= 1")
         require(self.batch_bytes >= 1, "batch_bytes", "must be >= 1")
         require(self.deadline_us >= 0, "deadline_us", "must be >= 0")

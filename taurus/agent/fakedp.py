@@ -1,12 +1,14 @@
 """A Python stand-in for the engine's side of the CC contract (tests, bench).
 
 It owns the NIC's CC segment and pushes report records the way the engine
-does: a full ring refuses the rest of a batch, counted in ctl[CTL_RING_FULL].
+does: a full ring refuses the rest of a batch, counted in ctl[CTL_RING_FULL];
+then it rings the doorbell, as the engine's report_publish does.
 """
 import os
 
 import numpy as np
 
+from taurus.agent.doorbell import ring_bell
 from taurus.datapath.ccshm import (COUNT, CTL_RING_FULL, EVENT, FLOW, REC_WIDTH, T_FIRST,
                                    T_LAST, V0, CcShm)
 
@@ -45,6 +47,7 @@ class FakeDatapath:
         self.cc.owner[f[self.cc.owner[f] < 0]] = self.cc.nic   # the engine records who reports a flow
         n = self.cc.ring.push(rows)
         self.cc.ctl[CTL_RING_FULL] += len(rows) - n
+        ring_bell(self.cc.ring.ring)
         return n
 
     def close(self) -> None:

@@ -116,7 +116,8 @@ class MessageHandler:
         self.last_t = np.full(cc.max_flows * N_EVENTS, np.iinfo(np.int64).min, np.int64)
         self.calm = 0
         self.c = dict(drained=0, delivered=0, merged=0, evicted=0, invalid=0, gaps=0,
-                      seq_back=0, late=0, steps=0, bp_raised=0, bp_lowered=0, overload_steps=0)
+                      seq_back=0, late=0, steps=0, idle_steps=0, bp_raised=0, bp_lowered=0,
+                      overload_steps=0)
         self.occupancy = 0.0
         self._tail_after = None
 
@@ -261,6 +262,25 @@ class MessageHandler:
         if new != cur:
             self.c["bp_raised" if new > cur else "bp_lowered"] += 1
             self.ctl[CTL_BACKPRESSURE] = new
+
+    def steps_to_lower(self) -> int | None:
+        """Calm steps in a row until the factor halves (None: it is at 1)."""
+        if self.ctl.item(CTL_BACKPRESSURE) <= 1:
+            return None
+        return max(self.bp.calm_steps - self.calm, 1)
+
+    def idle_steps(self, k: int) -> None:
+        """k empty steps the agent slept through on the doorbell (pacing.py):
+        what each would have done, i.e. a calm step (empty ring, no refusal)."""
+        self.c["idle_steps"] += k
+        while k > 0:
+            if self.ctl.item(CTL_BACKPRESSURE) <= 1:
+                self.calm += k                    # nothing to lower
+                return
+            n = min(k, max(self.bp.calm_steps - self.calm, 1))
+            self.calm += n - 1
+            k -= n
+            self._backpressure(0.0, 0, -1)        # the one that may halve
 
     # ---- 2. sequence numbers --------------------------------------------
     def _check_seq(self, seq: np.ndarray) -> None:

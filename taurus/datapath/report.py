@@ -32,7 +32,7 @@ import numba as nb
 import numpy as np
 
 from . import ccshm as C
-from .shmring import Ring, ring_publish, ring_slot, ring_space
+from .shmring import Ring, ring_doorbell, ring_publish, ring_slot, ring_space
 from .wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
 
 Report = namedtuple("Report", ["acc", "win_timer", "staged", "dl_timer", "hdr",
@@ -92,7 +92,9 @@ def _ring(R, k):
 def report_publish(R, k):
     n = R.staged[k, 0]
     if n > 0:
-        ring_publish(_ring(R, k), n)
+        ring = _ring(R, k)
+        ring_publish(ring, n)
+        ring_doorbell(ring)          # wakes the agent if it blocked on the bell
         R.ctls[k, C.CTL_REPORTED] += n
         R.staged[k, 0] = 0
 

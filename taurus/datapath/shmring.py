@@ -15,18 +15,31 @@ consumer reads head with acquire semantics.  Every record's word 0 is its
 sequence number (head index at publication), so a consumer can prove that
 nothing was skipped.  A full ring refuses the push and counts it: nothing is
 lost silently.
+
+Doorbell (optional, for a consumer that blocks instead of polling): prod[BELL]
+counts publications the producer announced (its low 32 bits are a futex
+word); a consumer about to block writes a fresh nonzero generation to
+cons[SLEEP], re-checks the ring, then futex-waits on BELL with a timeout.
+``ring_doorbell`` bumps BELL, fences, and issues the one wake syscall per
+generation (prod[WOKEN] remembers which; prod[WAKES] counts them).  The
+fence pairs with the kernel's own barrier in FUTEX_WAIT: either the producer
+sees SLEEP set and wakes, or the wait sees BELL moved and returns at once.
 """
 from collections import namedtuple
 
 import numba as nb
 import numpy as np
 
+from numba import types
+from numba.extending import intrinsic
+
 from .lowlevel import load_acquire_u64, store_release_u64
 from .shm import Shm
 
 MAGIC = 0x5441555252494E47  # "TAURRING"
-HEAD, FULL = 0, 1
-TAIL = 0
+HEAD, FULL, BELL, WOKEN, WAKES = 0, 1, 2, 3, 4     # prod words
+TAIL, SLEEP = 0, 1                                  # cons words
+SYS_FUTEX, FUTEX_WAIT, FUTEX_WAKE = 202, 0, 1       # x86-64; shared (not private) futex
 SEQ = 0  # word 0 of every record
 
 Ring = namedtuple("Ring", ["hdr", "prod", "cons", "rec"])
@@ -146,3 +159,31 @@ def ring_peek(ring, k):
 @nb.njit(cache=True)
 def ring_consume(ring, n):
     store_release_u64(ring.cons, TAIL, ring.cons[TAIL] + np.uint64(n))
+
+
+# -- doorbell (producer side) ---------------------------------------------
+_syscall = types.ExternalFunction(
+    "syscall", types.int64(types.int64, types.uint64, types.int64, types.int64, types.int64,
+                           types.int64))
+
+
+@intrinsic
+def full_fence(typingctx):
+    """A sequentially consistent fence (mfence): the BELL store is visible
+    before SLEEP is read."""
+    def codegen(context, builder, signature, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+    return types.void(), codegen
+
+
+@nb.njit(cache=True)
+def ring_doorbell(ring):
+    """After a publish: wake a consumer blocked on the bell, once per sleep."""
+    store_release_u64(ring.prod, BELL, ring.prod[BELL] + np.uint64(1))
+    full_fence()
+    g = load_acquire_u64(ring.cons, SLEEP)
+    if g != 0 and g != ring.prod[WOKEN]:
+        ring.prod[WOKEN] = g
+        ring.prod[WAKES] += np.uint64(1)
+        _syscall(SYS_FUTEX, ring.prod.ctypes.data + np.uint64(BELL * 8), FUTEX_WAKE, 1, 0, 0)

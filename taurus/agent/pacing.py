@@ -1,0 +1,51 @@
+"""When the agent wakes: the timer's schedule, which the doorbell stands in for.
+
+Timer: after work the agent naps ``lo``; after an empty step the nap doubles,
+up to ``hi``.  A nap lasts about its length plus the kernel's timer slack.
+
+Doorbell: an idle agent blocks until the engine publishes (or ``idle_max``).
+The empty steps the timer would have taken meanwhile still count for
+back-pressure (its calm steps), so the factor falls on the timer's wall-clock
+schedule; while it is raised, the wait ends when the timer would have
+lowered it.  Only the wake-ups that found nothing are gone.
+"""
+
+
+def timer_slack_ns() -> int:
+    """How late the kernel may fire this thread's timers (default 50 us)."""
+    try:
+        with open("/proc/self/timerslack_ns") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 50_000
+
+
+class TimerSchedule:
+    def __init__(self, lo_ns: int, hi_ns: int, slack_ns: int | None = None):
+        self.lo, self.hi = lo_ns, hi_ns
+        self.slack = timer_slack_ns() if slack_ns is None else slack_ns
+
+    def next(self, sleep: int) -> int:
+        """The nap after an empty step that followed a nap of ``sleep``."""
+        return min(sleep * 2, self.hi)
+
+    def span(self, sleep: int, k: int) -> int:
+        """How long the timer's next k idle naps (and steps) last."""
+        t = 0
+        for _ in range(k):
+            sleep = self.next(sleep)
+            t += sleep + self.slack
+        return t
+
+    def fit(self, sleep: int, elapsed: int) -> tuple[int, int]:
+        """(idle naps the timer would have finished within ``elapsed``, the
+        nap it would be at then)."""
+        k = 0
+        while True:
+            nxt = self.next(sleep)
+            if nxt == sleep:                      # at hi: the rest divide evenly
+                return k + elapsed // (sleep + self.slack), sleep
+            if elapsed < nxt + self.slack:
+                return k, sleep
+            elapsed -= nxt + self.slack
+            sleep, k = nxt, k + 1
