@@ -347,6 +347,40 @@ def test_two_ports_share_the_pool_frames_cross_in_place(veth):
     assert mbuf_in_use(pool) == 0
 
 
+def test_frames_lent_for_rx_follow_need(veth):
+    """Few frames are lent while the engine keeps up; when the RX ring fills
+    halfway between polls, twice as many (up to rx_frames)."""
+    ns, va, vb = veth
+    va_mac, vb_mac = macs(ns, va, vb)
+    ports, pool = make_ports([XDP]), make_pool(4096)
+    with open_xdp_port(ports, pool, 0, va, netns=ns, rx_frames=1024, ring_size=1024) as h:
+        assert h.frames_held() == R.FILL_START == mbuf_in_use(pool)
+        frames = udp_frames(200, va_mac, vb_mac, seed=8)
+        netns.run_in_ns(ns, _send_raw, vb, frames)
+        time.sleep(0.05)                                 # all 200 wait at the next poll
+        assert rx_frames(ports, pool, 0, 200) == frames
+        assert ports.regs[0, R.FILL_TARGET] == 2 * R.FILL_START
+        assert h.frames_held() == 2 * R.FILL_START == mbuf_in_use(pool)
+        assert ports.cnt[0, RX_NOBUF] == 0 and h.stats()["rx_dropped"] == 0
+    assert mbuf_in_use(pool) == 0
+
+
+def test_fill_target_grows_to_rx_frames_and_shrinks_when_quiet():
+    r = np.zeros(64, np.int64)
+    r[R.N_RX], r[R.FILL_TARGET] = 1024, R.FILL_START
+    for waiting, target in ((100, 256), (128, 512), (400, 1024), (1024, 1024)):
+        R.fill_adapt(r, waiting)
+        assert r[R.FILL_TARGET] == target
+    for _ in range(R.FILL_QUIET - 1):
+        R.fill_adapt(r, 3)
+    assert r[R.FILL_TARGET] == 1024
+    R.fill_adapt(r, 3)
+    assert r[R.FILL_TARGET] == 512
+    for _ in range(10 * R.FILL_QUIET):
+        R.fill_adapt(r, 1)
+    assert r[R.FILL_TARGET] == R.FILL_MIN
+
+
 def test_pool_that_cannot_be_umem_is_refused(veth):
     ns, va, _ = veth
     ports, pool = make_ports([XDP]), make_pool(64, buf_size=256)

@@ -94,7 +94,7 @@ def _err(rc: int) -> str:
 class XdpPortHandle:
     """One open AF_XDP port.  Attributes: ifname, netns, ifindex, queue, fd,
     zero_copy, attach_mode ("native"/"generic"), prog_id, tx_budget, n_rx
-    (frames lent to the fill ring), n_tx (frames the TX and completion rings
+    (the most frames lent to the fill ring), n_tx (frames the TX and completion rings
     hold at most), umem (the pool it registered; None once closed)."""
 
     def __init__(self, ports, pool, p, ifname, netns, queue):
@@ -199,8 +199,9 @@ class XdpPortHandle:
         r[R.IFINDEX] = self.ifindex
         self._regs = True
         got = R.xdp_prime(ports, self.pool, p, n_rx)
-        if got < n_rx:
-            log.warning("%s: the pool lent %d of %d RX frames", self.ifname, got, n_rx)
+        if got < ports.regs[p, R.FILL_TARGET]:
+            log.warning("%s: the pool lent %d of %d RX frames", self.ifname, got,
+                        ports.regs[p, R.FILL_TARGET])
         self.n_rx, self.n_tx = n_rx, n_tx
         ports.kind[p] = XDP
 
@@ -254,7 +255,7 @@ class XdpPortHandle:
         if self.closed:
             return 0
         r = self.ports.regs[self.p]
-        return int(r[R.N_RX] - r[R.FILL_SHORT] + r[R.TX_OUT] + r[R.TX_FREE])
+        return int(r[R.LENT] + r[R.TX_OUT] + r[R.TX_FREE])
 
     def stats(self) -> dict:
         """The kernel's XDP_STATISTICS for this socket."""
@@ -328,9 +329,10 @@ def open_xdp_port(ports, pool, p, ifname, *, netns=None, steer="all", rx_frames=
     2048 B to a page; frames up to ``mbuf.xdp_capacity(pool)`` bytes).
 
     steer: "all" redirects every frame to the socket; "taurus" only UDP/4793,
-    PFC and CSIG-tagged frames (the rest go to the kernel).  rx_frames: pool
-    frames lent to the fill ring (at most ring_size): how many frames the
-    socket can take while the engine does not poll.  ring_size: entries of
+    PFC and CSIG-tagged frames (the rest go to the kernel).  rx_frames: the
+    most pool frames lent to the fill ring (at most ring_size), i.e. how
+    many frames the socket can take while the engine does not poll; fewer
+    are lent while the engine keeps up (xdp_ring.fill_adapt).  ring_size: entries of
     each of the four rings; the TX and completion rings bound the frames in
     flight.  zero_copy: "auto" (kernel's choice), True or False.  xdp_mode:
     "auto" (native, else generic), "native" or "generic".  tx_budget: frames

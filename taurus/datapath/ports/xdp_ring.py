@@ -33,7 +33,7 @@ from .common import (RX_BYTES, RX_ERR, RX_NOBUF, RX_PKTS, RX_WAKEUPS, TX_BUSY, T
  FILL_TAIL, RX_HEAD, TX_TAIL, TX_SEEN, COMP_HEAD,
  TX_FREE, TX_MAX, NEED_WAKEUP, FILL_POSTED,
  N_RX, ZEROCOPY, ATTACH_MODE, TX_BUDGET, QUEUE, IFINDEX,
- SHIFT, TX_OUT, FILL_SHORT, CAP) = range(41)
+ SHIFT, TX_OUT, LENT, CAP, FILL_TARGET, FILL_CALM) = range(43)
 """FD socket (-1: closed port, every call returns 0); UMEM/UMEM_SIZE/FRAME
 UMEM base address (the pool's chunk 0), size, chunk size (power of two,
 = 1 << SHIFT); *_PROD/*_CONS/*_DESC addresses of each ring's producer word,
@@ -41,18 +41,24 @@ consumer word, entries; *_MASK ring size - 1; FILL_FLAGS/TX_FLAGS addresses
 of the need-wakeup flag words.  Our cursors: FILL_TAIL fill producer,
 RX_HEAD rx consumer, TX_TAIL tx producer, TX_SEEN last tx consumer read from
 the kernel, COMP_HEAD completion consumer.  TX_OUT frames on the TX or
-completion ring (at most TX_MAX, the completion ring's size); FILL_SHORT
-fill entries owed because the pool was empty; CAP bytes a frame may have
-(FRAME - HEADROOM).  NEED_WAKEUP 1 when the kernel's need-wakeup ring flags
+completion ring (at most TX_MAX, the completion ring's size); LENT frames
+lent for RX (on the fill ring, in the kernel, on the RX ring), kept at
+FILL_TARGET (fill_adapt), at most N_RX; FILL_CALM polls since the RX ring
+last held much; CAP bytes a frame may have (FRAME - HEADROOM).  NEED_WAKEUP 1 when the kernel's need-wakeup ring flags
 mean something (zero-copy; copy mode never sets them, so there we always
 kick), FILL_POSTED fill entries posted since the last RX wake-up.  TX_FREE
 counts a stack of frames in lists[p] that bench/_rawloops' raw TX loops own.
-N_RX .. IFINDEX are informational (set by the control plane)."""
+ZEROCOPY .. IFINDEX are informational (set by the control plane)."""
 
 M32 = 0xFFFFFFFF
 RING_NEED_WAKEUP = 1  # XDP_RING_NEED_WAKEUP
 EAGAIN, EBUSY, ENOBUFS = 11, 16, 105
 DESC = 16  # struct xdp_desc: u64 addr, u32 len, u32 options
+# Frames lent for RX follow need: few keep them hot in the cache (a deep
+# fill ring hands the kernel frames last touched thousands of frames ago);
+# an engine that was away long enough to let the RX ring fill halfway gets
+# twice as many, up to N_RX; a long quiet spell halves them again.
+FILL_START, FILL_MIN, FILL_QUIET = 256, 64, 1 << 16
 
 
 @hot
@@ -75,18 +81,33 @@ def _fill(ports, pool, p, want):
         store_release_u32_at(r[FILL_PROD], tail)
         r[FILL_TAIL] = tail & M32
         r[FILL_POSTED] += n
+        r[LENT] += n
     return n
 
 
 @hot
+def fill_adapt(r, waiting):
+    """Adjust FILL_TARGET to `waiting`, the frames on the RX ring at a poll."""
+    t = r[FILL_TARGET]
+    if 2 * waiting >= t and t < r[N_RX]:
+        r[FILL_TARGET] = min(2 * t, r[N_RX])
+        r[FILL_CALM] = 0
+    elif 8 * waiting < t:
+        r[FILL_CALM] += 1
+        if r[FILL_CALM] >= FILL_QUIET and t > FILL_MIN:
+            r[FILL_TARGET] = max(t // 2, FILL_MIN)
+            r[FILL_CALM] = 0
+
+
+@hot
 def xdp_prime(ports, pool, p, n_rx):
-    """Lend n_rx pool frames to the fill ring.  Called once by the control
-    plane after binding; returns how many the pool had."""
+    """Lend pool frames to the fill ring (FILL_START, at most n_rx, which
+    bounds the adaptive target).  Called once by the control plane after
+    binding; returns how many the pool had."""
     r = ports.regs[p]
     r[N_RX] = n_rx
-    got = _fill(ports, pool, p, n_rx)
-    r[FILL_SHORT] = n_rx - got
-    return got
+    r[FILL_TARGET] = min(n_rx, FILL_START)
+    return _fill(ports, pool, p, r[FILL_TARGET])
 
 
 @hot
@@ -99,6 +120,7 @@ def xdp_rx_burst(ports, pool, p, now, out, maxn):
     avail = (prod - head) & M32
     if avail == 0:
         return 0
+    fill_adapt(r, avail)
     if avail > maxn:
         avail = maxn
     mask = r[RX_MASK]
@@ -137,15 +159,15 @@ def xdp_rx_burst(ports, pool, p, now, out, maxn):
         nbytes += ln
     store_release_u32_at(r[RX_CONS], head + avail)
     r[RX_HEAD] = (head + avail) & M32
-    # A fresh frame for each one taken (and for any owed before).
-    want = avail + r[FILL_SHORT]
-    got = _fill(ports, pool, p, want)
-    r[FILL_SHORT] = want - got
+    r[LENT] -= avail
+    # Fresh frames for those taken, up to the target.
+    want = r[FILL_TARGET] - r[LENT]
+    got = _fill(ports, pool, p, want) if want > 0 else 0
     c = ports.cnt
     c[p, RX_PKTS] += n
     c[p, RX_BYTES] += nbytes
-    if got < avail:
-        c[p, RX_NOBUF] += avail - got     # fill slots left empty: the pool ran dry
+    if got < want:
+        c[p, RX_NOBUF] += min(avail, want - got)   # fill slots left empty: the pool ran dry
     if err:
         c[p, RX_ERR] += err
     return n
@@ -251,10 +273,8 @@ def xdp_service(ports, pool, p, now):
         r[COMP_HEAD] = (head + done) & M32
         r[TX_OUT] -= done
         work += done
-    if r[FILL_SHORT]:
-        got = _fill(ports, pool, p, r[FILL_SHORT])
-        r[FILL_SHORT] -= got
-        work += got
+    if r[LENT] < r[FILL_TARGET]:         # the pool ran dry before, or the target grew
+        work += _fill(ports, pool, p, r[FILL_TARGET] - r[LENT])
     # Zero-copy drivers may sleep until told the fill ring has frames again.
     if r[FILL_POSTED] and r[NEED_WAKEUP] and \
             load_acquire_u32_at(r[FILL_FLAGS]) & RING_NEED_WAKEUP:
@@ -294,4 +314,5 @@ def xdp_reclaim(ports, pool, p):
     out -= _return_span(ports, pool, p, r[COMP_DESC], r[COMP_MASK], 8, r[COMP_HEAD],
                         np.int64(load_acquire_u32_at(r[COMP_PROD])))
     r[TX_OUT] = 0
+    r[LENT] = 0
     return out
