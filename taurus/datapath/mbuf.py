@@ -66,6 +66,14 @@ def mbuf_free(pool, i):
     pool.top[0] = t + 1
 
 
+@nb.njit(cache=True, inline="always", _nrt=False)
+def mbuf_received(pool, i, length, now, port):
+    """Stamp frame i as received: its length, RX time and input port."""
+    pool.length[i] = length
+    pool.ts[i] = now
+    pool.port[i] = port
+
+
 @hot
 def mbuf_put_bytes(pool, i, src, n):
     """Copy n bytes of src into frame i (n is clipped to the buffer size)."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..lowlevel import (copy_bytes, errno, kick_tx, load_acquire_u32_at, peek_u32, poke_u32,
                         store_release_u32_at)
-from ..mbuf import mbuf_alloc, mbuf_free
+from ..mbuf import mbuf_alloc, mbuf_free, mbuf_received
 from ..wire.codec import hot
 from .common import (RX_BYTES, RX_EMPTY, RX_ERR, RX_NOBUF, RX_PKTS, TX_BUSY, TX_BYTES,
                      TX_ERR, TX_KICKS, TX_PKTS)
@@ -130,9 +130,7 @@ def pkt_rx_burst(ports, pool, p, now, out, maxn):
                 copy_bytes(dst + 16, addr + mac + 12, snap - 12)
             else:
                 copy_bytes(dst, addr + mac, snap)
-            pool.length[i] = ln
-            pool.ts[i] = now
-            pool.port[i] = p
+            mbuf_received(pool, i, ln, now, p)
             out[n] = i
             n += 1
             nbytes += ln
