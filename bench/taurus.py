@@ -39,9 +39,9 @@ message (us/msg: CPU / messages published in the window); on a 2-core VM
 with steal time they vary by tens of percent from run to run.
 ``--repeat R`` runs every (N, mode) R times, modes interleaved, and the
 summary lines take medians (goodput ratios per repeat, each against the
-native run beside it): the host's load drifts.  On the wall clock at N=32
-a run settles in one of two back-pressure regimes (the factor high, ~9k
-messages/s, or at 1, ~95k messages/s and >60% agent CPU); look at msgs/s.
+native run beside it): the host's load drifts.  Back-pressure raises the
+aggregation periods only when the agent falls behind; at N=32 here a flow
+gets under one ACK per RTT, so aggregation per RTT only halves the messages.
 The last line is `agent/native goodput: X.XX, message reduction: Y%`
 (goodput summed over all N, median over repeats; reduction = 1 - messages / signals of the
 agent runs: per-event sends one message per signal by construction, so this

@@ -129,6 +129,19 @@ def test_lag_raises_backpressure(dp):
     assert dp.cc.ctl[C.CTL_BACKPRESSURE] == 2
 
 
+def test_lag_counts_from_when_a_record_was_ready_not_its_first_signal(dp):
+    """An aggregated record carries its window's first signal time; a long
+    window is not the agent's lag (else a raised factor would keep itself
+    raised)."""
+    a = agent(dp, backpressure={"lag_high_us": 100})
+    dp.push(acks(4, t0=0), ready_ns=1_450_000)        # windows from t=0, ready at 1.45 ms
+    a.step(now_ns=1_500_000)
+    assert dp.cc.ctl[C.CTL_BACKPRESSURE] == 1
+    dp.push(acks(4, t0=1_600_000))                    # ready 1.6 ms, taken at 1.8 ms
+    a.step(now_ns=1_800_000)
+    assert dp.cc.ctl[C.CTL_BACKPRESSURE] == 2
+
+
 def test_overload_merges_accumulable_and_evicts_oldest_raw(dp):
     a = agent(dp, backpressure={"evict": 0.75, "raw_keep": 4})
     rows = []

@@ -198,7 +198,7 @@ def _leftovers(pid: int) -> list[str]:
     return glob.glob(f"/dev/shm/taurus-eng-{pid}-*") + glob.glob(f"/run/taurus/run-{pid}.pid")
 
 
-def _interrupt(args, tmp_path, sig, wait_for):
+def _interrupt(args, tmp_path, sig, wait_for, settle=4.0):
     out = str(tmp_path / "run")
     p = subprocess.Popen([sys.executable, "-m", "taurus.cli", "run", *args, "--out", out,
                           "--no-progress"], cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT},
@@ -207,7 +207,7 @@ def _interrupt(args, tmp_path, sig, wait_for):
         deadline = time.monotonic() + 240
         while not wait_for(p.pid) and p.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
-        time.sleep(4)                   # past the build, into the run
+        time.sleep(settle)              # past the build, into the run
         assert p.poll() is None, p.communicate()
         p.send_signal(sig)
         rc = p.wait(timeout=120)
@@ -221,9 +221,25 @@ def _interrupt(args, tmp_path, sig, wait_for):
     return p.pid, rc, s
 
 
+def _engine_time_past(pid: int, ns: int) -> bool:
+    """The run's engine (virtual clock) has reached `ns`: it is mid-run."""
+    from taurus.datapath.engine import attach_stats
+    for path in glob.glob(f"/dev/shm/taurus-eng-{pid}-*"):
+        name = os.path.basename(path)
+        if name.rsplit("-", 1)[-1].isdigit():          # the engine's own segment
+            try:
+                return attach_stats(name)["now"] >= ns
+            except (OSError, ValueError):
+                return False
+    return False
+
+
 def test_interrupted_run_leaves_nothing_and_marks_summary(tmp_path):
+    # Signalled once the run is 10% through (not after a fixed wait: a fast
+    # engine may have finished the run by then).
     pid, rc, s = _interrupt([DEMO, "--set", 'experiment.duration="500ms"'], tmp_path,
-                            signal.SIGINT, lambda pid: glob.glob(f"/dev/shm/taurus-eng-{pid}-*"))
+                            signal.SIGINT, lambda pid: _engine_time_past(pid, 50_000_000),
+                            settle=0.0)
     assert rc == 130
     assert s["complete"] is False and "SIGINT" in s["error"]
     assert 0 < s["ended_at_ns"] < 500_000_000

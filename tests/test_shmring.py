@@ -21,7 +21,7 @@ def produce(ring, start, n):
         row = ring_slot(ring, k)
         row[1] = start + k
         k += 1
-    ring_publish(ring, k)
+    ring_publish(ring, k, start)
     ring_refuse(ring, n - k)
     return k
 

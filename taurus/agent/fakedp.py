@@ -39,13 +39,18 @@ class FakeDatapath:
         self.cc = CcShm.create(self.name, max_flows, ring_capacity)
         self.attempts = 0
 
-    def push(self, rows) -> int:
+    def push(self, rows, ready_ns: int | None = None) -> int:
+        """Publish records as the engine would; ready_ns, when the batch was
+        ready, defaults to its latest T_LAST (an unaggregated record is ready
+        when its signal arrives)."""
         rows = np.atleast_2d(np.asarray(rows, np.int64))
+        if ready_ns is None:
+            ready_ns = int(rows[:, T_LAST].max()) if len(rows) else 0
         self.attempts += len(rows)
         f = rows[:, FLOW]
         f = f[(f >= 0) & (f < self.cc.max_flows)]
         self.cc.owner[f[self.cc.owner[f] < 0]] = self.cc.nic   # the engine records who reports a flow
-        n = self.cc.ring.push(rows)
+        n = self.cc.ring.push(rows, ready_ns)
         self.cc.ctl[CTL_RING_FULL] += len(rows) - n
         ring_bell(self.cc.ring.ring)
         return n

@@ -5,7 +5,12 @@ Per step (a small batch in plain Python over row lists, a large one or any
 batch in overload vectorised with numpy; both give the same results):
 1. back-pressure: ring occupancy before the drain, records the producer
    refused since last step (ctl[CTL_RING_FULL] / the ring's own counter) and
-   drain lag (now - oldest T_FIRST) decide.  Hot (occupancy >= high, any
+   drain lag decide: how long the oldest pending record has been ready, i.e.
+   since the ring last went non-empty (the engine stamps prod[SINCE] with the
+   time its batch's first record was written) or since the previous poll,
+   whichever is later (each poll takes all it sees).  Not since T_FIRST:
+   that includes the aggregation window, which back-pressure itself
+   lengthens, so a raised factor would keep itself raised.  Hot (occupancy >= high, any
    refusal, or lag >= lag_high): the multiplier ctl[CTL_BACKPRESSURE] doubles
    (<= max_factor), which the engine applies to every aggregation period.
    Calm (occupancy <= low, lag < lag_high/2) for calm_steps steps in a row:
@@ -38,7 +43,7 @@ from taurus.datapath.ccshm import (CLS_RAW, COUNT, CTL_BACKPRESSURE, CTL_EVICTED
                                    EV_ECN, EV_HOST, EV_NACK, EV_OOO, EV_RTO, EV_TX, EVENT,
                                    EVENT_CLASS, FLOW, N_EVENTS, N_VALUES, SEQ, T_FIRST, T_LAST, V0)
 from taurus.cc_algorithms.base import BatchEvents, Events
-from taurus.datapath.shmring import FULL, HEAD, TAIL
+from taurus.datapath.shmring import FULL, HEAD, SINCE, TAIL
 
 # Merge rule of each value of each event (used only in overload).
 SUM, MAX, LAST = 0, 1, 2
@@ -115,6 +120,7 @@ class MessageHandler:
         self.refused_seen = self._refused()
         self.last_t = np.full(cc.max_flows * N_EVENTS, np.iinfo(np.int64).min, np.int64)
         self.calm = 0
+        self._seen_at = 0                    # when the previous poll read the head
         self.c = dict(drained=0, delivered=0, merged=0, evicted=0, invalid=0, gaps=0,
                       seq_back=0, late=0, steps=0, idle_steps=0, bp_raised=0, bp_lowered=0,
                       overload_steps=0)
@@ -144,6 +150,8 @@ class MessageHandler:
         self.release()
         tail = self._cons.item(TAIL)
         head = self._prod.item(HEAD)     # x86: loads keep order
+        since = max(self._prod.item(SINCE), self._seen_at)
+        self._seen_at = now_ns
         pending = head - tail
         occ = pending / self._cap
         self.occupancy = occ
@@ -158,11 +166,9 @@ class MessageHandler:
         # A few records: plain Python over row lists (numpy's per-call cost
         # would dominate); many, or overload: vectorised.  Same results.
         small = n <= self.small_max and occ < self.bp.evict
+        lag = now_ns - since
         if small:
             rows = rec.tolist()
-            lag = now_ns - min([x[T_FIRST] for x in rows])
-        else:
-            lag = now_ns - int(rec[:, T_FIRST].min())
         self._backpressure(occ, new_refused, lag if 0 <= lag < LAG_SANE_NS else -1)
         self.c["drained"] += n
         if small:

@@ -93,7 +93,7 @@ def report_publish(R, k):
     n = R.staged[k, 0]
     if n > 0:
         ring = _ring(R, k)
-        ring_publish(ring, n)
+        ring_publish(ring, n, R.staged[k, 1])     # staged[k, 1]: its first record's time
         ring_doorbell(ring)          # wakes the agent if it blocked on the bell
         R.ctls[k, C.CTL_REPORTED] += n
         R.staged[k, 0] = 0

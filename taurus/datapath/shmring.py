@@ -37,7 +37,7 @@ from .lowlevel import load_acquire_u64, store_release_u64
 from .shm import Shm
 
 MAGIC = 0x5441555252494E47  # "TAURRING"
-HEAD, FULL, BELL, WOKEN, WAKES = 0, 1, 2, 3, 4     # prod words
+HEAD, FULL, BELL, WOKEN, WAKES, SINCE = 0, 1, 2, 3, 4, 5   # prod words
 TAIL, SLEEP = 0, 1                                  # cons words
 SYS_FUTEX, FUTEX_WAIT, FUTEX_WAKE = 202, 0, 1       # x86-64; shared (not private) futex
 SEQ = 0  # word 0 of every record
@@ -83,12 +83,15 @@ class ShmRing:
         return cls(shm, _views(shm, int(hdr[1]), int(hdr[2])))
 
     # -- Python ends, in batches ------------------------------------------
-    def push(self, rows: np.ndarray) -> int:
+    def push(self, rows: np.ndarray, ready_ns: int = 0) -> int:
         """Publish as many rows (int64[n, width]; word 0 is overwritten with the
-        sequence number) as fit; returns how many.  Refusals are counted."""
+        sequence number) as fit; returns how many.  Refusals are counted.
+        ready_ns as in ring_publish."""
         r = self.ring
         head, tail = int(r.prod[HEAD]), int(r.cons[TAIL])
         n = min(len(rows), self.capacity - (head - tail))
+        if head == tail and n:
+            r.prod[SINCE] = ready_ns
         idx = (head + np.arange(n)) % self.capacity
         r.rec[idx] = rows[:n]
         r.rec[idx, SEQ] = head + np.arange(n)
@@ -131,9 +134,13 @@ def ring_slot(ring, k):
 
 
 @nb.njit(cache=True)
-def ring_publish(ring, n):
-    """Stamp sequence numbers on the n written records and make them visible."""
+def ring_publish(ring, n, ready_ns):
+    """Stamp sequence numbers on the n written records and make them visible.
+    ready_ns: when the first of them was ready (written); if the ring was
+    empty, it becomes prod[SINCE], how long the oldest record has waited."""
     head = ring.prod[HEAD]
+    if head == load_acquire_u64(ring.cons, TAIL):
+        ring.prod[SINCE] = np.uint64(ready_ns)
     mask = ring.rec.shape[0] - 1  # capacity is a power of two
     for k in range(n):
         ring.rec[(np.int64(head) + k) & mask, SEQ] = np.int64(head) + k
