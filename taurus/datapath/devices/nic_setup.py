@@ -40,7 +40,7 @@ from .nic_state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACK
                         TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
 from .nic_app import WouldBlock, cq_drain, ring_read, ring_write, sq_submit
 from .nic_shm import NicShm
-from .nic_tx import flow_wake
+from .nic_tx import wake_flow
 from .table import NIC
 from ..wheel import wheel_alloc
 from ..wire.desc import status_counts
@@ -234,7 +234,7 @@ def nic_post(eng, d: int, f: int, data, msg_id: int | None = None) -> int:
     N.mq[f, tail % M] = (pos + len(buf), mid)
     N.fl[f, FL_POSTED] = pos + len(buf)
     N.fl[f, FL_MQ_TAIL] = tail + 1
-    flow_wake(eng.E, f, eng.now())
+    wake_flow(eng.E.nic, eng.E.wheel, f, eng.now())
     return mid
 
 

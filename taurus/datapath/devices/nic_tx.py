@@ -80,16 +80,22 @@ def rq_pop(N, n):
 
 
 @hot
-def flow_wake(E, f, now):
-    """Make an idle flow eligible: queued now, or when its pacer allows."""
-    N = E.nic
+def wake_flow(N, wheel, f, now):
+    """Make an idle flow eligible: queued now, or when its pacer allows.
+    (Python callers use this form: handing over the whole engine state costs
+    ~25 us a call in argument checks, N and the wheel ~5 us.)"""
     if N.fl[f, FL_SCHED] != SCH_IDLE or N.fl[f, FL_STATE] != FS_ACTIVE:
         return
     if N.fl[f, FL_NEXT_T] <= now:
         rq_push(N, N.fl[f, FL_NIC] - 1, f)
     else:
-        wheel_schedule(E.wheel, N.fl[f, FL_T_PACE], N.fl[f, FL_NEXT_T])
+        wheel_schedule(wheel, N.fl[f, FL_T_PACE], N.fl[f, FL_NEXT_T])
         N.fl[f, FL_SCHED] = SCH_TIMED
+
+
+@hot
+def flow_wake(E, f, now):
+    wake_flow(E.nic, E.wheel, f, now)
 
 
 @hot
