@@ -121,12 +121,9 @@ class Sink:
         self.bytes = 0
 
     def _kind(self, c):
-        from taurus.datapath.devices.nic_app import ring_read
-        from taurus.datapath.devices.nic_state import RP_DELIV
         from taurus.transport.client import HELLO
-        N = c.ep.N
-        n = min(int(N.rp[c.pdc, RP_DELIV]), len(ECHO))
-        head = ring_read(N.rxbuf, c._base, c._cap, 0, n)
+        head = c.stream_head(len(ECHO))
+        n = len(head)
         for marker, kind in ((HELLO, "peer"), (ECHO, "echo")):
             if head[:len(marker)] == marker:
                 return kind

@@ -331,6 +331,14 @@ class Conn:
                 raise TimeoutError("no message")
             self.ep.wait()
 
+    def stream_head(self, n: int) -> bytes:
+        """The stream's first bytes, up to n of those delivered so far, read
+        in place: no copy out, no completion-queue poll (an app that only
+        decides whether a stream is its own).  Valid until data is consumed."""
+        N = self.ep.N
+        return ring_read(N.rxbuf, self._base, self._cap, 0,
+                         min(n, int(N.rp[self.pdc, RP_DELIV])))
+
     def recv_bytes(self) -> int:
         """Consume whatever arrived, ignoring message boundaries, without
         copying it (bulk receivers such as ``taurus perf -s``); returns how

@@ -24,7 +24,8 @@ from .nic_state import (C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_AC
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
                         FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
                         FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
-                        FL_FRTO, FL_FRTO_END, FL_RTO, FL_RTTVAR, FL_SRTT, FL_STATE, FL_T_RTO, FL_UNA, FS_ACTIVE,
+                        FL_FRTO, FL_FRTO_END, FL_RTO, FL_RTTVAR, FL_SRTT, FL_STATE, FL_T_RTO,
+                        FL_UNA, FS_ACTIVE,
                         NR_DUPTHRESH, NR_RTO_MIN, SG_DONE_T, SL_EMPTY, SL_INFL, SL_LOST,
                         SL_RETX, SL_SACKED, cq_push, psn_recon, unit_recon)
 from .nic_tx import PROBE_TS_MASK, SLO_OFF, flow_wake, rto_arm

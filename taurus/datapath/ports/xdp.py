@@ -94,8 +94,8 @@ def _err(rc: int) -> str:
 class XdpPortHandle:
     """One open AF_XDP port.  Attributes: ifname, netns, ifindex, queue, fd,
     zero_copy, attach_mode ("native"/"generic"), prog_id, tx_budget, n_rx
-    (the most frames lent to the fill ring), n_tx (frames the TX and completion rings
-    hold at most), umem (the pool it registered; None once closed)."""
+    (the most frames lent to the fill ring), n_tx (the most frames on the TX
+    and completion rings), umem (the pool it registered; None once closed)."""
 
     def __init__(self, ports, pool, p, ifname, netns, queue):
         self.ports, self.p, self.ifname, self.netns, self.queue = ports, p, ifname, netns, queue
@@ -140,8 +140,8 @@ class XdpPortHandle:
             # kernel's deferred release runs (tens of ms here): retry a while.
             give_up = time.monotonic() + BUSY_WAIT_S
             while True:
-                rc = lib.taurus_xsk_open(name, self.queue, base, size, frame_size, ring_size, ring_size, ring_size, ring_size,
-                                         bind)
+                rc = lib.taurus_xsk_open(name, self.queue, base, size, frame_size,
+                                         ring_size, ring_size, ring_size, ring_size, bind)
                 if rc != -_errno.EBUSY or time.monotonic() > give_up:
                     break
                 time.sleep(0.005)
@@ -165,12 +165,12 @@ class XdpPortHandle:
             self._load_program(lib, steer)
             self._attach(lib, xdp_mode, where)
 
-    def _write_regs(self, lib, base, frame_size, size, n_rx, n_tx):
+    def _write_regs(self, lib, umem, frame_size, size, n_rx, n_tx):
         ports, p, s = self.ports, self.p, self._slot
         r = ports.regs[p]
         r[:] = 0
         r[R.FD] = self.fd
-        r[R.UMEM] = base
+        r[R.UMEM] = umem
         r[R.UMEM_SIZE] = size
         r[R.FRAME] = frame_size
         r[R.SHIFT] = frame_size.bit_length() - 1

@@ -44,9 +44,9 @@ the kernel, COMP_HEAD completion consumer.  TX_OUT frames on the TX or
 completion ring (at most TX_MAX, the completion ring's size); LENT frames
 lent for RX (on the fill ring, in the kernel, on the RX ring), kept at
 FILL_TARGET (fill_adapt), at most N_RX; FILL_CALM polls since the RX ring
-last held much; CAP bytes a frame may have (FRAME - HEADROOM).  NEED_WAKEUP 1 when the kernel's need-wakeup ring flags
-mean something (zero-copy; copy mode never sets them, so there we always
-kick), FILL_POSTED fill entries posted since the last RX wake-up.  TX_FREE
+last held much; CAP bytes a frame may have (FRAME - HEADROOM).
+NEED_WAKEUP 1 when the kernel's need-wakeup ring flags mean something
+(zero-copy; copy mode never sets them, so there we always kick), FILL_POSTED fill entries posted since the last RX wake-up.  TX_FREE
 counts a stack of frames in lists[p] that bench/_rawloops' raw TX loops own.
 ZEROCOPY .. IFINDEX are informational (set by the control plane)."""
 
