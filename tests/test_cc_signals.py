@@ -80,14 +80,24 @@ def test_probe_cadence_every_n_every_t_and_on_command():
         assert cc.srtt[1] == 4000                            # srtt published on every sample
 
 
-def test_segments_and_probes_on_real_acks():
-    t = Topology("sig")
+def _two_nics(name, delay):
+    """h1 -- h2 with host NICs in a virtual engine: (topology, engine, hosts)."""
+    t = Topology(name)
     for h in ("h1", "h2"):
         t.add_host(h)
-    t.add_link("h1", "h2", rate="10Gbit", delay="2us")
-    with Engine(clock="virtual", max_flows=16, max_nics=2) as eng:
-        fab = build_virtual(eng, t, host_factory=nic_host)
-        h1 = fab["hosts"]["h1"]
+    t.add_link("h1", "h2", rate="10Gbit", delay=delay)
+    eng = Engine(clock="virtual", max_flows=16, max_nics=2)
+    try:
+        return t, eng, build_virtual(eng, t, host_factory=nic_host)["hosts"]
+    except BaseException:
+        eng.close()
+        raise
+
+
+def test_segments_and_probes_on_real_acks():
+    t, eng, hosts = _two_nics("sig", "2us")
+    with eng:
+        h1 = hosts["h1"]
         slot = int(eng.E.devs.regs[h1, 0])
         cc = eng.cc
         f = add_flow(eng, h1, t.mac_of("h2"), t.ip_of("h2"), cwnd_bytes=64 * 1024)
@@ -114,13 +124,9 @@ def test_probe_packet_on_command_gives_an_idle_flow_an_rtt_sample():
     the engine sends a CONTROL PROBE at once, the receiver answers with an
     ACK echoing its timestamp, and that RTT sample is reported."""
     from taurus.datapath.devices.nic_setup import nic_counters
-    t = Topology("probe")
-    for h in ("h1", "h2"):
-        t.add_host(h)
-    t.add_link("h1", "h2", rate="10Gbit", delay="5us")
-    with Engine(clock="virtual", max_flows=16, max_nics=2) as eng:
-        fab = build_virtual(eng, t, host_factory=nic_host)
-        h1, h2 = fab["hosts"]["h1"], fab["hosts"]["h2"]
+    t, eng, hosts = _two_nics("probe", "5us")
+    with eng:
+        h1, h2 = hosts["h1"], hosts["h2"]
         slot = int(eng.E.devs.regs[h1, 0])
         cc = eng.cc
         ring = cc.ring_of(slot)
