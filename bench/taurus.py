@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """TAURUS micro-benchmark (paper §5.2 and Table 2): N DCTCP flows from one
 sender host through the software switch's ECN bottleneck to one receiver,
-run three ways -- native (DCTCP compiled into the engine), agent (TAURUS:
-aggregated reports, one message per flow per RTT) and per-event (the agent
-with aggregation off, CCP-like) -- for N in 1, 2, 4, 8, 16, 32.
+run four ways -- native (DCTCP compiled into the engine), agent (TAURUS:
+aggregated reports, one message per flow per RTT, DCTCP in Python),
+agent-jit (the same with DCTCP compiled for the agent's fast path,
+cc_algorithms/dctcp_jit.py: same decisions, a fraction of the CPU) and
+per-event (the agent with aggregation off, CCP-like; DCTCP in Python) --
+for N in 1, 2, 4, 8, 16, 32.
 
     python bench/taurus.py                      # virtual time (default)
     python bench/taurus.py --flows 1,32 --duration-ms 5
@@ -62,7 +65,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-MODES = ("native", "agent", "per-event")
+MODES = ("native", "agent", "agent-jit", "per-event")
 SLEEP_US = [20, 200]         # the agent's adaptive sleep (--agent-sleep-us)
 DOORBELL = [True]            # an idle agent blocks on the ring's doorbell (--no-doorbell)
 
@@ -234,7 +237,8 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
         min(int(total * line / 8e9 / nflows) + (1 << 16), (56 << 20) // nflows)
     eng = Engine(clock=clock, max_flows=64, max_nics=2)
     agent = None
-    cfg_text = (f'[agent]\nalgorithm = "dctcp"\nmss = {mss}\nline_rate_bps = {line}\n'
+    algorithm = "dctcp-jit" if mode == "agent-jit" else "dctcp"
+    cfg_text = (f'[agent]\nalgorithm = "{algorithm}"\nmss = {mss}\nline_rate_bps = {line}\n'
                 f'sleep_min_us = {SLEEP_US[0]}\nsleep_max_us = {SLEEP_US[1]}\n'
                 f'doorbell = {str(DOORBELL[0]).lower()}\n')
     try:
@@ -260,7 +264,7 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
         for _ in range(nflows):
             f = add_flow(eng, h1, t.mac_of("h2"), t.ip_of("h2"), cwnd_bytes=10 * mss,
                          buf_bytes=size)
-            set_flow_mode(eng, f, mode)
+            set_flow_mode(eng, f, "agent" if mode == "agent-jit" else mode)
             flows.append(f)
         got = [0]
         chunk = bytes(min(256 << 10, size // 2))
@@ -371,6 +375,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=1,
                     help="run every (N, mode) this many times, modes interleaved; the "
                          "summary lines take each figure's median")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="which of " + ", ".join(MODES) + " to run (native and agent always run)")
     ap.add_argument("--json", help="write every run's figures here")
     a = ap.parse_args(argv)
     ns = [int(x) for x in a.flows.split(",")]
@@ -378,10 +384,11 @@ def main(argv=None) -> int:
     DOORBELL[0] = not a.no_doorbell
     if a.clock == "wall" and a.duration_ms < 200:
         a.duration_ms, a.warm_ms = 1000.0, 200.0       # wall: whole seconds, not ms
+    modes = [m for m in MODES if m in a.modes.split(",") or m in ("native", "agent")]
     rows = []
     print(f"{'flows':>5} {'mode':>9} {'goodput Gb/s':>12} {'msgs/s':>10} {'signals/s':>10} "
           f"{'agent CPU':>9} {'us/step':>8} {'us/msg':>7} {'wakes/s':>8} {'filtered':>9}")
-    for n, rep, mode in ((n, i, m) for n in ns for i in range(a.repeat) for m in MODES):
+    for n, rep, mode in ((n, i, m) for n in ns for i in range(a.repeat) for m in modes):
         r = run_one(mode, n, a.clock, int(a.duration_ms * 1e6), int(a.warm_ms * 1e6), a.rate,
                     step_ns=int(a.step_us * 1000), access=a.access, k=a.k, ports=a.ports)
         r["rep"] = rep
@@ -395,15 +402,16 @@ def main(argv=None) -> int:
               f"{r['signals_per_s']:>10.0f} {r['agent_cpu']:>9.1%} {step:>8} {msg:>7} "
               f"{wk:>8} {filt:>9}", flush=True)
     by = {(n, m): median_row([r for r in rows if (r["flows"], r["mode"]) == (n, m)])
-          for n in ns for m in MODES}
+          for n in ns for m in modes}
     if a.repeat > 1:
         print(f"medians of {a.repeat} runs each:")
     for n in ns:
-        nat, ag, pe = by[n, "native"], by[n, "agent"], by[n, "per-event"]
-        print(f"N={n}: agent/native {ratio(rows, n, 'agent'):.3f} "
-              f"per-event/native {ratio(rows, n, 'per-event'):.3f} "
+        ag = by[n, "agent"]
+        also = "".join(f" {m}/native {ratio(rows, n, m):.3f}" for m in modes[2:])
+        cpu = "".join(f", {m} {by[n, m]['agent_cpu']:.1%}" for m in modes[2:])
+        print(f"N={n}: agent/native {ratio(rows, n, 'agent'):.3f}{also} "
               f"message reduction {1 - ag['msgs_per_s'] / max(ag['signals_per_s'], 1):.1%} "
-              f"agent CPU {ag['agent_cpu']:.1%} (per-event {pe['agent_cpu']:.1%}) "
+              f"agent CPU {ag['agent_cpu']:.1%}{cpu} "
               f"engine doorbell wakes/s {ag['engine_bell_wakes_per_s']:.0f}")
     if a.json:
         with open(a.json, "w") as f:

@@ -4,8 +4,9 @@ The bar: >= 95% utilisation, the queue around K, each flow within 10% of its
 fair share; and in agent mode >= 90% fewer messages than per-event.
 `agent` runs the agent in-process, stepped every 10 us of virtual time,
 with DCTCP's declared period (its ACK sums, ECN-echoed bytes included,
-once per RTT); `per-event` turns aggregation off; `native` runs DCTCP
-compiled into the engine, per ACK.
+once per RTT); `agent-jit` the same with the compiled DCTCP twin (the
+agent's fast path: it must decide exactly as the Python one); `per-event`
+turns aggregation off; `native` runs DCTCP compiled into the engine, per ACK.
 
 Fairness in agent mode was 19.5% apart in session 1 (2 us periods, ECN as
 its own event, 10 us batch deadline).  Measured since, with the second flow
@@ -55,8 +56,9 @@ def run(mode, duration_ns=40_000_000, warm_ns=2_000_000):
         size = int(duration_ns * RATE / 8e9)          # more than either flow can send
         fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, rx_buf_bytes=2 * size))
         nics = fab["hosts"]
-        if mode in ("agent", "per-event"):
-            cfg = parse({"agent": {"algorithm": "dctcp", "mss": 1024,
+        if mode in ("agent", "agent-jit", "per-event"):
+            algorithm = "dctcp-jit" if mode == "agent-jit" else "dctcp"
+            cfg = parse({"agent": {"algorithm": algorithm, "mss": 1024,
                                    "line_rate_bps": 10_000_000_000}})
             for h in ("h1", "h2"):
                 slot = int(eng.E.devs.regs[nics[h], 0])
@@ -68,7 +70,7 @@ def run(mode, duration_ns=40_000_000, warm_ns=2_000_000):
         for h in ("h1", "h2"):
             f = add_flow(eng, nics[h], t.mac_of("h3"), t.ip_of("h3"), cwnd_bytes=20 * 1024,
                          buf_bytes=size + (1 << 20))
-            set_flow_mode(eng, f, mode)
+            set_flow_mode(eng, f, "agent" if mode == "agent-jit" else mode)
             nic_post(eng, nics[h], f, np.zeros(size, np.uint8).tobytes())
             flows.append((h, f))
         bott = fab["ports"]["s1-eth2"]
@@ -93,7 +95,7 @@ def run(mode, duration_ns=40_000_000, warm_ns=2_000_000):
         eng.close()
 
 
-@pytest.mark.parametrize("mode", ["native", "agent", "per-event"])
+@pytest.mark.parametrize("mode", ["native", "agent", "agent-jit", "per-event"])
 def test_dctcp_dumbbell(mode):
     util, got, q, st, msgs = run(mode)
     a, b = got["h1"], got["h2"]
@@ -106,7 +108,7 @@ def test_dctcp_dumbbell(mode):
     assert (msgs == 0) if mode == "native" else (msgs > 0)
 
 
-@pytest.mark.parametrize("mode", ["native", "agent", "per-event"])
+@pytest.mark.parametrize("mode", ["native", "agent", "agent-jit", "per-event"])
 def test_dctcp_fair_share(mode):
     util, got, q, st, msgs = run(mode)
     a, b = got["h1"], got["h2"]
@@ -118,3 +120,10 @@ def test_aggregation_removes_90_percent_of_messages():
     print(f"messages: agent {agent}, per-event {per_event}, "
           f"{1 - agent / per_event:.1%} fewer")
     assert agent <= 0.10 * per_event
+
+
+def test_compiled_twin_decides_exactly_as_the_python_agent():
+    util, got, q, st, msgs = run("agent")
+    util2, got2, q2, st2, msgs2 = run("agent-jit")
+    assert (util2, got2, msgs2, st2) == (util, got, msgs, st)
+    assert np.array_equal(q2, q)

@@ -56,6 +56,7 @@ class Agent:
         # Last: the only step that changes the host (it may create a cgroup).
         self.host = HostActions(h.cgroup, h.create_cgroup) if h.cgroup else None
         self.handler = AlgorithmHandler(self.cc, cfg, host=self.host, samplers=self.samplers)
+        self.messages.as_records = self.handler.compiled is not None
         self.bell = Doorbell(self.cc.ring.ring) if cfg.agent.doorbell else None
         self.stats_file = stats_path(nic, stats_dir, self.cc.nic) if stats_dir else None
         self.stopping = False
@@ -72,6 +73,8 @@ class Agent:
         for j, s in enumerate(self.cfg.segment):
             self.cc.segs[j] = s.row()
         self.handler.start()
+        self.messages.warm()
+        self.handler.warm()
         self.cc.ctl[CTL_HEARTBEAT_NS] = time.monotonic_ns()
         self.cc.ctl[CTL_AGENT_PID] = os.getpid()    # last: "configured, events announced"
 

@@ -209,8 +209,14 @@ class AgentConfig:
         cls = lookup(self.agent.algorithm)
         default = (cls, make_params(cls, self.agent.params, "[agent.params]"))
         per_flow = {}
+        if cls.compiled and self.override:
+            raise ConfigError(f"[[override]]: algorithm {cls.name!r} is compiled (one object for "
+                              f"all flows); per-flow overrides need a Python default algorithm")
         for i, o in enumerate(self.override):
             ocls = lookup(o.algorithm)
+            if ocls.compiled:
+                raise ConfigError(f"[[override]] #{i + 1}: {ocls.name!r} is compiled; it can "
+                                  f"only be the default algorithm")
             op = make_params(ocls, o.params, f"[[override]] #{i + 1} params")
             for f in o.flows:
                 if f in per_flow:

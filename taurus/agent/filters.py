@@ -1,4 +1,5 @@
-"""Update filters (paper §3.5) between ``result_update`` and the context table.
+"""Update filters (paper §3.5) between the algorithms' decisions and the
+context table.
 
 Boundary filter: a value that is not a finite number is rejected (the flow
 keeps its last good decision); a finite value outside [min, max] is clamped
@@ -6,60 +7,100 @@ keeps its last good decision); a finite value outside [min, max] is clamped
 Duplicate-value filter: a value equal to the one last written is not written
 again (the engine keeps the previous decision).  Both count what they did.
 
-One decision (three fields) at a time in plain Python: a step decides for a
-few flows, and numpy's per-call cost would dwarf the arithmetic.
+A step's decisions are staged in a per-flow table (``stage``: value, ``set``:
+whether the algorithm set it) and pass the filters and reach the context
+table in one compiled call, whether Python algorithms or a compiled one
+made them: one definition of the filters, and no per-decision Python.
 """
 import math
+
+import numba as nb
+import numpy as np
+
+from taurus.datapath.lowlevel import store_release_u64
 
 FIELDS = ("rate", "cwnd", "credit")
 KINDS = ("rejected", "clamped", "duplicate", "written")
 REJECTED, CLAMPED, DUPLICATE, WRITTEN = range(4)
 
 
+@nb.njit(cache=True, nogil=True)
+def filter_write(flows, stage, isset, lo, hi, last, n, rate, cwnd, credit, version, updated_ns,
+                 now):
+    """Filter the staged decisions of ``flows`` and write what passes into the
+    table columns (rate, cwnd, credit), then bump the flow's
+    version (a release store: the engine sees the values first).  Clears the
+    stage.  Returns the faults as rows (flow, kind, field)."""
+    faults = np.empty((3 * len(flows), 3), np.int64)
+    nf = 0
+    for i in range(len(flows)):
+        f = flows[i]
+        wrote = False
+        for j in range(3):
+            if not isset[f, j]:
+                continue
+            isset[f, j] = False
+            v = stage[f, j]
+            if not lo[j] <= v <= hi[j]:            # out of bounds, or not a number at all
+                if not np.isfinite(v):
+                    n[REJECTED, j] += 1
+                    faults[nf, 0], faults[nf, 1], faults[nf, 2] = f, REJECTED, j
+                    nf += 1
+                    continue
+                n[CLAMPED, j] += 1
+                faults[nf, 0], faults[nf, 1], faults[nf, 2] = f, CLAMPED, j
+                nf += 1
+                v = lo[j] if v < lo[j] else hi[j]
+            iv = np.int64(np.rint(v))              # half to even, as the engine's rint
+            if iv == last[f, j]:
+                n[DUPLICATE, j] += 1
+                continue
+            n[WRITTEN, j] += 1
+            last[f, j] = iv
+            if j == 0:
+                rate[f] = iv
+            elif j == 1:
+                cwnd[f] = iv
+            else:
+                credit[f] = iv
+            wrote = True
+        if wrote:
+            updated_ns[f] = now
+            store_release_u64(version, f, version[f] + 1)
+    return faults[:nf]
+
+
 class UpdateFilter:
+    """The filters' state: bounds per field, the last value written per flow
+    and field (-1: none), counts [kind][field], and the stage."""
+
     def __init__(self, max_flows: int, lo, hi):
-        self.max_flows = max_flows
-        self.lo = tuple(float(x) for x in lo)         # per field
-        self.hi = tuple(float(x) for x in hi)
-        self.last = {}                                # flow -> last written per field (-1: none)
-        self.n = [[0, 0, 0] for _ in KINDS]           # counts [kind][field]
+        self.lo = np.array([float(x) for x in lo])
+        self.hi = np.array([float(x) for x in hi])
+        self.last = np.full((max_flows, 3), -1, np.int64)
+        self.n = np.zeros((len(KINDS), 3), np.int64)
+        self.stage = np.zeros((max_flows, 3))
+        self.isset = np.zeros((max_flows, 3), np.bool_)
 
     @property
     def c(self) -> dict:
-        return {f"{k}_{f}": self.n[i][j] for i, k in enumerate(KINDS)
+        return {f"{k}_{f}": int(self.n[i, j]) for i, k in enumerate(KINDS)
                 for j, f in enumerate(FIELDS)}
 
-    def apply(self, flow: int, result) -> tuple:
-        """``result``: an algorithm's (rate, cwnd, credit), None where it set
-        nothing.  Returns (values to write, None where nothing is written;
-        faults: (kind, field index) of each rejected or clamped value)."""
-        last = self.last.get(flow)
-        if last is None:
-            last = self.last[flow] = [-1, -1, -1]
-        out = [None, None, None]
-        faults = ()
-        n = self.n
+    def put(self, flow: int, result) -> None:
+        """Stage a Python algorithm's (rate, cwnd, credit), None where it set
+        nothing; what is not a number becomes inf (rejected)."""
+        st, s = self.stage[flow], self.isset[flow]
         for j, v in enumerate(result):
-            if v is None:
-                continue
-            if type(v) is not float:
-                v = _float(v)
-            lo, hi = self.lo[j], self.hi[j]
-            if not lo <= v <= hi:             # out of bounds, or not a number at all
-                if not math.isfinite(v):
-                    n[REJECTED][j] += 1
-                    faults += ((REJECTED, j),)
-                    continue
-                n[CLAMPED][j] += 1
-                faults += ((CLAMPED, j),)
-                v = lo if v < lo else hi
-            iv = round(v)                     # half to even, as the engine's rint
-            if iv == last[j]:
-                n[DUPLICATE][j] += 1
-                continue
-            n[WRITTEN][j] += 1
-            last[j] = out[j] = iv
-        return out, faults
+            if v is not None:
+                st[j] = v if type(v) is float else _float(v)
+                s[j] = True
+
+    def write(self, cc, flows, now_ns: int) -> np.ndarray:
+        """Filter and write the staged decisions of ``flows`` (int64 array);
+        returns the faults (flow, kind, field)."""
+        return filter_write(flows, self.stage, self.isset, self.lo, self.hi, self.last, self.n,
+                            cc.rate, cc.cwnd, cc.credit, cc.version, cc.updated_ns, now_ns)
 
 
 def _float(v) -> float:

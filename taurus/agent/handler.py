@@ -13,14 +13,21 @@ filtered ``result_update`` into the CC context table, and containment.
   infinite value, or a clamped value never reaches the table unfiltered; the
   flow keeps its last good decision.  Each kind of fault is logged once per
   algorithm, then only counted (``faults`` in stats, and a summary at teardown).
+- A compiled default algorithm (cc_algorithms/compiled.py) takes the fast
+  path instead: one object for all flows, set up per flow on its first
+  record as above, and each drain (a RecordBatch) handed to its compiled
+  ``drain`` in one call; same filters, same counts.
 """
+from types import SimpleNamespace
 import logging
 
+import numba as nb
 import numpy as np
 
 from taurus.cc_algorithms.base import (HANDLERS, Events, FlowContext, HostSample, class_periods,
                                        event_mask)
-from taurus.datapath.ccshm import CTL_DEFAULT_MASK, CTL_PROBE_DOORBELL, EV_CUSTOM, EV_HOST, FL_CC_ACTIVE, V0
+from taurus.datapath.ccshm import (CTL_DEFAULT_MASK, CTL_PROBE_DOORBELL, EV_CUSTOM, EV_HOST,
+                                   FL_CC_ACTIVE, REC_WIDTH, V0)
 
 from .filters import CLAMPED, FIELDS, REJECTED, UpdateFilter
 from .signals import CUSTOM_PARSERS, raw_bytes
@@ -28,7 +35,48 @@ from .signals import CUSTOM_PARSERS, raw_bytes
 log = logging.getLogger("taurus.agent.handler")
 ENGINE_EVENTS = ~(1 << EV_HOST)   # HOST is the agent's own: never asked of the engine
 FAULTS = {REJECTED: "non-finite or non-numeric", CLAMPED: "out of bounds, clamped:"}
-NOTHING = [None, None, None]      # a decision the filters reduced to nothing
+
+
+@nb.njit(cache=True, nogil=True)
+def _new_flows(flows, known):
+    """The distinct flows (``flows`` is sorted) the fast path has not seen yet."""
+    out = np.empty(len(flows), np.int64)
+    n = 0
+    for f in flows:
+        if not known[f] and (n == 0 or out[n - 1] != f):
+            out[n] = f
+            n += 1
+    return out[:n]
+
+
+@nb.njit(cache=True, nogil=True)
+def _select(rows, bounds, flows, events, mask, ok, known):
+    """The groups a compiled algorithm takes -- bound events of flows it set
+    up -- as (rows, bounds, their distinct flows), how many records were
+    left out as unbound and as without an algorithm; None if a flow is new
+    (set it up first)."""
+    for f in flows:
+        if not known[f]:
+            return None
+    out_rows = np.empty(len(rows), np.int64)
+    out_bounds = np.empty(len(bounds), np.int64)
+    uflows = np.empty(len(flows), np.int64)
+    out_bounds[0] = nr = ng = nu = unbound = no_alg = 0
+    for g in range(len(flows)):
+        f, a, b = flows[g], bounds[g], bounds[g + 1]
+        if not (mask >> events[g]) & 1:
+            unbound += b - a
+        elif not ok[f]:
+            no_alg += b - a
+        else:
+            out_rows[nr:nr + b - a] = rows[a:b]
+            nr += b - a
+            ng += 1
+            out_bounds[ng] = nr
+            if nu == 0 or uflows[nu - 1] != f:
+                uflows[nu] = f
+                nu += 1
+    return out_rows[:nr], out_bounds[:ng + 1], uflows[:nu], unbound, no_alg
 
 
 class AlgorithmHandler:
@@ -46,10 +94,35 @@ class AlgorithmHandler:
                          for name, sid in cfg.agent.custom_segments.items() if name in CUSTOM_PARSERS}
         self.faults = {}            # (algorithm, what) -> count
         self.c = dict(flows=0, unbound=0, no_algorithm=0, custom_unparsed=0, calls=0)
+        self.compiled = self._compiled() if self.default[0].compiled else None
+
+    def _compiled(self):
+        """The fast path's one object, its state, and which flows it has set up."""
+        cls, params = self.default
+        a = cls(FlowContext(-1, self.cfg.agent.mss, self.cfg.agent.line_rate_bps,
+                            self.cfg.bounds.cwnd_max_bytes, self.host), params)
+        a.setup()
+        n = self.cc.max_flows
+        S, P = a.make_state(n)
+        return SimpleNamespace(alg=a, S=S, P=P, mask=event_mask(a) & ENGINE_EVENTS, periods=class_periods(a),
+                               known=np.zeros(n, np.bool_), ok=np.zeros(n, np.bool_))
 
     def start(self) -> None:
         cls, params = self.default
         self.cc.ctl[CTL_DEFAULT_MASK] = self._mask_of_class(cls, params)
+
+    def warm(self) -> None:
+        """Compile (or load) the filters and the fast path now (see MessageHandler.warm)."""
+        none = np.zeros(0, np.int64)
+        self.filter.write(self.cc, none, 0)
+        j = self.compiled
+        if j is not None:
+            one = np.zeros(1, np.int64)
+            _new_flows(none, j.known)
+            _select(none, one, none, none, j.mask, j.ok, j.known)
+            j.alg.flow_setup(j.S.copy(), j.P, 0, 0, 0)
+            j.alg.drain(j.S, j.P, np.zeros((0, REC_WIDTH), np.int64), none, one,
+                        self.filter.stage, self.filter.isset)
 
     def _mask_of_class(self, cls, params) -> int:
         """Bindings of a fresh instance (bindings() may read params, not setup state)."""
@@ -120,6 +193,8 @@ class AlgorithmHandler:
         """Deliver a message-handler Batch (groups of (flow, first arrival,
         event, Events), each flow's groups together), then decide and write
         per flow."""
+        if self.compiled is not None:
+            return self._drain_compiled(batch, now_ns)
         touched = []
         prev = -1
         a = None
@@ -173,11 +248,55 @@ class AlgorithmHandler:
                 self._call(a, a._handlers[EV_HOST], hs)
         self._decide_and_write(self.host_bound, now_ns)
 
+    def _drain_compiled(self, b, now_ns: int) -> None:
+        j = self.compiled
+        sel = _select(b.rows, b.bounds, b.flows, b.events, j.mask, j.ok, j.known)
+        if sel is None:
+            for f in _new_flows(b.flows, j.known).tolist():
+                self._setup_compiled(j, f)
+            sel = _select(b.rows, b.bounds, b.flows, b.events, j.mask, j.ok, j.known)
+        rows, bounds, flows, unbound, no_alg = sel
+        if unbound or no_alg:
+            self.c["unbound"] += unbound
+            self.c["no_algorithm"] += no_alg
+        if not len(flows):
+            return
+        self.c["calls"] += len(bounds) - 1
+        try:
+            j.alg.drain(j.S, j.P, b.rec, rows, bounds, self.filter.stage, self.filter.isset)
+        except Exception as e:
+            self.filter.isset[flows] = False        # a half-made decision is not a decision
+            self.fault(j.alg, "drain raised", e)
+            return
+        self._write(flows, now_ns)
+
+    def _setup_compiled(self, j, f: int) -> None:
+        j.known[f] = True
+        try:
+            j.alg.flow_setup(j.S, j.P, f, int(self.cc.cwnd[f]), int(self.cc.rate[f]))
+        except Exception as e:
+            self.fault(j.alg, "setup failed", e)
+            return
+        j.ok[f] = True
+        for c, v in j.periods.items():   # before the mask: the engine reads both
+            self.cc.period_ns[f, c] = v
+        self.cc.event_mask[f] = j.mask
+        self.cc.flags[f] |= FL_CC_ACTIVE
+        self.c["flows"] += 1
+
+    def _write(self, flows, now_ns: int) -> None:
+        """The staged decisions of ``flows`` through the filters into the table."""
+        for f, kind, k in self.filter.write(self.cc, flows, now_ns).tolist():
+            a = self.compiled.alg if self.compiled is not None else self.inst.get(f)
+            self.fault(a, f"{FAULTS[kind]} {FIELDS[k]}")
+
     def _decide_and_write(self, insts, now_ns: int) -> None:
-        """decide() per flow; each decision passes the filters, what is left
-        is stored (most are duplicates: nothing to store).  Probes asked for
-        are flagged per flow, then the engine is told once (the doorbell)."""
+        """decide() per flow; each decision is staged, then all pass the
+        filters and what is left is stored (most are duplicates: nothing to
+        store).  Probes asked for are flagged per flow, then the engine is
+        told once (the doorbell)."""
         probes = 0
+        staged = []
         for a in insts:
             try:
                 a.decide()
@@ -190,27 +309,19 @@ class AlgorithmHandler:
             r = a._result
             if r is not None:
                 a._result = None
-                vals, faults = self.filter.apply(a.flow, r)
-                for kind, j in faults:      # faulty values are the exception
-                    self.fault(a, f"{FAULTS[kind]} {FIELDS[j]}")
-                if vals != NOTHING:
-                    self.write(a.flow, vals, now_ns)
+                self.filter.put(a.flow, r)
+                staged.append(a.flow)
+        if staged:
+            self._write(np.array(staged, np.int64), now_ns)
         if probes:
             self.cc.ctl[CTL_PROBE_DOORBELL] += 1
-
-    def write(self, f: int, vals, now_ns: int) -> None:
-        """Store the values that passed (None: keep), then the version."""
-        cc = self.cc
-        for col, v in zip((cc.rate, cc.cwnd, cc.credit), vals):
-            if v is not None:
-                col[f] = v
-        cc.version[f] += 1          # after the values: a reader sees them first
-        cc.updated_ns[f] = now_ns
 
     # ---- teardown -------------------------------------------------------
     def teardown(self) -> None:
         for a in self.inst.values():
             self._call(a, a.teardown)
+        if self.compiled is not None:
+            self._call(self.compiled.alg, self.compiled.alg.teardown)
         for (name, what), n in sorted(self.faults.items()):
             if n > 1:
                 log.warning("algorithm %r: %s: %d times in all", name, what, n)

@@ -36,12 +36,14 @@ drained == delivered + merged + evicted + invalid.
 """
 from operator import itemgetter
 
+import numba as nb
 import numpy as np
 
 from taurus.datapath.ccshm import (CLS_RAW, COUNT, CTL_BACKPRESSURE, CTL_EVICTED, CTL_GAPS,
                                    CTL_RING_FULL, CUSTOM_MAX, EV_ACK, EV_CREDIT, EV_CUSTOM,
                                    EV_ECN, EV_HOST, EV_NACK, EV_OOO, EV_RTO, EV_TX, EVENT,
-                                   EVENT_CLASS, FLOW, N_EVENTS, N_VALUES, SEQ, T_FIRST, T_LAST, V0)
+                                   EVENT_CLASS, FLOW, N_EVENTS, N_VALUES, REC_WIDTH, SEQ, T_FIRST,
+                                   T_LAST, V0)
 from taurus.cc_algorithms.base import BatchEvents, Events
 from taurus.datapath.shmring import FULL, HEAD, SINCE, TAIL
 
@@ -76,37 +78,113 @@ class Batch:
         return len(self.groups)
 
 
+class RecordBatch:
+    """The same delivery order as arrays, for compiled algorithms: group g is
+    rows[bounds[g]:bounds[g + 1]] of ``rec`` (flow ``flows[g]``, event
+    ``events[g]``).  A view of the ring: valid until ``release()``."""
+    __slots__ = ("rec", "rows", "bounds", "flows", "events")
+
+    def __init__(self, rec, rows, bounds, flows, events):
+        self.rec, self.rows, self.bounds, self.flows, self.events = rec, rows, bounds, flows, events
+
+    def __len__(self):
+        return len(self.flows)
+
+
 class GroupSums:
     """A large batch's per-group column sums, each column computed once for
-    all groups (so an algorithm's ``ev.total(...)`` costs a lookup).  Group i
-    is rows ``order[kstart[go[i]]:...]`` of ``rec``."""
-    __slots__ = ("rec", "order", "kstart", "go", "cache")
+    all groups (so an algorithm's ``ev.total(...)`` costs a lookup).  Group g
+    is rows ``rows[bounds[g]:bounds[g + 1]]`` of ``rec``."""
+    __slots__ = ("rec", "rows", "bounds", "cache")
 
-    def __init__(self, rec, order, kstart, go):
-        self.rec, self.order, self.kstart, self.go, self.cache = rec, order, kstart, go, {}
+    def __init__(self, rec, rows, bounds):
+        self.rec, self.rows, self.bounds, self.cache = rec, rows, bounds, {}
 
     def group_sum(self, j: int) -> np.ndarray:
         s = self.cache.get(j)
         if s is None:
-            s = self.cache[j] = np.add.reduceat(self.rec[self.order, j], self.kstart)[self.go]
+            s = self.cache[j] = np.add.reduceat(self.rec[self.rows, j], self.bounds[:-1])
         return s
 
 
+@nb.njit(cache=True, nogil=True)
+def _seq_follows(seq, first):
+    for i in range(len(seq)):
+        if seq[i] != first + i:
+            return False
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _valid_rows(rec, owner, nic):
+    """Step 3: None if every record is valid, else which are.  Flows are
+    engine-wide: never act on a flow another NIC slot owns (-1, no owner
+    recorded yet, is accepted)."""
+    ok = np.ones(len(rec), np.bool_)
+    bad = 0
+    for i in range(len(rec)):
+        f, e = rec[i, FLOW], rec[i, EVENT]
+        if not (0 <= f < len(owner) and 0 <= e < N_EVENTS and e != EV_HOST
+                and rec[i, COUNT] >= 0 and (owner[f] == nic or owner[f] < 0)
+                and (e != EV_CUSTOM or 0 <= rec[i, V0 + 1] <= CUSTOM_MAX)):
+            ok[i] = False
+            bad += 1
+    return ok if bad else None
+
+
+@nb.njit(cache=True, nogil=True)
 def _order(rec):
     """(order, sorted keys, group starts, group ends) by (flow, event, T_FIRST)."""
     key = rec[:, FLOW] * N_EVENTS + rec[:, EVENT]
-    if len(key) and int(key.max()) < 1 << 15:
-        key = key.astype(np.int16)          # numpy radix-sorts small ints
     t = rec[:, T_FIRST]
-    if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):
-        o = np.argsort(t, kind="stable")    # two stable passes: by time, then by key
-        o = o[np.argsort(key[o], kind="stable")]
+    n = len(t)
+    if n > 1 and np.any(t[1:] < t[:-1]):
+        o = np.argsort(t, kind="mergesort")     # two stable passes: by time, then by key
+        o = o[np.argsort(key[o], kind="mergesort")]
     else:
-        o = np.argsort(key, kind="stable")
-    ks = key[o].astype(np.int64)
-    start = np.concatenate(([0], np.flatnonzero(ks[1:] != ks[:-1]) + 1))
-    end = np.concatenate((start[1:], [len(ks)]))
+        o = np.argsort(key, kind="mergesort")
+    ks = key[o]
+    start = np.empty(n, np.int64)
+    g = 0
+    for i in range(n):
+        if i == 0 or ks[i] != ks[i - 1]:
+            start[g] = i
+            g += 1
+    start = start[:g]
+    end = np.empty(g, np.int64)
+    end[:g - 1] = start[1:]
+    end[g - 1] = n
     return o, ks, start, end
+
+
+@nb.njit(cache=True, nogil=True)
+def _delivery(rec, last_t):
+    """Step 5 in one pass: the groups (flow, event) of ``rec`` in delivery
+    order -- each flow's together, by first arrival -- as (rows, bounds,
+    flow, event, first arrival) per group; counts the late records and
+    advances ``last_t`` (per flow * N_EVENTS + event)."""
+    o, ks, start, end = _order(rec)
+    t = rec[:, T_FIRST]
+    late = 0
+    for g in range(len(start)):
+        k, lt = ks[start[g]], last_t[ks[start[g]]]
+        for i in range(start[g], end[g]):
+            late += t[o[i]] < lt
+        last_t[k] = max(lt, t[o[end[g] - 1]])
+    gt = t[o[start]]
+    go = np.argsort(gt, kind="mergesort")       # by first arrival, then (stable) by flow
+    go = go[np.argsort(ks[start][go] // N_EVENTS, kind="mergesort")]
+    rows = np.empty(len(o), np.int64)
+    bounds = np.empty(len(go) + 1, np.int64)
+    bounds[0] = 0
+    j = 0
+    for g in range(len(go)):
+        for i in range(start[go[g]], end[go[g]]):
+            rows[j] = o[i]
+            j += 1
+        bounds[g + 1] = j
+    gk = ks[start][go]
+    return rows, bounds, gk // N_EVENTS, gk % N_EVENTS, gt[go], late
 
 
 class MessageHandler:
@@ -126,6 +204,7 @@ class MessageHandler:
                       overload_steps=0)
         self.occupancy = 0.0
         self._tail_after = None
+        self.as_records = False             # poll() returns RecordBatch (compiled algorithms)
 
     def _refused(self) -> int:
         return max(self.ctl.item(CTL_RING_FULL), self._prod.item(FULL))
@@ -137,6 +216,14 @@ class MessageHandler:
         n = min(head - tail, self.batch_max, self._cap - i)
         self._tail_after = tail + n
         return self._rec[i:i + n]
+
+    def warm(self) -> None:
+        """Compile the compiled steps (or load them from Numba's cache) now,
+        before the agent announces itself, not in its first drain."""
+        rec = np.zeros((1, REC_WIDTH), np.int64)
+        _seq_follows(rec[:, SEQ], 0)
+        _valid_rows(rec, self.cc.owner, self.cc.nic)
+        _delivery(rec, self.last_t.copy())
 
     def release(self) -> None:
         """Hand the records of the last poll back to the producer."""
@@ -165,7 +252,7 @@ class MessageHandler:
         n = len(rec)
         # A few records: plain Python over row lists (numpy's per-call cost
         # would dominate); many, or overload: vectorised.  Same results.
-        small = n <= self.small_max and occ < self.bp.evict
+        small = n <= self.small_max and occ < self.bp.evict and not self.as_records
         lag = now_ns - since
         if small:
             rows = rec.tolist()
@@ -181,18 +268,16 @@ class MessageHandler:
         if not len(rec):
             return None
         self.c["delivered"] += len(rec)
-        order, key, start, end = _order(rec)
-        t = rec[order, T_FIRST]
-        self.c["late"] += int(np.count_nonzero(t < self.last_t[key]))
-        gkey = key[start]
-        self.last_t[gkey] = np.maximum(self.last_t[gkey], t[end - 1])
-        flow, event = gkey // N_EVENTS, gkey % N_EVENTS
-        go = np.lexsort((event, t[start], flow))   # per flow, by first arrival
-        sums = GroupSums(rec, order, start, go)
-        return Batch([(f, t0, e, BatchEvents(f, e, rec, order[s:u], None, sums, g))
-                      for g, (f, t0, e, s, u) in enumerate(zip(
-                          flow[go].tolist(), t[start][go].tolist(), event[go].tolist(),
-                          start[go].tolist(), end[go].tolist()))])
+        rows, bounds, flow, event, t0, late = _delivery(rec, self.last_t)
+        if late:
+            self.c["late"] += int(late)
+        if self.as_records:
+            return RecordBatch(rec, rows, bounds, flow, event)
+        sums = GroupSums(rec, rows, bounds)
+        b = bounds.tolist()
+        return Batch([(f, t, e, BatchEvents(f, e, rec, rows[b[g]:b[g + 1]], None, sums, g))
+                      for g, (f, t, e) in enumerate(zip(flow.tolist(), t0.tolist(),
+                                                        event.tolist()))])
 
     def _poll_small(self, rows: list) -> Batch | None:
         """Steps 2, 3 and 5 over row lists (no overload here: step 4 is vectorised)."""
@@ -292,10 +377,9 @@ class MessageHandler:
     def _check_seq(self, seq: np.ndarray) -> None:
         if self.next_seq is None:
             self.next_seq = int(seq[0])
-        n, first = len(seq), self.next_seq
-        if int(seq[0]) == first and int(seq[-1]) == first + n - 1 and \
-                (n < 3 or np.all(np.diff(seq) == 1)):
-            self.next_seq = first + n
+        first = self.next_seq
+        if _seq_follows(seq, first):
+            self.next_seq = first + len(seq)
             return
         self._seq_irregular(first, seq.tolist())
 
@@ -318,18 +402,9 @@ class MessageHandler:
 
     # ---- 3. bounds ------------------------------------------------------
     def _valid(self, rec: np.ndarray) -> np.ndarray:
-        f, e = rec[:, FLOW], rec[:, EVENT]
-        ok = (f >= 0) & (f < self.cc.max_flows) & (e >= 0) & (e < N_EVENTS) & (e != EV_HOST) \
-            & (rec[:, COUNT] >= 0)
-        # Flows are engine-wide: never act on a flow another NIC slot owns
-        # (-1, no owner recorded yet, is accepted).
-        own = self.cc.owner[np.where(ok, f, 0)]
-        ok &= (own == self.cc.nic) | (own < 0)
-        ln = rec[:, V0 + 1]
-        ok &= (e != EV_CUSTOM) | ((ln >= 0) & (ln <= CUSTOM_MAX))
-        bad = len(rec) - int(np.count_nonzero(ok))
-        if bad:
-            self.c["invalid"] += bad
+        ok = _valid_rows(rec, self.cc.owner, self.cc.nic)
+        if ok is not None:
+            self.c["invalid"] += len(rec) - int(np.count_nonzero(ok))
             rec = rec[ok]
         return rec
 

@@ -177,6 +177,7 @@ class Algorithm:
     binds: tuple = ()            # event names, e.g. ("ACK", "ECN")
     periods: dict = {}           # event name -> ns, 0, "rtt" or "<x>rtt" (see above)
     samplers: dict = {}          # host samplers wanted: name -> period (ns)
+    compiled = False             # True: a CompiledAlgorithm (compiled.py), one object for all flows
 
     def __init__(self, ctx: FlowContext, params: Params):
         self.ctx, self.params = ctx, params
@@ -286,7 +287,10 @@ def event_mask(cls_or_inst) -> int:
         if e is None or not 0 <= e < len(EVENT_NAMES):
             raise ConfigError(f"algorithm {cls.name!r} binds unknown event {b!r} "
                               f"(events: {', '.join(EVENT_NAMES)})")
-        if getattr(cls, HANDLERS[e]) is getattr(Algorithm, HANDLERS[e]):
+        if cls.compiled and e == EV_HOST:
+            raise ConfigError(f"algorithm {cls.name!r} is compiled: HOST events go to Python "
+                              f"algorithms only")
+        if not cls.compiled and getattr(cls, HANDLERS[e]) is getattr(Algorithm, HANDLERS[e]):
             raise ConfigError(f"algorithm {cls.name!r} binds {EVENT_NAMES[e]} "
                               f"but does not define {HANDLERS[e]}()")
         mask |= 1 << e

@@ -11,7 +11,8 @@ from .base import Algorithm, event_mask
 from .params import ConfigError, Params, build
 
 ENTRY_POINT_GROUP = "taurus.algorithms"
-BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp"}
+BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
+            "dctcp-jit": "taurus.cc_algorithms.dctcp_jit:DctcpJit"}
 
 
 def _load(spec: str, what: str) -> type:
