@@ -32,7 +32,8 @@ def test_agent_process_runs_and_stops_cleanly(tmp_path):
                               "--config", str(cfg), "--pid-dir", str(tmp_path),
                               "--stats-dir", str(tmp_path)])
         try:
-            assert wait(lambda: dp.cc.ctl[C.CTL_AGENT_PID] == p.pid or p.poll() is not None)
+            # start-up: imports, and on a cold Numba cache compiling the agent's steps
+            assert wait(lambda: dp.cc.ctl[C.CTL_AGENT_PID] == p.pid or p.poll() is not None, 60)
             assert p.poll() is None, "agent exited at start"
             hb0 = int(dp.cc.ctl[C.CTL_HEARTBEAT_NS])
             assert wait(lambda: dp.cc.ctl[C.CTL_HEARTBEAT_NS] > hb0, 2)
