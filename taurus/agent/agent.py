@@ -3,7 +3,7 @@
 One ``step()`` is one wake-up: heartbeat, drain a batch, deliver it, run the
 host samplers that are due.  ``run()`` loops with an adaptive sleep (50 µs
 after work, doubling to 1 ms when idle, shorter if a sampler is due; never a
-busy poll; no sleep while a full batch suggests more is waiting) until
+busy poll; no sleep when the drain was capped, i.e. more is waiting) until
 SIGINT/SIGTERM, then tears down: algorithms, host actions (cgroups it
 created), the stats file; after that it writes nothing to shared memory.
 
@@ -110,8 +110,8 @@ class Agent:
                 if now >= self._next_stats:
                     self._next_stats = now + STATS_EVERY_NS
                     self.write_stats()
-                if n and self.cc.ring.pending():
-                    continue                     # more is waiting: no sleep
+                if n and self.messages.more:
+                    continue                     # the drain was capped: no sleep
                 due = self.samplers.next_due()
                 if n or self.bell is None:       # the timer
                     sleep = timer.lo if n else timer.next(sleep)

@@ -205,6 +205,7 @@ class MessageHandler:
         self.occupancy = 0.0
         self._tail_after = None
         self.as_records = False             # poll() returns RecordBatch (compiled algorithms)
+        self.more = False                   # the last poll left published records behind
 
     def _refused(self) -> int:
         return max(self.ctl.item(CTL_RING_FULL), self._prod.item(FULL))
@@ -214,6 +215,7 @@ class MessageHandler:
         the ring's end, so a wrapped batch comes in two steps)."""
         i = tail % self._cap
         n = min(head - tail, self.batch_max, self._cap - i)
+        self.more = n < head - tail          # capped (batch_max, the ring's end): more waits
         self._tail_after = tail + n
         return self._rec[i:i + n]
 
