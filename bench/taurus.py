@@ -17,8 +17,8 @@ for N in 1, 2, 4, 8, 16, 32.
 
 Per run: goodput (bytes delivered in order at h2 after a warm-up), messages
 per second reaching the agent (records the engine published), signals
-behind them and per flow per RTT (the flows' mean srtt at the end): with
-one report per flow per RTT, 1 - 1/that bounds the message reduction),
+behind them and per flow per RTT (the flows' mean srtt at the end: about
+how many signals one report per RTT can gather),
 context-table updates the agent's filters removed, and agent CPU as a
 fraction of one core:
 - ``--clock virtual``: the agent runs in this process, woken every
