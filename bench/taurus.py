@@ -392,7 +392,8 @@ def main(argv=None) -> int:
     modes = [m for m in MODES if m in a.modes.split(",") or m in ("native", "agent")]
     rows = []
     print(f"{'flows':>5} {'mode':>9} {'goodput Gb/s':>12} {'msgs/s':>10} {'signals/s':>10} "
-          f"{'sig/flow/RTT':>12} {'agent CPU':>9} {'us/step':>8} {'us/msg':>7} {'wakes/s':>8} {'filtered':>9}")
+          f"{'sig/flow/RTT':>12} {'agent CPU':>9} {'us/step':>8} {'us/msg':>7} {'wakes/s':>8} "
+          f"{'filtered':>9}")
     for n, rep, mode in ((n, i, m) for n in ns for i in range(a.repeat) for m in modes):
         r = run_one(mode, n, a.clock, int(a.duration_ms * 1e6), int(a.warm_ms * 1e6), a.rate,
                     step_ns=int(a.step_us * 1000), access=a.access, k=a.k, ports=a.ports)

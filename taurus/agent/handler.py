@@ -14,69 +14,24 @@ filtered ``result_update`` into the CC context table, and containment.
   flow keeps its last good decision.  Each kind of fault is logged once per
   algorithm, then only counted (``faults`` in stats, and a summary at teardown).
 - A compiled default algorithm (cc_algorithms/compiled.py) takes the fast
-  path instead: one object for all flows, set up per flow on its first
-  record as above, and each drain (a RecordBatch) handed to its compiled
-  ``drain`` in one call; same filters, same counts.
+  path instead (fastpath.py): same set-up per flow, same filters and counts.
 """
-from types import SimpleNamespace
 import logging
 
-import numba as nb
 import numpy as np
 
 from taurus.cc_algorithms.base import (HANDLERS, Events, FlowContext, HostSample, class_periods,
                                        event_mask)
 from taurus.datapath.ccshm import (CTL_DEFAULT_MASK, CTL_PROBE_DOORBELL, EV_CUSTOM, EV_HOST,
-                                   FL_CC_ACTIVE, REC_WIDTH, V0)
+                                   FL_CC_ACTIVE, V0)
 
+from .fastpath import FastPath
 from .filters import CLAMPED, FIELDS, REJECTED, UpdateFilter
 from .signals import CUSTOM_PARSERS, raw_bytes
 
 log = logging.getLogger("taurus.agent.handler")
 ENGINE_EVENTS = ~(1 << EV_HOST)   # HOST is the agent's own: never asked of the engine
 FAULTS = {REJECTED: "non-finite or non-numeric", CLAMPED: "out of bounds, clamped:"}
-
-
-@nb.njit(cache=True, nogil=True)
-def _new_flows(flows, known):
-    """The distinct flows (``flows`` is sorted) the fast path has not seen yet."""
-    out = np.empty(len(flows), np.int64)
-    n = 0
-    for f in flows:
-        if not known[f] and (n == 0 or out[n - 1] != f):
-            out[n] = f
-            n += 1
-    return out[:n]
-
-
-@nb.njit(cache=True, nogil=True)
-def _select(rows, bounds, flows, events, mask, ok, known):
-    """The groups a compiled algorithm takes -- bound events of flows it set
-    up -- as (rows, bounds, their distinct flows), how many records were
-    left out as unbound and as without an algorithm; None if a flow is new
-    (set it up first)."""
-    for f in flows:
-        if not known[f]:
-            return None
-    out_rows = np.empty(len(rows), np.int64)
-    out_bounds = np.empty(len(bounds), np.int64)
-    uflows = np.empty(len(flows), np.int64)
-    out_bounds[0] = nr = ng = nu = unbound = no_alg = 0
-    for g in range(len(flows)):
-        f, a, b = flows[g], bounds[g], bounds[g + 1]
-        if not (mask >> events[g]) & 1:
-            unbound += b - a
-        elif not ok[f]:
-            no_alg += b - a
-        else:
-            out_rows[nr:nr + b - a] = rows[a:b]
-            nr += b - a
-            ng += 1
-            out_bounds[ng] = nr
-            if nu == 0 or uflows[nu - 1] != f:
-                uflows[nu] = f
-                nu += 1
-    return out_rows[:nr], out_bounds[:ng + 1], uflows[:nu], unbound, no_alg
 
 
 class AlgorithmHandler:
@@ -96,16 +51,13 @@ class AlgorithmHandler:
         self.c = dict(flows=0, unbound=0, no_algorithm=0, custom_unparsed=0, calls=0)
         self.compiled = self._compiled() if self.default[0].compiled else None
 
-    def _compiled(self):
-        """The fast path's one object, its state, and which flows it has set up."""
+    def _compiled(self) -> FastPath:
         cls, params = self.default
         a = cls(FlowContext(-1, self.cfg.agent.mss, self.cfg.agent.line_rate_bps,
                             self.cfg.bounds.cwnd_max_bytes, self.host), params)
         a.setup()
-        n = self.cc.max_flows
-        S, P = a.make_state(n)
-        return SimpleNamespace(alg=a, S=S, P=P, mask=event_mask(a) & ENGINE_EVENTS, periods=class_periods(a),
-                               known=np.zeros(n, np.bool_), ok=np.zeros(n, np.bool_))
+        return FastPath(a, self.cc, self.filter, event_mask(a) & ENGINE_EVENTS, class_periods(a),
+                        self.c, self.fault)
 
     def start(self) -> None:
         cls, params = self.default
@@ -113,16 +65,9 @@ class AlgorithmHandler:
 
     def warm(self) -> None:
         """Compile (or load) the filters and the fast path now (see MessageHandler.warm)."""
-        none = np.zeros(0, np.int64)
-        self.filter.write(self.cc, none, 0)
-        j = self.compiled
-        if j is not None:
-            one = np.zeros(1, np.int64)
-            _new_flows(none, j.known)
-            _select(none, one, none, none, j.mask, j.ok, j.known)
-            j.alg.flow_setup(j.S.copy(), j.P, 0, 0, 0)
-            j.alg.drain(j.S, j.P, np.zeros((0, REC_WIDTH), np.int64), none, one,
-                        self.filter.stage, self.filter.isset)
+        self.filter.write(self.cc, np.zeros(0, np.int64), 0)
+        if self.compiled is not None:
+            self.compiled.warm()
 
     def _mask_of_class(self, cls, params) -> int:
         """Bindings of a fresh instance (bindings() may read params, not setup state)."""
@@ -194,7 +139,10 @@ class AlgorithmHandler:
         event, Events), each flow's groups together), then decide and write
         per flow."""
         if self.compiled is not None:
-            return self._drain_compiled(batch, now_ns)
+            flows = self.compiled.drain(batch)
+            if flows is not None:
+                self._write(flows, now_ns)
+            return
         touched = []
         prev = -1
         a = None
@@ -247,42 +195,6 @@ class AlgorithmHandler:
             for a in self.host_bound:
                 self._call(a, a._handlers[EV_HOST], hs)
         self._decide_and_write(self.host_bound, now_ns)
-
-    def _drain_compiled(self, b, now_ns: int) -> None:
-        j = self.compiled
-        sel = _select(b.rows, b.bounds, b.flows, b.events, j.mask, j.ok, j.known)
-        if sel is None:
-            for f in _new_flows(b.flows, j.known).tolist():
-                self._setup_compiled(j, f)
-            sel = _select(b.rows, b.bounds, b.flows, b.events, j.mask, j.ok, j.known)
-        rows, bounds, flows, unbound, no_alg = sel
-        if unbound or no_alg:
-            self.c["unbound"] += unbound
-            self.c["no_algorithm"] += no_alg
-        if not len(flows):
-            return
-        self.c["calls"] += len(bounds) - 1
-        try:
-            j.alg.drain(j.S, j.P, b.rec, rows, bounds, self.filter.stage, self.filter.isset)
-        except Exception as e:
-            self.filter.isset[flows] = False        # a half-made decision is not a decision
-            self.fault(j.alg, "drain raised", e)
-            return
-        self._write(flows, now_ns)
-
-    def _setup_compiled(self, j, f: int) -> None:
-        j.known[f] = True
-        try:
-            j.alg.flow_setup(j.S, j.P, f, int(self.cc.cwnd[f]), int(self.cc.rate[f]))
-        except Exception as e:
-            self.fault(j.alg, "setup failed", e)
-            return
-        j.ok[f] = True
-        for c, v in j.periods.items():   # before the mask: the engine reads both
-            self.cc.period_ns[f, c] = v
-        self.cc.event_mask[f] = j.mask
-        self.cc.flags[f] |= FL_CC_ACTIVE
-        self.c["flows"] += 1
 
     def _write(self, flows, now_ns: int) -> None:
         """The staged decisions of ``flows`` through the filters into the table."""
