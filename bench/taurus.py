@@ -73,14 +73,14 @@ SLEEP_US = [20, 200]         # the agent's adaptive sleep (--agent-sleep-us)
 DOORBELL = [True]            # an idle agent blocks on the ring's doorbell (--no-doorbell)
 
 
-def topology(rate, access="10Gbit", k="20KB", prefix=None):
+def topology(rate, access="10Gbit", k="20KB", prefix=None, delay="2us"):
     from taurus.tools.topology import Topology
     t = Topology("tbench", prefix=prefix) if prefix else Topology("tbench")
     t.add_host("h1")
     t.add_host("h2")
     t.add_switch("s1")
-    t.add_link("h1", "s1", rate=access, delay="2us")
-    t.add_link("s1", "h2", rate=rate, delay="2us", buffer="2MB", features={"ecn": {"k": k}})
+    t.add_link("h1", "s1", rate=access, delay=delay)
+    t.add_link("s1", "h2", rate=rate, delay=delay, buffer="2MB", features={"ecn": {"k": k}})
     return t
 
 
@@ -212,7 +212,8 @@ class ProcessAgent:
 
 
 def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000_000,
-            rate="2Gbit", step_ns=100_000, mss=1024, access="10Gbit", k="20KB", ports="mem"):
+            rate="2Gbit", step_ns=100_000, mss=1024, access="10Gbit", k="20KB", ports="mem",
+            delay="2us"):
     """One (mode, N) run; returns a dict of measured figures."""
     from taurus.agent.config import parse
     from taurus.datapath import ccshm as C
@@ -228,7 +229,8 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     real = ports != "mem"
     if real and clock != "wall":
         raise ValueError("real ports need --clock wall")
-    t = topology(rate, access, k, prefix=f"taurus-bench-{os.getpid()}-" if real else None)
+    t = topology(rate, access, k, prefix=f"taurus-bench-{os.getpid()}-" if real else None,
+                 delay=delay)
     rate_bps = parse_rate(rate)
     line = parse_rate(access)
     total = duration_ns + warm_ns
@@ -368,6 +370,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", default="2Gbit", help="bottleneck rate")
     ap.add_argument("--access", default="10Gbit", help="the sender's link rate")
     ap.add_argument("--k", default="20KB", help="the bottleneck's ECN threshold")
+    ap.add_argument("--delay", default="2us",
+                    help="each link's delay (the base RTT is 4x): how many packets a flow has "
+                         "in flight per RTT, hence how many signals one report per RTT gathers")
     ap.add_argument("--step-us", type=float, default=100.0,
                     help="virtual clock: the agent's wake-up interval")
     ap.add_argument("--ports", default="mem", choices=("mem", "af_xdp", "af_packet"),
@@ -396,7 +401,8 @@ def main(argv=None) -> int:
           f"{'filtered':>9}")
     for n, rep, mode in ((n, i, m) for n in ns for i in range(a.repeat) for m in modes):
         r = run_one(mode, n, a.clock, int(a.duration_ms * 1e6), int(a.warm_ms * 1e6), a.rate,
-                    step_ns=int(a.step_us * 1000), access=a.access, k=a.k, ports=a.ports)
+                    step_ns=int(a.step_us * 1000), access=a.access, k=a.k, ports=a.ports,
+                    delay=a.delay)
         r["rep"] = rep
         rows.append(r)
         tot = r["updates_written"] + r["updates_filtered"]

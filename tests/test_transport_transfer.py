@@ -225,3 +225,21 @@ def test_ten_thousand_flows_complete():
         assert all(nic_delivered(eng, d2, IP1, f) == bytes([k & 0xFF]) * (1000 + k % 1000)
                    for k, f in list(enumerate(flows))[::97])
         assert nic_counters(eng, d2)["pdc_open"] == n
+
+
+def test_a_steady_flow_keeps_an_rto_margin_and_never_times_out():
+    """RTO = srtt + max(4 rttvar, rto_min): with a constant RTT (rttvar -> 0)
+    the margin stays rto_min, where RFC 6298's max(rto_min, srtt + 4 rttvar)
+    shrank to srtt and fired with the ACK (many flows at 1 MSS over a steady
+    queue timed out every RTT)."""
+    eng, d1, d2, _ = two_hosts(delay=100_000, nic_opts={"rto_min_ns": 50_000,
+                                                        "rto_init_ns": 1_000_000})
+    with eng:
+        f = add_flow(eng, d1, MAC2, IP2, cwnd_bytes=1024)      # one packet per RTT
+        nic_post(eng, d1, f, payload(300 * 1024))
+        eng.run_for(10**8)
+        st = flow_stats(eng, f)
+        assert flow_done(eng, f)
+        assert 200_000 <= st["srtt"] < 210_000
+        assert st["srtt"] + 50_000 <= st["rto"] < st["srtt"] + 60_000
+        assert nic_counters(eng, d1)["rto_fire"] == 0

@@ -81,7 +81,10 @@ def _frto_ack(N, f, cack, hi, msk):
 
 @hot
 def _rtt_sample(E, n, f, ts, now):
-    """RFC 6298 smoothing, in ns."""
+    """RFC 6298 smoothing, in ns; as in Linux, rto_min floors the variance
+    margin, not the RTO: RTO = srtt + max(4 rttvar, rto_min).  With RFC
+    6298's max(rto_min, srtt + 4 rttvar), a steady queue (rttvar near 0,
+    many flows at 1 MSS each) gave a spurious timeout nearly every RTT."""
     N = E.nic
     rtt = (now - ts) & PROBE_TS_MASK
     if N.fl[f, FL_SRTT] == 0:
@@ -90,7 +93,7 @@ def _rtt_sample(E, n, f, ts, now):
     else:
         N.fl[f, FL_RTTVAR] = (3 * N.fl[f, FL_RTTVAR] + abs(N.fl[f, FL_SRTT] - rtt)) // 4
         N.fl[f, FL_SRTT] = (7 * N.fl[f, FL_SRTT] + rtt) // 8
-    N.fl[f, FL_RTO] = max(N.nr[n, NR_RTO_MIN], N.fl[f, FL_SRTT] + 4 * N.fl[f, FL_RTTVAR])
+    N.fl[f, FL_RTO] = N.fl[f, FL_SRTT] + max(N.nr[n, NR_RTO_MIN], 4 * N.fl[f, FL_RTTVAR])
     signal_rtt(E, N, f, rtt, N.fl[f, FL_UNA], now)
 
 

@@ -86,7 +86,10 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
             rto_init_ns: int = 200_000, max_retries: int = 15, init_credit: int = 16384,
             credit_window: int = 65536, rx_buf_bytes: int = 1 << 20, dupthresh: int = 3,
             budget: int = 32, name: str | None = None) -> int:
-    """A host NIC on engine port `port`; returns its device index."""
+    """A host NIC on engine port `port`; returns its device index.
+    ``rto_min_ns`` floors the RTO's variance margin: RTO = srtt +
+    max(4 rttvar, rto_min) (as Linux does), ``rto_init_ns`` is the RTO
+    before the first RTT sample."""
     if not getattr(eng, "_nic_reserved", False):
         nic_reserve(eng)
     N = eng.E.nic
@@ -349,6 +352,7 @@ def flow_stats(eng, f: int) -> dict:
     out.update(posted=int(N.fl[f, FL_POSTED]), acked=int(N.fl[f, FL_ACKED_OFF]),
                psn_next=int(N.fl[f, FL_NXT]), psn_una=int(N.fl[f, FL_UNA]),
                max_inflight=int(N.fl[f, FL_MAX_INFL]), srtt=int(N.fl[f, FL_SRTT]),
+               rto=int(N.fl[f, FL_RTO]),
                state=int(N.fl[f, FL_STATE]), credit=int(N.ctx[f, CX_CREDIT]))
     return out
 
