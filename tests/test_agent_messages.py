@@ -173,3 +173,15 @@ def test_ring_wrap_is_drained_in_two_steps_without_loss(dp):
     assert a.step() == 256 - 120 and a.step() == 150 - 136
     assert len(SEEN) == 270 and a.messages.c["gaps"] == 0 and a.messages.c["merged"] == 0
     assert [s[3][2] for s in SEEN[120:]] == list(range(150))
+
+
+def test_more_is_waiting_only_when_a_drain_was_capped(dp):
+    """The agent steps again at once only if its drain left published
+    records behind (batch_max or the ring's end), not for records that
+    arrived while it worked: those wait for the next nap."""
+    a = agent(dp, agent={"batch_max": 4})
+    dp.push([record(1, C.EV_ACK, 100 + i, (10, 1, i)) for i in range(6)])
+    assert a.step(1000) == 4 and a.messages.more
+    dp.push([record(1, C.EV_ACK, 200, (10, 1, 9))])      # arrives meanwhile: all taken
+    assert a.step(2000) == 3 and not a.messages.more
+    a.teardown()
