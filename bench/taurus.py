@@ -8,12 +8,23 @@ cc_algorithms/dctcp_jit.py: same decisions, a fraction of the CPU) and
 per-event (the agent with aggregation off, CCP-like; DCTCP in Python) --
 for N in 1, 2, 4, 8, 16, 32.
 
-    python bench/taurus.py                      # virtual time (default)
-    python bench/taurus.py --flows 1,32 --duration-ms 5
+    python bench/taurus.py                      # virtual time (default), ~7 minutes
+    python bench/taurus.py --flows 1,32 --modes agent-jit
     python bench/taurus.py --clock wall         # wall clock, agent in its own process
     sudo python bench/taurus.py --clock wall --ports af_xdp   # ... and real packets
+    python bench/taurus.py --delay 2us          # a ~10 us base RTT instead (see below)
 
-    h1 --10 Gbit/s-- s1 --bottleneck (2 Gbit/s, ECN K = 20 KB)-- h2
+    h1 --10 Gbit/s, 100 us-- s1 --bottleneck (2 Gbit/s, 100 us, ECN K = 20 KB)-- h2
+
+Why 100 us links: what aggregation can remove depends on how many signals
+one flow's report per RTT gathers, i.e. on the bandwidth-delay product in
+packets, shared by the N flows.  The paper's testbed had ~98 packets in
+flight per path (400 Gbit/s x 8 us base RTT / 4 KB); this software fabric
+is 200x slower, so its RTT is scaled up to keep the packets in flight: a
+~406 us base RTT at 2 Gbit/s is ~94 packets of 1 KB.  With 2 us links (a
+~10 us base RTT, ~2 packets in flight) each flow sits at 1 MSS past N=16
+or so: one ACK per flow per RTT, nothing to aggregate (measured over 30 ms
+at N=32: 7.6% fewer messages); ``--delay 2us`` runs that regime.
 
 Per run: goodput (bytes delivered in order at h2 after a warm-up), messages
 per second reaching the agent (records the engine published), signals
@@ -22,11 +33,9 @@ how many signals one report per RTT can gather),
 context-table updates the agent's filters removed, and agent CPU as a
 fraction of one core:
 - ``--clock virtual``: the agent runs in this process, woken every
-  --step-us of virtual time (default 100 us, about one RTT here; if
-  anything an overestimate of how often the adaptive sleep wakes it under
-  load: its 20 us nap lasts ~120 us on the 2-core test VM, plus the step;
-  --step-us 200 is closer and costs less per message, as several reports of
-  a flow share one decision); CPU = its thread CPU time / virtual
+  --step-us of virtual time (default 100 us, a quarter of the base RTT;
+  the wall-clock agent under load wakes about as often: a 20 us nap lasts
+  ~120 us on the 2-core test VM, plus the step); CPU = its thread CPU time / virtual
   time, i.e. the share of a core it would need to keep up in real time
   (the median of three replays of the recorded steps, see InProcessAgent).
 - ``--clock wall``: the engine runs on the wall clock over in-memory links
@@ -45,9 +54,7 @@ with steal time they vary by tens of percent from run to run.
 ``--repeat R`` runs every (N, mode) R times, modes interleaved, and the
 summary lines take medians (goodput ratios per repeat, each against the
 native run beside it): the host's load drifts.  Back-pressure raises the
-aggregation periods only when the agent falls behind; at N=32 here a flow
-gets about one ACK per RTT (sig/flow/RTT), so aggregation per RTT can only
-about halve the messages (the paper's 400 Gbit/s flows get many per RTT).
+aggregation periods only when the agent falls behind.
 The last line is `agent/native goodput: X.XX, message reduction: Y%`
 (goodput summed over all N, median over repeats; reduction = 1 - messages / signals of the
 agent runs: per-event sends one message per signal by construction, so this
@@ -73,7 +80,7 @@ SLEEP_US = [20, 200]         # the agent's adaptive sleep (--agent-sleep-us)
 DOORBELL = [True]            # an idle agent blocks on the ring's doorbell (--no-doorbell)
 
 
-def topology(rate, access="10Gbit", k="20KB", prefix=None, delay="2us"):
+def topology(rate, access="10Gbit", k="20KB", prefix=None, delay="100us"):
     from taurus.tools.topology import Topology
     t = Topology("tbench", prefix=prefix) if prefix else Topology("tbench")
     t.add_host("h1")
@@ -213,7 +220,7 @@ class ProcessAgent:
 
 def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000_000,
             rate="2Gbit", step_ns=100_000, mss=1024, access="10Gbit", k="20KB", ports="mem",
-            delay="2us"):
+            delay="100us"):
     """One (mode, N) run; returns a dict of measured figures."""
     from taurus.agent.config import parse
     from taurus.datapath import ccshm as C
@@ -364,13 +371,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clock", choices=("virtual", "wall"), default="virtual")
     ap.add_argument("--flows", default="1,2,4,8,16,32")
-    ap.add_argument("--duration-ms", type=float, default=10.0,
+    ap.add_argument("--duration-ms", type=float, default=30.0,
                     help="measured time per run (virtual or wall), after a warm-up")
-    ap.add_argument("--warm-ms", type=float, default=2.0)
+    ap.add_argument("--warm-ms", type=float, default=10.0,
+                    help="not measured: slow start and convergence (~25 RTTs)")
     ap.add_argument("--rate", default="2Gbit", help="bottleneck rate")
     ap.add_argument("--access", default="10Gbit", help="the sender's link rate")
     ap.add_argument("--k", default="20KB", help="the bottleneck's ECN threshold")
-    ap.add_argument("--delay", default="2us",
+    ap.add_argument("--delay", default="100us",
                     help="each link's delay (the base RTT is 4x): how many packets a flow has "
                          "in flight per RTT, hence how many signals one report per RTT gathers")
     ap.add_argument("--step-us", type=float, default=100.0,
