@@ -23,7 +23,7 @@ flight per path (400 Gbit/s x 8 us base RTT / 4 KB); this software fabric
 is 200x slower, so its RTT is scaled up to keep the packets in flight: a
 ~406 us base RTT at 2 Gbit/s is ~94 packets of 1 KB.  With 2 us links (a
 ~10 us base RTT, ~2 packets in flight) each flow sits at 1 MSS past N=16
-or so: one ACK per flow per RTT, nothing to aggregate (measured over 30 ms
+or so: one ACK per flow per RTT, nothing to aggregate (measured over 40 ms
 at N=32: 7.6% fewer messages); ``--delay 2us`` runs that regime.
 
 Per run: goodput (bytes delivered in order at h2 after a warm-up), messages
