@@ -58,6 +58,12 @@ _spec.loader.exec_module(bio)     # helpers only: frames, counters, CPU time, lo
 FRAME = 1514
 WINDOW = 1 << 20
 TARGET = 0.70
+# Engine and app settings of the transport rows (A/B drivers pass others to
+# TransportBench.transport).
+SETTINGS = dict(send_ring=4 << 20,     # bytes of each flow's send ring
+                recv_ring=8 << 20,     # bytes of each receive PDC's ring
+                zero_copy=True,        # senders write in place (nic_send_buffer)
+                nic=dict(ack_every=4))  # add_nic settings
 log = bio.log
 
 
@@ -70,13 +76,17 @@ def topology(prefix):
     return t
 
 
-def receiver(prefix, name, nflows) -> int:
+def engine(t, name, cfg, hosts=None):
+    from taurus.tools.perf import build_engine
+    return build_engine(t, name, "af_xdp", hosts=hosts, rx_ring=cfg["recv_ring"], **cfg["nic"])
+
+
+def receiver(prefix, name, nflows, cfg) -> int:
     """The child of a per-host run: h2's engine and a sink consuming what the
     sender's flows 1..nflows deliver, until SIGTERM."""
     from taurus.datapath.devices.nic_setup import nic_skip_delivered
-    from taurus.tools.perf import build_engine
     t = topology(prefix)
-    eng = build_engine(t, name, "af_xdp", hosts=["h2"])
+    eng = engine(t, name, cfg, hosts=["h2"])
     try:
         ip1 = t.ip_of("h1")
         eng.on_chunk.append(lambda: [nic_skip_delivered(eng, 0, ip1, f)
@@ -132,23 +142,23 @@ class TransportBench:
                 "retx": 0}
 
     # -- the transport
-    def transport(self, nflows, secs, per_host):
+    def transport(self, nflows, secs, per_host, **settings):
         from taurus.datapath.devices.nic_app import WouldBlock
-        from taurus.datapath.devices.nic_setup import (add_flow, flow_stats, nic_counters,
-                                                       nic_post, nic_skip_delivered)
-        from taurus.tools.perf import build_engine
+        from taurus.datapath.devices.nic_setup import (add_flow, flow_stats, nic_commit,
+                                                       nic_counters, nic_post, nic_send_buffer,
+                                                       nic_skip_delivered)
         from taurus.tools.procs import spawn, stop
+        cfg = dict(SETTINGS, **settings)
         t = self.t
         child = None
         try:
             if per_host:
                 child = spawn([sys.executable, os.path.abspath(__file__), "--receiver",
-                               self.prefix, f"{self.prefix}rx", str(nflows)],
+                               self.prefix, f"{self.prefix}rx", str(nflows), json.dumps(cfg)],
                               stdout=subprocess.PIPE, text=True)
                 if child.stdout.readline().strip() != "ready":   # h2 listens before h1 sends
                     raise RuntimeError("the receiver engine did not start")
-            eng = build_engine(t, f"{self.prefix}eng", "af_xdp",
-                               hosts=["h1"] if per_host else None)
+            eng = engine(t, f"{self.prefix}eng", cfg, hosts=["h1"] if per_host else None)
         except BaseException:
             if child:
                 stop(child)
@@ -158,15 +168,28 @@ class TransportBench:
             # A fixed window (no CC): 1 MiB in flight in all, well past the
             # BDP, and within what h2's AF_XDP RX ring holds while its
             # process waits for the CPU (beyond it, the kernel drops).
-            flows = [add_flow(eng, 0, t.mac_of("h2"), ip2, buf_bytes=4 << 20,
+            flows = [add_flow(eng, 0, t.mac_of("h2"), ip2, buf_bytes=cfg["send_ring"],
                               cwnd_bytes=WINDOW // nflows) for _ in range(nflows)]
             msg = os.urandom(256 << 10)
+            posted = dict.fromkeys(flows, 0)
+
+            def post(f):
+                if not cfg["zero_copy"]:
+                    return nic_post(eng, 0, f, msg)
+                views = nic_send_buffer(eng, 0, f, len(msg))
+                if posted[f] < cfg["send_ring"]:    # the first pass round the ring writes
+                    a = 0                           # the message; later ones find it there
+                    for v in views:
+                        v[:] = msg[a:a + len(v)]
+                        a += len(v)
+                nic_commit(eng, 0, f, len(msg))
+                posted[f] += len(msg)
 
             def app():
                 for f in flows:
                     for _ in range(16):
                         try:
-                            nic_post(eng, 0, f, msg)
+                            post(f)
                         except WouldBlock:
                             break
                     if not per_host:
@@ -204,11 +227,12 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--json", default=None)
-    ap.add_argument("--receiver", nargs=3, metavar=("PREFIX", "ENGINE", "FLOWS"),
+    ap.add_argument("--receiver", nargs=4, metavar=("PREFIX", "ENGINE", "FLOWS", "SETTINGS"),
                     help=argparse.SUPPRESS)             # internal: the per-host child
     args = ap.parse_args(argv)
     if args.receiver:
-        return receiver(args.receiver[0], args.receiver[1], int(args.receiver[2]))
+        return receiver(args.receiver[0], args.receiver[1], int(args.receiver[2]),
+                        json.loads(args.receiver[3]))
     if args.quick:
         args.rounds, args.seconds = 1, 2.0
     if os.geteuid() != 0:
