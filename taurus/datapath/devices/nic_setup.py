@@ -30,7 +30,8 @@ from ..wire import spec as S
 from .nic_state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
-                        FL_RTO, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO, FL_TXCAP,
+                        FL_RTO, FL_SCHED, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO,
+                        FL_TXCAP,
                         FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND, RP_BUFCAP, OP_READ,
                         REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_STATE, RQ_ASKED, RQ_DONE,
                         RQ_FAILED,
@@ -38,7 +39,8 @@ from .nic_state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACK
                         NR_ACK_EVERY,
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
-                        NR_RXCAP, NR_TXTIMER, RP_BUFOFF, RP_DELIV, RP_READ, SIGNAL_NAMES,
+                        NR_RXCAP, NR_TXTIMER, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
+                        SIGNAL_NAMES,
                         TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
 from .nic_app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
 from .nic_shm import NicShm
@@ -253,7 +255,8 @@ def nic_commit(eng, d: int, f: int, n: int, msg_id: int | None = None) -> int:
     N.mq[f, tail % N.mq.shape[1]] = (pos + n, mid)
     N.fl[f, FL_POSTED] = pos + n
     N.fl[f, FL_MQ_TAIL] = tail + 1
-    wake_flow(eng.E.nic, eng.E.wheel, f, eng.now())
+    if N.fl[f, FL_SCHED] == SCH_IDLE:  # a queued or timed flow finds the message itself
+        wake_flow(eng.E.nic, eng.E.wheel, f, eng.now())
     return mid
 
 
