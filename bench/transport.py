@@ -71,9 +71,16 @@ TARGET = 0.70
 # under the ~2 ms RTT of a 1 MiB window; the sender still asks for an
 # immediate ACK at the end of each message, and loss, ECN or reordering
 # are ACKed at once.
+#
+# XDP in generic (skb) mode on the transport's ports: on a veth, native XDP
+# has the peer's NAPI copy every frame into a page-pool page before the
+# program runs (skb_pp_cow_data) and then into the UMEM; generic mode runs
+# the program on the skb (A/B here: ~8% less CPU per frame, +15% Mpps).
+# The raw loop only transmits, where the mode plays no part.
 SETTINGS = dict(send_ring=4 << 20,     # bytes of each flow's send ring
                 recv_ring=8 << 20,     # bytes of each receive PDC's ring
                 zero_copy=True,        # senders write in place (nic_send_buffer)
+                xdp_mode="generic",    # the ports' XDP attach mode (open_xdp_port)
                 nic=dict(ack_every=16, ack_delay_ns=200_000))   # add_nic settings
 log = bio.log
 
@@ -89,7 +96,8 @@ def topology(prefix):
 
 def engine(t, name, cfg, hosts=None):
     from taurus.tools.perf import build_engine
-    return build_engine(t, name, "af_xdp", hosts=hosts, rx_ring=cfg["recv_ring"], **cfg["nic"])
+    return build_engine(t, name, "af_xdp", hosts=hosts, rx_ring=cfg["recv_ring"],
+                        xdp_mode=cfg["xdp_mode"], **cfg["nic"])
 
 
 def receiver(prefix, name, nflows, cfg) -> int:

@@ -77,7 +77,9 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
                  hosts=None, xdp_mode: str = "auto", chunk_ms: float = 2.0, **nic):
     """A wall-clock engine with a host NIC on every host of topology t (or
     on `hosts` only: one engine per host, each in its own process, is a NIC
-    per host with its own CPU).  nic: more add_nic settings (ack_every, ...)."""
+    per host with its own CPU).  xdp_mode: the ports' XDP attach mode
+    (open_xdp_port); chunk_ms: the engine's run chunk; nic: more add_nic
+    settings (ack_every, ...)."""
     from taurus.datapath.devices.nic_setup import DATA_HDR, add_nic, nic_reserve
     from taurus.datapath.engine import Engine
     from taurus.datapath.wire import spec as S
