@@ -16,13 +16,13 @@ Ctrl-C):   h1:h1-eth0 ---- h2-eth0:h2, MTU 1500.
 - transport  a host NIC on an AF_XDP port in each namespace; 1 or 8 flows
              h1 -> h2 carrying 1514-byte data frames (MSS 1404), unpaced, no
              CC, a fixed 1 MiB window shared by the flows (h2's RX ring holds
-             2048 frames), ACKs coalesced (SETTINGS); the apps (Python,
-             between engine chunks) keep every send ring full, writing in
-             place (nic_send_buffer: the message goes into the ring on the
-             first pass round it, later passes find it there, as `taurus
-             perf -c` does) and consume every receive
-             ring (in place, as a sink that ignores the bytes: like
-             `taurus perf -s`, without copying them out).  Goodput = payload
+             2048 frames); ACK coalescing and the XDP mode as in SETTINGS.
+             The apps (Python, between engine chunks) keep every send ring
+             full, writing in place (nic_send_buffer: a message goes into
+             the ring on the first pass round it, later passes find it
+             there, as `taurus perf -c` does), and consume every receive
+             ring in place (a sink that ignores the bytes, like `taurus
+             perf -s`, without copying them out).  Goodput = payload
              bytes delivered in order at h2 (ACKed at h1).  Two process
              models, both measured:
                per-host  one engine process per host (this one runs h1 and

@@ -12,7 +12,8 @@ interface, between run chunks).  `perf -c` is an app in its own process:
 it reaches the engine over shared memory (taurus.transport.client),
 opens P connections from its host (--from, default the other host) to HOST
 and keeps their send rings full with -l byte messages for -t seconds (or
--n bytes).  --rpc SIZE: closed loop over duplex connections: one SIZE
+-n bytes), written in place (Conn.send_buffer: zero-copy; the bytes go into
+each ring on its first pass only).  --rpc SIZE: closed loop over duplex connections: one SIZE
 request outstanding per stream, which `perf -s` answers with the same
 bytes on the reverse flow (the engine ends its run chunk on each message
 delivered so the answer leaves at once); the RPC latency is post -> the
@@ -74,19 +75,18 @@ def main(args) -> int:
 
 # ---- server: the engine and the sink --------------------------------------
 def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20,
-                 hosts=None, xdp_mode: str = "auto", chunk_ms: float = 2.0, **nic):
+                 hosts=None, xdp_mode: str = "auto", **nic):
     """A wall-clock engine with a host NIC on every host of topology t (or
     on `hosts` only: one engine per host, each in its own process, is a NIC
     per host with its own CPU).  xdp_mode: the ports' XDP attach mode
-    (open_xdp_port); chunk_ms: the engine's run chunk; nic: more add_nic
-    settings (ack_every, ...)."""
+    (open_xdp_port); nic: more add_nic settings (ack_every, ...)."""
     from taurus.datapath.devices.nic_setup import DATA_HDR, add_nic, nic_reserve
     from taurus.datapath.engine import Engine
     from taurus.datapath.wire import spec as S
     # RTO floor 1 ms, not the NIC default 50 us: a peer that is a process on
     # a shared CPU may not run for a millisecond or more.
     nic = {"rto_min_ns": RTO_MIN_NS, **nic}
-    eng = Engine(clock="wall", name=name, chunk_ms=chunk_ms)
+    eng = Engine(clock="wall", name=name, chunk_ms=2.0)
     try:
         nic_reserve(eng, max_flows=256, tx_bytes=256 << 20, rx_bytes=1 << 30)
         for h in (hosts or t.hosts):
