@@ -23,16 +23,14 @@ ask for connections through its request rows, which ``nic_service`` answers
 """
 import ipaddress
 
-import numpy as np
-
 from .. import ccshm as C
 from ..wire import spec as S
 from .nic_state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
                         FL_RTO, FL_SCHED, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO,
-                        FL_TXCAP,
-                        FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND, RP_BUFCAP, OP_READ,
+                        FL_TXCAP, FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND,
+                        RP_BUFCAP, OP_READ,
                         REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_STATE, RQ_ASKED, RQ_DONE,
                         RQ_FAILED,
                         M_NFL, M_NNIC, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY,
@@ -40,8 +38,7 @@ from .nic_state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACK
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
                         NR_RXCAP, NR_TXTIMER, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
-                        SIGNAL_NAMES,
-                        TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
+                        SIGNAL_NAMES, TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
 from .nic_app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
 from .nic_shm import NicShm
 from .nic_tx import wake_flow

@@ -43,7 +43,8 @@ from .nic_state import (C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROB
                         FL_T_PACE, FL_T_RTO, FL_TXCAP, FL_TXOFF, FL_UNA, FL_RWND, FL_WBLOCK,
                         FL_WEND, FL_USES_CREDIT, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FS_ACTIVE,
                         FS_FAILED, NR_ACK_DELAY, NR_BUDGET, NR_LINE, NR_MSS, NR_PORT,
-                        NR_RETRIES, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE, SCH_QUEUED, SCH_TIMED,
+                        NR_RETRIES, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE,
+                        SCH_QUEUED, SCH_TIMED,
                         SG_FIRST_T, SL_INFL, SL_LOST, SL_RETX)
 
 # sl_off packs the stream offset with what a retransmission must repeat.
