@@ -84,6 +84,34 @@ def test_bulk_receive_frees_the_ring_without_copying_and_keeps_the_stream():
         assert nic_take_delivered(eng, d2, IP1, f) == tail
 
 
+def test_zero_copy_send_writes_in_place_across_the_ring_end():
+    """Conn.send_buffer + commit: the message goes where the views point,
+    also when it wraps round the flow's 1 MiB send ring (two views)."""
+    from taurus.transport import WouldBlock
+    eng, d1, d2 = _engine("virtual")
+    with eng:
+        c = connect(eng, "h1", IP2)
+        ep = listen(eng, IP2)
+        msgs = [payload(n, s) for s, n in enumerate((300_000, 500_000, 400_000, 9))]
+        s, splits = None, 0
+        for m in msgs:                      # the third crosses the ring's end
+            for _ in range(1000):
+                try:
+                    views = c.send_buffer(len(m))
+                    break
+                except WouldBlock:          # the previous message is not ACKed yet
+                    eng.run_for(50_000)
+            splits += len(views) == 2
+            a = 0
+            for v in views:
+                v[:] = m[a:a + len(v)]
+                a += len(v)
+            c.commit(len(m))
+            s = s or ep.accept(timeout=5)
+            assert s.recv(timeout=5) == m
+        assert splits == 1 and c.posted == sum(map(len, msgs))
+
+
 APP = textwrap.dedent("""
     import sys
     from taurus.transport import connect, listen

@@ -12,7 +12,8 @@ interface, between run chunks).  `perf -c` is an app in its own process:
 it reaches the engine over shared memory (taurus.transport.client),
 opens P connections from its host (--from, default the other host) to HOST
 and keeps their send rings full with -l byte messages for -t seconds (or
--n bytes).  --rpc SIZE: closed loop over duplex connections: one SIZE
+-n bytes), written in place (Conn.send_buffer: zero-copy; the bytes go into
+each ring on its first pass only).  --rpc SIZE: closed loop over duplex connections: one SIZE
 request outstanding per stream, which `perf -s` answers with the same
 bytes on the reverse flow (the engine ends its run chunk on each message
 delivered so the answer leaves at once); the RPC latency is post -> the
@@ -74,24 +75,26 @@ def main(args) -> int:
 
 # ---- server: the engine and the sink --------------------------------------
 def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20,
-                 hosts=None):
+                 hosts=None, xdp_mode: str = "auto", **nic):
     """A wall-clock engine with a host NIC on every host of topology t (or
     on `hosts` only: one engine per host, each in its own process, is a NIC
-    per host with its own CPU)."""
+    per host with its own CPU).  xdp_mode: the ports' XDP attach mode
+    (open_xdp_port); nic: more add_nic settings (ack_every, ...)."""
     from taurus.datapath.devices.nic_setup import DATA_HDR, add_nic, nic_reserve
     from taurus.datapath.engine import Engine
     from taurus.datapath.wire import spec as S
+    # RTO floor 1 ms, not the NIC default 50 us: a peer that is a process on
+    # a shared CPU may not run for a millisecond or more.
+    nic = {"rto_min_ns": RTO_MIN_NS, **nic}
     eng = Engine(clock="wall", name=name, chunk_ms=2.0)
     try:
         nic_reserve(eng, max_flows=256, tx_bytes=256 << 20, rx_bytes=1 << 30)
         for h in (hosts or t.hosts):
             itf = t.ifaces_of(h)[0]
             port = eng.add_port(h, itf.name, netns=t.ns_of(h), kind=port_kind,
-                                xdp=dict(steer="taurus", rx_frames=2048))
-            # RTO floor 1 ms, not the NIC default 50 us: a peer that is a
-            # process on a shared CPU may not run for a millisecond or more.
+                                xdp=dict(steer="taurus", rx_frames=2048, xdp_mode=xdp_mode))
             add_nic(eng, port, itf.mac, t.ip_of(h), mss=itf.link.mtu + S.ETH_SIZE - DATA_HDR,
-                    rx_buf_bytes=rx_ring, name=h, rto_min_ns=RTO_MIN_NS)
+                    rx_buf_bytes=rx_ring, name=h, **nic)
     except BaseException:
         eng.close()
         raise
@@ -210,13 +213,27 @@ class Stream:
             if self.d is not None and self.asked is not None:
                 return
             try:
-                mid = c.try_send(self.msg)
+                mid = c.try_send(self.msg) if self.d is not None else self._send_in_place()
             except WouldBlock:       # rings full: the engine is behind
                 return
             if self.d is not None:
                 self.asked = time.monotonic_ns()
             else:
                 self.posted_at[mid] = time.monotonic_ns()
+
+    def _send_in_place(self) -> int:
+        """Bulk: zero-copy.  The message is written into the send ring on the
+        first pass round it only; later messages send what the ring holds
+        (the same bytes, rotated where the size does not divide the ring:
+        nobody reads a bulk stream's bytes, as with iperf3 -Z)."""
+        c, n = self.c, len(self.msg)
+        views = c.send_buffer(n)
+        if c.posted < c.ring_bytes:
+            a = 0
+            for v in views:
+                v[:] = self.msg[a:a + len(v)]
+                a += len(v)
+        return c.commit(n)
 
     def reap(self) -> None:
         # Timed on this process's clock when the event is seen (within a

@@ -6,6 +6,7 @@ waiting then runs the engine instead of sleeping).
     ep = listen("taurus-perf", "h2")          # receiving side
     c = connect("taurus-perf", "h1", "10.0.0.2")
     c.send(b"hello"); c.send(b"world")        # message boundaries are kept
+    v = c.send_buffer(5); v[0][:] = b"again"; c.commit(5)    # zero-copy: written in place
     s = ep.accept(); s.recv() == b"hello"
     c.completions()                           # [(msg id, stream end, time ns)]
 
@@ -27,9 +28,8 @@ import struct
 import time
 from collections import deque
 
-import numpy as np
 
-from ..datapath.devices.nic_app import WouldBlock, cq_drain, ring_read, ring_write, sq_submit
+from ..datapath.devices.nic_app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
 from ..datapath.devices.nic_shm import NicShm
 from ..datapath.devices.nic_state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX, CQ_TIME, CQ_TX,
                                           FL_ACKED_OFF, FL_MQ_DONE, FL_SRTT, FL_STATE, FL_TXCAP,
@@ -233,26 +233,50 @@ class Conn:
         self.last_time = 0
 
     # ---- sending ----------------------------------------------------------
-    def try_send(self, data) -> int:
-        """Post one message now or raise WouldBlock; returns its message id."""
+    def _room(self, n: int) -> None:
+        """Raise unless an n-byte message fits now (WouldBlock: not yet)."""
         N, f = self.ep.N, self.flow
         if f is None:
             raise ValueError("this is the receiving end of a connection")
         if N.fl[f, FL_STATE] == FS_FAILED:
             raise ConnectionError("the connection failed (retransmissions exhausted)")
-        buf = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else data
-        if not 0 < len(buf) <= self._cap:
+        if not 0 < n <= self._cap:
             raise ValueError(f"message size must be 1..{self._cap} bytes")
         if self.msgs - int(N.fl[f, FL_MQ_DONE]) >= N.mq.shape[1]:
             raise WouldBlock("message queue full")
-        if self.posted + len(buf) - int(N.fl[f, FL_ACKED_OFF]) > self._cap:
+        if self.posted + n - int(N.fl[f, FL_ACKED_OFF]) > self._cap:
             raise WouldBlock("send ring full")
-        ring_write(N.txbuf, self._base, self._cap, self.posted, buf)
+
+    def send_buffer(self, n: int) -> list[memoryview]:
+        """Zero-copy send: where the next n-byte message goes in this flow's
+        send ring, as one writable view (two where the ring wraps), or
+        WouldBlock.  Write the message there, then commit(n).  The views
+        hold whatever was sent through them before (a sender that writes
+        only what changed keeps the rest)."""
+        self._room(n)
+        return ring_views(self.ep.N.txbuf, self._base, self._cap, self.posted, n)
+
+    def commit(self, n: int) -> int:
+        """Post the n bytes written at send_buffer's views as one message;
+        returns its message id."""
+        self._room(n)
         mid = self.msgs & 0xFFFF
-        sq_submit(N, self.ep.n, OP_SEND, f, self.posted + len(buf), mid)
-        self.posted += len(buf)
+        sq_submit(self.ep.N, self.ep.n, OP_SEND, self.flow, self.posted + n, mid)
+        self.posted += n
         self.msgs += 1
         return mid
+
+    def try_send(self, data) -> int:
+        """Post one message now or raise WouldBlock; returns its message id."""
+        try:
+            buf = memoryview(data).cast("B")
+        except TypeError:                  # not a contiguous buffer
+            buf = memoryview(bytes(data))
+        a = 0
+        for v in self.send_buffer(len(buf)):
+            v[:] = buf[a:a + len(v)]
+            a += len(v)
+        return self.commit(len(buf))
 
     def send(self, data, timeout: float | None = None) -> int:
         """Post one message, waiting while the rings are full."""
@@ -274,6 +298,11 @@ class Conn:
 
     def acked(self) -> int:
         return int(self.ep.N.fl[self.flow, FL_ACKED_OFF])
+
+    @property
+    def ring_bytes(self) -> int:
+        """Capacity of this connection's stream ring (send or receive)."""
+        return self._cap
 
     def srtt_ns(self) -> int:
         return int(self.ep.N.fl[self.flow, FL_SRTT])

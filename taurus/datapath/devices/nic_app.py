@@ -42,12 +42,13 @@ def cq_drain(N, n: int) -> np.ndarray:
     return out
 
 
-def ring_write(arena, base: int, cap: int, off: int, data: np.ndarray) -> None:
-    """Store data at stream offset off of the ring arena[base:base+cap]."""
+def ring_views(arena, base: int, cap: int, off: int, n: int) -> list[memoryview]:
+    """The n bytes at stream offset off of the ring arena[base:base+cap] as
+    writable views: one, or two where the span wraps (zero-copy send)."""
     s = off % cap
-    a = min(len(data), cap - s)
-    arena[base + s:base + s + a] = data[:a]
-    arena[base:base + len(data) - a] = data[a:]
+    a = min(n, cap - s)
+    first = memoryview(arena[base + s:base + s + a])
+    return [first] if a == n else [first, memoryview(arena[base:base + n - a])]
 
 
 def ring_read(arena, base: int, cap: int, off: int, n: int) -> bytes:

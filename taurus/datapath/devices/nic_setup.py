@@ -4,6 +4,7 @@
     d = add_nic(eng, port, mac, ip, line_rate_bps=..., ...)
     f = add_flow(eng, d, peer_mac, peer_ip, rate_bps=..., cwnd_bytes=..., credit=False)
     nic_post(eng, d, f, data)                 one message (WouldBlock when the ring is full)
+    v = nic_send_buffer(eng, d, f, n); ...; nic_commit(eng, d, f, n)    the same, written in place
     eng.run_for(...)
     nic_take_delivered(eng, d_rx, src_ip, f)  bytes delivered in order since the last take
     nic_completions(eng)                      [(kind, nic, flow-or-pdc, msg, end, time)]
@@ -22,24 +23,23 @@ ask for connections through its request rows, which ``nic_service`` answers
 """
 import ipaddress
 
-import numpy as np
-
 from .. import ccshm as C
 from ..wire import spec as S
 from .nic_state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
-                        FL_RTO, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO, FL_TXCAP,
-                        FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND, RP_BUFCAP, OP_READ,
+                        FL_RTO, FL_SCHED, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO,
+                        FL_TXCAP, FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND,
+                        RP_BUFCAP, OP_READ,
                         REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_STATE, RQ_ASKED, RQ_DONE,
                         RQ_FAILED,
                         M_NFL, M_NNIC, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY,
                         NR_ACK_EVERY,
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
-                        NR_RXCAP, NR_TXTIMER, RP_BUFOFF, RP_DELIV, RP_READ, SIGNAL_NAMES,
-                        TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
-from .nic_app import WouldBlock, cq_drain, ring_read, ring_write, sq_submit
+                        NR_RXCAP, NR_TXTIMER, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
+                        SIGNAL_NAMES, TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
+from .nic_app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
 from .nic_shm import NicShm
 from .nic_tx import wake_flow
 from .table import NIC
@@ -76,6 +76,7 @@ def nic_reserve(eng, max_flows: int | None = None, win: int = 256, tx_bytes: int
     eng._nic_shm = seg
     eng._nic_neigh = {}
     eng._rx_read = {}
+    eng._rx_pdc = {}
     eng._nic_reserved = True
     if hasattr(eng, "on_chunk"):
         eng.on_chunk.append(lambda: nic_service(eng))
@@ -215,35 +216,75 @@ def set_flow_cc(eng, f: int, rate_bps: int | None = None, cwnd_bytes: int | None
     N.ctx[f, CX_VERSION] += 1
 
 
-def nic_post(eng, d: int, f: int, data, msg_id: int | None = None) -> int:
-    """Queue one message on flow f; returns its message id (16 bits on the
-    wire).  WouldBlock when its send ring or message queue has no room."""
+def _send_room(eng, d: int, f: int, n: int) -> int:
+    """Where an n-byte message would start in flow f's stream; WouldBlock
+    when its send ring or message queue has no room."""
     N = eng.E.nic
     if N.fl[f, FL_NIC] != int(eng.E.devs.regs[d, 0]) + 1:
         raise ValueError(f"flow {f} does not belong to device {d}")
-    buf = np.frombuffer(bytes(data), np.uint8)
-    M = N.mq.shape[1]
-    tail, done = int(N.fl[f, FL_MQ_TAIL]), int(N.fl[f, FL_MQ_DONE])
-    if len(buf) == 0:
+    if n <= 0:
         raise ValueError("empty message")
-    if len(buf) > N.fl[f, FL_TXCAP]:
+    if n > N.fl[f, FL_TXCAP]:
         raise ValueError(f"message larger than the flow's send ring ({int(N.fl[f, FL_TXCAP])})")
-    if tail - done >= M:
+    if N.fl[f, FL_MQ_TAIL] - N.fl[f, FL_MQ_DONE] >= N.mq.shape[1]:
         raise WouldBlock("message queue full")
     pos = int(N.fl[f, FL_POSTED])
-    if pos + len(buf) - N.fl[f, FL_ACKED_OFF] > N.fl[f, FL_TXCAP]:
+    if pos + n - N.fl[f, FL_ACKED_OFF] > N.fl[f, FL_TXCAP]:
         raise WouldBlock("send ring full")
-    ring_write(N.txbuf, int(N.fl[f, FL_TXOFF]), int(N.fl[f, FL_TXCAP]), pos, buf)
+    return pos
+
+
+def nic_send_buffer(eng, d: int, f: int, n: int) -> list[memoryview]:
+    """Zero-copy send: the place of the next n-byte message in flow f's send
+    ring, as one writable view (two where the ring wraps); WouldBlock as
+    nic_post.  Write the message there, then nic_commit(eng, d, f, n).  The
+    views hold what was sent through them before: a sender that writes
+    only what changed keeps the rest."""
+    pos = _send_room(eng, d, f, n)
+    N = eng.E.nic
+    return ring_views(N.txbuf, int(N.fl[f, FL_TXOFF]), int(N.fl[f, FL_TXCAP]), pos, n)
+
+
+def nic_commit(eng, d: int, f: int, n: int, msg_id: int | None = None) -> int:
+    """Post the n bytes at nic_send_buffer's views as one message; returns
+    its message id (16 bits on the wire)."""
+    pos = _send_room(eng, d, f, n)
+    N = eng.E.nic
+    tail = int(N.fl[f, FL_MQ_TAIL])
     mid = tail & 0xFFFF if msg_id is None else msg_id & 0xFFFF
-    N.mq[f, tail % M] = (pos + len(buf), mid)
-    N.fl[f, FL_POSTED] = pos + len(buf)
+    N.mq[f, tail % N.mq.shape[1]] = (pos + n, mid)
+    N.fl[f, FL_POSTED] = pos + n
     N.fl[f, FL_MQ_TAIL] = tail + 1
-    wake_flow(eng.E.nic, eng.E.wheel, f, eng.now())
+    if N.fl[f, FL_SCHED] == SCH_IDLE:  # a queued or timed flow finds the message itself
+        wake_flow(eng.E.nic, eng.E.wheel, f, eng.now())
     return mid
 
 
+def nic_post(eng, d: int, f: int, data, msg_id: int | None = None) -> int:
+    """Queue one message on flow f; returns its message id (16 bits on the
+    wire).  WouldBlock when its send ring or message queue has no room."""
+    try:
+        buf = memoryview(data).cast("B")
+    except TypeError:                  # not a contiguous buffer (a list of ints, ...)
+        buf = memoryview(bytes(data))
+    a = 0
+    for v in nic_send_buffer(eng, d, f, len(buf)):
+        v[:] = buf[a:a + len(v)]
+        a += len(v)
+    return nic_commit(eng, d, f, len(buf), msg_id)
+
+
 def _rx_pdc(eng, d, src_ip, f):
-    return int(rx_lookup(eng.E.nic, int(eng.E.devs.regs[d, 0]), ip_int(src_ip), f, False))
+    """The receive PDC of flow f of src_ip at NIC d, or 0 while none.  PDCs
+    are never reused: one found is remembered (a lookup from Python costs
+    microseconds of argument checks; a sink asks every run chunk)."""
+    key = (d, src_ip, f)
+    r = eng._rx_pdc.get(key)
+    if r is None:
+        r = int(rx_lookup(eng.E.nic, int(eng.E.devs.regs[d, 0]), ip_int(src_ip), f, False))
+        if r:
+            eng._rx_pdc[key] = r
+    return r or 0
 
 
 def _unread(eng, r):

@@ -19,13 +19,18 @@ from ..wire import spec as S
 
 
 @nb.njit(cache=True, inline="always")
+def count_ack(N, f, acked_bytes):
+    N.sig[f, SG_ACKS] += 1
+    N.sig[f, SG_ACKED_BYTES] += acked_bytes
+
+
+@nb.njit(cache=True, inline="always")
 def signal_ack(E, N, f, acked_bytes, psn, now):
     """Cumulative or selective ACK freed `acked_bytes` of payload (ACK signal).
     It also carries how many of them the receiver echoed ECN on (the M flag
     of this ACK, still in N.desc), so DCTCP-like algorithms get the marked
     fraction from one message per window."""
-    N.sig[f, SG_ACKS] += 1
-    N.sig[f, SG_ACKED_BYTES] += acked_bytes
+    count_ack(N, f, acked_bytes)
     marked = acked_bytes if N.desc[D_PDS_FLAGS] & S.F_ACK_M else 0
     report_signal(E, f, C.EV_ACK, now, acked_bytes, 1, psn, marked)
 
@@ -60,15 +65,20 @@ def signal_rto(E, N, f, psn, now):
 
 
 @nb.njit(cache=True, inline="always")
-def signal_rtt(E, N, f, rtt, psn, now):
-    """One RTT sample (ns) from an echoed per-packet timestamp (the flow's
-    srtt is already updated); reported at the agent's probe cadence."""
-    report_rtt(E, f, rtt, psn, N.fl[f, FL_SRTT], now)
+def count_rtt(N, f, rtt):
     N.sig[f, SG_RTT_LAST] = rtt
     if N.sig[f, SG_RTT_N] == 0 or rtt < N.sig[f, SG_RTT_MIN]:
         N.sig[f, SG_RTT_MIN] = rtt
     N.sig[f, SG_RTT_N] += 1
     N.sig[f, SG_RTT_SUM] += rtt
+
+
+@nb.njit(cache=True, inline="always")
+def signal_rtt(E, N, f, rtt, psn, now):
+    """One RTT sample (ns) from an echoed per-packet timestamp (the flow's
+    srtt is already updated); reported at the agent's probe cadence."""
+    report_rtt(E, f, rtt, psn, N.fl[f, FL_SRTT], now)
+    count_rtt(N, f, rtt)
 
 
 @nb.njit(cache=True, inline="always")
@@ -89,13 +99,18 @@ def signal_csig(E, N, f, t, s, lm, d, now):
 
 
 @nb.njit(cache=True, inline="always")
-def signal_tx(E, N, f, nbytes, retx, inflight, now):
-    """A data packet left (TX counters)."""
+def count_tx(N, f, nbytes, retx):
     N.sig[f, SG_TX_PKTS] += 1
     N.sig[f, SG_TX_BYTES] += nbytes
-    report_signal(E, f, C.EV_TX, now, nbytes, 1, inflight, 0)
     if retx:
         N.sig[f, SG_RETX] += 1
+
+
+@nb.njit(cache=True, inline="always")
+def signal_tx(E, N, f, nbytes, retx, inflight, now):
+    """A data packet left (TX counters)."""
+    count_tx(N, f, nbytes, retx)
+    report_signal(E, f, C.EV_TX, now, nbytes, 1, inflight, 0)
 
 
 @nb.njit(cache=True, inline="always")

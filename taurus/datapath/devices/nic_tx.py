@@ -42,8 +42,9 @@ from .nic_state import (C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROB
                         FL_RQ_NEXT, FL_RTO, FL_SCHED, FL_SENT_OFF, FL_START, FL_STATE, FL_EV,
                         FL_T_PACE, FL_T_RTO, FL_TXCAP, FL_TXOFF, FL_UNA, FL_RWND, FL_WBLOCK,
                         FL_WEND, FL_USES_CREDIT, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FS_ACTIVE,
-                        FS_FAILED, NR_BUDGET, NR_LINE, NR_MSS, NR_PORT, NR_RETRIES, NR_RQ_HEAD,
-                        NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE, SCH_QUEUED, SCH_TIMED,
+                        FS_FAILED, NR_ACK_DELAY, NR_BUDGET, NR_LINE, NR_MSS, NR_PORT,
+                        NR_RETRIES, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE,
+                        SCH_QUEUED, SCH_TIMED,
                         SG_FIRST_T, SL_INFL, SL_LOST, SL_RETX)
 
 # sl_off packs the stream offset with what a retransmission must repeat.
@@ -357,14 +358,21 @@ def rto_expired(E, n, f, timer, now):
     """f's retransmission timer expired.  If feedback already waits unread at
     the port, the loop was held up past the deadline (on the wall clock: the
     app's Python between run chunks); hold the timeout for one pass so that
-    feedback is read first, as a NIC would have read it on arrival.  Held at
-    most once per arming, so a port that never drains cannot defer it."""
+    feedback is read first, as a NIC would have read it on arrival.  If it
+    fired after its deadline (wall clock: the loop was away, and so was a
+    peer in this engine, whose delayed ACK is due now too and leaves at the
+    end of this pass), hold it one ACK delay (NR_ACK_DELAY: NICs are
+    configured alike), as QUIC's PTO allows the peer's max_ack_delay.
+    Held at most once per arming, so a port that never drains cannot defer
+    it.  (The virtual clock fires timers on time: no hold.)"""
     N = E.nic
-    if N.fl[f, FL_RTO_HELD] == 0 and port_rx_pending(E.ports, N.nr[n, NR_PORT], now):
-        N.fl[f, FL_RTO_HELD] = 1
-        N.ncnt[n, C_RTO_HELD] += 1
-        wheel_schedule(E.wheel, timer, now)
-        return 1
+    if N.fl[f, FL_RTO_HELD] == 0:
+        late = now > E.wheel.due[timer]
+        if late or port_rx_pending(E.ports, N.nr[n, NR_PORT], now):
+            N.fl[f, FL_RTO_HELD] = 1
+            N.ncnt[n, C_RTO_HELD] += 1
+            wheel_schedule(E.wheel, timer, now + (N.nr[n, NR_ACK_DELAY] if late else 0))
+            return 1
     N.fl[f, FL_RTO_HELD] = 0
     return rto_fire(E, n, f, now)
 
