@@ -183,3 +183,10 @@ def test_what_the_fast_path_cannot_do_is_a_config_error():
     from taurus.cc_algorithms.base import event_mask
     with pytest.raises(ConfigError, match="HOST"):
         event_mask(HostJit)
+    with pytest.raises(ConfigError, match="lacks drain"):
+        parse({"agent": {"algorithm": f"{__name__}:NoDrain"}})
+
+
+class NoDrain(CompiledAlgorithm):
+    name = "nodrain"
+    binds = ("ACK",)

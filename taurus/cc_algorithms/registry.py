@@ -8,6 +8,7 @@ import importlib
 from importlib.metadata import entry_points
 
 from .base import Algorithm, event_mask
+from .compiled import CompiledAlgorithm
 from .params import ConfigError, Params, build
 
 ENTRY_POINT_GROUP = "taurus.algorithms"
@@ -57,6 +58,10 @@ def lookup(name: str) -> type:
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, Params)):
         raise ConfigError(f"algorithm {name!r}: Params must derive from taurus Params")
     event_mask(cls)  # raises on unknown events or missing handlers
+    if cls.compiled and (cls.drain is None or cls.flow_setup is None
+                         or cls.make_state is CompiledAlgorithm.make_state):
+        raise ConfigError(f"algorithm {name!r} is compiled but lacks drain, flow_setup "
+                          f"or make_state (see taurus/cc_algorithms/compiled.py)")
     return cls
 
 
