@@ -47,6 +47,11 @@ fraction of one core:
   idle agent blocks on the report ring's doorbell (``--no-doorbell``: it
   polls on its timer only, as before), and the summary line gives the
   engine's doorbell wake syscalls per second (its side of the cost).
+On the wall clock the agent's CPU is mostly per wake-up (a sleep and a
+cold step cost ~100 us on the 2-core test VM), so agent-jit, whose
+per-record cost is small, helps less there than in virtual time;
+``--agent-sleep-us`` trades wake-ups against decision latency (a 300 us
+nap measured ~20% CPU at N=32, but 0.66-0.74 of native goodput).
 Both clocks share one code path (run_one); only the agent driver differs.
 Also printed: the agent's CPU per wake-up (us/step, virtual clock) and per
 message (us/msg: CPU / messages published in the window); on a 2-core VM
