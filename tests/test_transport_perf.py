@@ -26,7 +26,9 @@ def test_perf_between_two_namespaces_reports_iperf3_shaped_json():
     srv = None
     try:
         t.up()
-        srv = subprocess.Popen(base + ["-s"], env=env, stdout=subprocess.PIPE,
+        # the server with bench/transport.py's bulk settings (the defaults run elsewhere)
+        srv = subprocess.Popen(base + ["-s", "--xdp-mode", "generic", "--ack-every", "16",
+                                       "--ack-delay-us", "200"], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
         line = srv.stdout.readline()              # printed once the ports are open
         assert "serving" in line, srv.stderr.read() if srv.poll() is not None else line

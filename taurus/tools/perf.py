@@ -59,6 +59,14 @@ def add_perf_parser(sub) -> None:
     p.add_argument("-J", "--json", action="store_true", help="iperf3-shaped JSON")
     p.add_argument("--port-kind", default="af_xdp", choices=["auto", "af_xdp", "af_packet"])
     p.add_argument("--duration", type=float, default=0.0, help="server: seconds (0: until ^C)")
+    p.add_argument("--xdp-mode", default="auto", choices=["auto", "native", "generic"],
+                   help="server: the ports' XDP attach mode (on a veth, native mode copies "
+                        "every frame into a page first)")
+    p.add_argument("--ack-every", type=int, default=None, metavar="N",
+                   help="server: ACK every N data packets (NIC default 4) ...")
+    p.add_argument("--ack-delay-us", type=float, default=None, metavar="US",
+                   help="... or this long after the first unACKed one (NIC default 2); "
+                        "bench/transport.py uses 16 and 200 for bulk")
     p.set_defaults(func=main)
 
 
@@ -167,7 +175,12 @@ class Sink:
 
 def serve(args, t) -> int:
     name = _engine_name(args, t)
-    eng = build_engine(t, name, args.port_kind)
+    nic = {}
+    if args.ack_every is not None:
+        nic["ack_every"] = args.ack_every
+    if args.ack_delay_us is not None:
+        nic["ack_delay_ns"] = round(args.ack_delay_us * 1000)
+    eng = build_engine(t, name, args.port_kind, xdp_mode=args.xdp_mode, **nic)
     with eng:
         sink = Sink(eng, t.hosts)
         eng.on_chunk.append(sink)
