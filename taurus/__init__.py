@@ -5,3 +5,7 @@ AF_PACKET sockets, or over in-memory links in virtual time) does the per-packet
 work; an agent process makes congestion-control decisions.  See README.md.
 """
 __version__ = "0.1.0"
+
+from . import numba_cache
+
+numba_cache.configure()      # before any module compiles or loads a Numba function

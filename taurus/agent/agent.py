@@ -74,7 +74,7 @@ class Agent:
             self.cc.segs[j] = s.row()
         self.handler.start()
         self.messages.warm()
-        self.handler.warm()
+        self.handler.warm(self.messages)
         self.cc.ctl[CTL_HEARTBEAT_NS] = time.monotonic_ns()
         self.cc.ctl[CTL_AGENT_PID] = os.getpid()    # last: "configured, events announced"
 
@@ -85,9 +85,7 @@ class Agent:
         self.cc.ctl[CTL_HEARTBEAT_NS] = mono
         before = self.messages.c["drained"]
         try:
-            batch = self.messages.poll(now)
-            if batch is not None:
-                self.handler.dispatch(batch, now)
+            self.handler.step(self.messages, now)
         finally:
             self.messages.release()
         if self.samplers.items:

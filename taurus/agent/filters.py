@@ -26,12 +26,12 @@ REJECTED, CLAMPED, DUPLICATE, WRITTEN = range(4)
 
 @nb.njit(cache=True, nogil=True)
 def filter_write(flows, stage, isset, lo, hi, last, n, rate, cwnd, credit, version, updated_ns,
-                 now):
+                 now, faults):
     """Filter the staged decisions of ``flows`` and write what passes into the
     table columns (rate, cwnd, credit), then bump the flow's
     version (a release store: the engine sees the values first).  Clears the
-    stage.  Returns the faults as rows (flow, kind, field)."""
-    faults = np.empty((3 * len(flows), 3), np.int64)
+    stage.  Writes the faults as rows (flow, kind, field) of ``faults``
+    (3 rows per flow at most) and returns how many."""
     nf = 0
     for i in range(len(flows)):
         f = flows[i]
@@ -67,7 +67,7 @@ def filter_write(flows, stage, isset, lo, hi, last, n, rate, cwnd, credit, versi
         if wrote:
             updated_ns[f] = now
             store_release_u64(version, f, version[f] + 1)
-    return faults[:nf]
+    return nf
 
 
 class UpdateFilter:
@@ -81,6 +81,7 @@ class UpdateFilter:
         self.n = np.zeros((len(KINDS), 3), np.int64)
         self.stage = np.zeros((max_flows, 3))
         self.isset = np.zeros((max_flows, 3), np.bool_)
+        self.faults = np.empty((3 * max_flows, 3), np.int64)
 
     @property
     def c(self) -> dict:
@@ -99,8 +100,10 @@ class UpdateFilter:
     def write(self, cc, flows, now_ns: int) -> np.ndarray:
         """Filter and write the staged decisions of ``flows`` (int64 array);
         returns the faults (flow, kind, field)."""
-        return filter_write(flows, self.stage, self.isset, self.lo, self.hi, self.last, self.n,
-                            cc.rate, cc.cwnd, cc.credit, cc.version, cc.updated_ns, now_ns)
+        nf = filter_write(flows, self.stage, self.isset, self.lo, self.hi, self.last, self.n,
+                          cc.rate, cc.cwnd, cc.credit, cc.version, cc.updated_ns, now_ns,
+                          self.faults)
+        return self.faults[:nf]
 
 
 def _float(v) -> float:

@@ -63,11 +63,11 @@ class AlgorithmHandler:
         cls, params = self.default
         self.cc.ctl[CTL_DEFAULT_MASK] = self._mask_of_class(cls, params)
 
-    def warm(self) -> None:
+    def warm(self, messages) -> None:
         """Compile (or load) the filters and the fast path now (see MessageHandler.warm)."""
         self.filter.write(self.cc, np.zeros(0, np.int64), 0)
         if self.compiled is not None:
-            self.compiled.warm()
+            self.compiled.warm(messages)
 
     def _mask_of_class(self, cls, params) -> int:
         """Bindings of a fresh instance (bindings() may read params, not setup state)."""
@@ -134,6 +134,17 @@ class AlgorithmHandler:
         self.fault(a, f"{getattr(fn, '__name__', 'handler')} raised", e)
 
     # ---- delivery -------------------------------------------------------
+    def step(self, messages, now_ns: int) -> None:
+        """Poll the message handler and deliver what it drained."""
+        if self.compiled is not None:             # poll and drain fused (fastpath.py)
+            flows = self.compiled.step(messages, now_ns)
+            if flows is not None:
+                self._write(flows, now_ns)
+            return
+        batch = messages.poll(now_ns)
+        if batch is not None:
+            self.dispatch(batch, now_ns)
+
     def dispatch(self, batch, now_ns: int) -> None:
         """Deliver a message-handler Batch (groups of (flow, first arrival,
         event, Events), each flow's groups together), then decide and write

@@ -63,6 +63,34 @@ _BY_KEY_TIME = itemgetter(FLOW, EVENT, T_FIRST)
 _BY_FLOW_ARRIVAL = itemgetter(0, 1, 2)
 LAG_SANE_NS = 1_000_000_000  # a lag beyond this means the clocks differ (virtual time)
 
+# The handler's state and counters live in arrays its compiled steps share.
+(S_NEXT_SEQ, S_HAVE_SEQ, S_CALM, S_SEEN_AT, S_REFUSED, S_TAIL_AFTER, S_MORE,
+ N_STATE) = range(8)
+COUNTS = ("drained", "delivered", "merged", "evicted", "invalid", "gaps", "seq_back", "late",
+          "steps", "idle_steps", "bp_raised", "bp_lowered", "overload_steps")
+(C_DRAINED, C_DELIVERED, C_INVALID, C_GAPS, C_SEQ_BACK, C_LATE, C_STEPS, C_BP_RAISED,
+ C_BP_LOWERED) = (COUNTS.index(k) for k in ("drained", "delivered", "invalid", "gaps", "seq_back",
+                                           "late", "steps", "bp_raised", "bp_lowered"))
+B_HIGH, B_LOW, B_LAG_HIGH_NS, B_MAX_FACTOR, B_CALM_STEPS, B_EVICT = range(6)   # config
+
+
+class Counts:
+    """Named counters over an int64 array (the compiled steps count in it)."""
+    __slots__ = ("a", "_i")
+
+    def __init__(self, names):
+        self.a = np.zeros(len(names), np.int64)
+        self._i = {k: i for i, k in enumerate(names)}
+
+    def __getitem__(self, k) -> int:
+        return self.a.item(self._i[k])
+
+    def __setitem__(self, k, v) -> None:
+        self.a[self._i[k]] = v
+
+    def keys(self):
+        return self._i.keys()
+
 
 class Batch:
     """``groups``: (flow, first T_FIRST, event, Events) in delivery order,
@@ -109,35 +137,101 @@ class GroupSums:
 
 
 @nb.njit(cache=True, nogil=True)
-def _seq_follows(seq, first):
-    for i in range(len(seq)):
-        if seq[i] != first + i:
-            return False
-    return True
+def _backpressure(ctl, bp, st, n, occ, new_refused, lag):
+    """Step 1's decision (bp: the config as B_*; lag -1: unknown)."""
+    cur = max(ctl[CTL_BACKPRESSURE], 1)
+    lag_hi = bp[B_LAG_HIGH_NS]
+    new = cur
+    if occ >= bp[B_HIGH] or new_refused > 0 or lag >= lag_hi > 0:
+        st[S_CALM] = 0
+        new = min(cur * 2, np.int64(bp[B_MAX_FACTOR]))
+    elif occ <= bp[B_LOW] and lag < lag_hi // 2:
+        st[S_CALM] += 1
+        if st[S_CALM] >= bp[B_CALM_STEPS] and cur > 1:
+            st[S_CALM] = 0
+            new = cur // 2
+    else:
+        st[S_CALM] = 0
+    if new != cur:
+        n[C_BP_RAISED if new > cur else C_BP_LOWERED] += 1
+        ctl[CTL_BACKPRESSURE] = new
+
+
+@nb.njit(cache=True, nogil=True)
+def _head(prod, cons, ctl, bp, st, n, cap, batch_max, now):
+    """Release the last batch, then step 1, and where the next batch lies:
+    (its first slot, its length -- up to batch_max and the ring's end --,
+    ring occupancy before the drain)."""
+    if st[S_TAIL_AFTER] >= 0:
+        cons[TAIL] = st[S_TAIL_AFTER]
+        st[S_TAIL_AFTER] = -1
+    tail, head = np.int64(cons[TAIL]), np.int64(prod[HEAD])    # x86: loads keep order
+    since = max(np.int64(prod[SINCE]), st[S_SEEN_AT])
+    st[S_SEEN_AT] = now
+    pending = head - tail
+    occ = pending / cap
+    refused = max(ctl[CTL_RING_FULL], np.int64(prod[FULL]))
+    new_refused = refused - st[S_REFUSED]
+    st[S_REFUSED] = refused
+    n[C_STEPS] += 1
+    if pending <= 0:
+        _backpressure(ctl, bp, st, n, occ, new_refused, -1)
+        return 0, 0, occ
+    i = tail % cap
+    k = min(pending, batch_max, cap - i)
+    st[S_MORE] = k < pending              # capped: more waits
+    st[S_TAIL_AFTER] = tail + k
+    lag = now - since
+    _backpressure(ctl, bp, st, n, occ, new_refused, lag if 0 <= lag < LAG_SANE_NS else -1)
+    n[C_DRAINED] += k
+    return i, k, occ
+
+
+@nb.njit(cache=True, nogil=True)
+def _seq_check(seq, first):
+    """Step 2: (the next expected number, gaps, numbers that went back).
+    Each number skipped is a gap; each one not above its predecessor went
+    back (the ring was reset or rewritten under us)."""
+    gaps = back = 0
+    prev = top = first - 1
+    for s in seq:
+        if s - prev > 1:
+            gaps += s - prev - 1
+        elif s - prev < 1:
+            back += 1
+        prev = s
+        top = max(top, s)
+    return max(first, top + 1), gaps, back
+
+
+@nb.njit(cache=True, nogil=True)
+def _valid(rec, i, owner, nic):
+    """Step 3 for row i.  Flows are engine-wide: never act on a flow another
+    NIC slot owns (-1, no owner recorded yet, is accepted)."""
+    f, e = rec[i, FLOW], rec[i, EVENT]
+    return (0 <= f < len(owner) and 0 <= e < N_EVENTS and e != EV_HOST and rec[i, COUNT] >= 0
+            and (owner[f] == nic or owner[f] < 0)
+            and (e != EV_CUSTOM or 0 <= rec[i, V0 + 1] <= CUSTOM_MAX))
 
 
 @nb.njit(cache=True, nogil=True)
 def _valid_rows(rec, owner, nic):
-    """Step 3: None if every record is valid, else which are.  Flows are
-    engine-wide: never act on a flow another NIC slot owns (-1, no owner
-    recorded yet, is accepted)."""
-    ok = np.ones(len(rec), np.bool_)
-    bad = 0
+    """The valid rows' indices."""
+    idx = np.empty(len(rec), np.int64)
+    n = 0
     for i in range(len(rec)):
-        f, e = rec[i, FLOW], rec[i, EVENT]
-        if not (0 <= f < len(owner) and 0 <= e < N_EVENTS and e != EV_HOST
-                and rec[i, COUNT] >= 0 and (owner[f] == nic or owner[f] < 0)
-                and (e != EV_CUSTOM or 0 <= rec[i, V0 + 1] <= CUSTOM_MAX)):
-            ok[i] = False
-            bad += 1
-    return ok if bad else None
+        if _valid(rec, i, owner, nic):
+            idx[n] = i
+            n += 1
+    return idx[:n]
 
 
 @nb.njit(cache=True, nogil=True)
-def _order(rec):
-    """(order, sorted keys, group starts, group ends) by (flow, event, T_FIRST)."""
-    key = rec[:, FLOW] * N_EVENTS + rec[:, EVENT]
-    t = rec[:, T_FIRST]
+def _order(rec, idx):
+    """Rows ``idx`` of ``rec`` by (flow, event, T_FIRST): (their order as
+    positions in idx, sorted keys, group starts, group ends)."""
+    key = rec[idx, FLOW] * N_EVENTS + rec[idx, EVENT]
+    t = rec[idx, T_FIRST]
     n = len(t)
     if n > 1 and np.any(t[1:] < t[:-1]):
         o = np.argsort(t, kind="mergesort")     # two stable passes: by time, then by key
@@ -159,13 +253,17 @@ def _order(rec):
 
 
 @nb.njit(cache=True, nogil=True)
-def _delivery(rec, last_t):
-    """Step 5 in one pass: the groups (flow, event) of ``rec`` in delivery
-    order -- each flow's together, by first arrival -- as (rows, bounds,
-    flow, event, first arrival) per group; counts the late records and
-    advances ``last_t`` (per flow * N_EVENTS + event)."""
-    o, ks, start, end = _order(rec)
-    t = rec[:, T_FIRST]
+def _deliver(rec, idx, last_t, rows, bounds, flows, events, firsts):
+    """Step 5: the groups (flow, event) of rows ``idx`` of ``rec`` in
+    delivery order -- each flow's together, by first arrival -- written as
+    group g = rows[bounds[g]:bounds[g + 1]] (row numbers of rec), its
+    flow, event and first arrival; counts the late records and advances
+    ``last_t`` (per flow * N_EVENTS + event).  Returns (groups, late)."""
+    bounds[0] = 0
+    if not len(idx):
+        return 0, 0
+    o, ks, start, end = _order(rec, idx)
+    t = rec[idx, T_FIRST]
     late = 0
     for g in range(len(start)):
         k, lt = ks[start[g]], last_t[ks[start[g]]]
@@ -175,17 +273,49 @@ def _delivery(rec, last_t):
     gt = t[o[start]]
     go = np.argsort(gt, kind="mergesort")       # by first arrival, then (stable) by flow
     go = go[np.argsort(ks[start][go] // N_EVENTS, kind="mergesort")]
-    rows = np.empty(len(o), np.int64)
-    bounds = np.empty(len(go) + 1, np.int64)
-    bounds[0] = 0
     j = 0
     for g in range(len(go)):
-        for i in range(start[go[g]], end[go[g]]):
-            rows[j] = o[i]
+        s = start[go[g]]
+        for i in range(s, end[go[g]]):
+            rows[j] = idx[o[i]]
             j += 1
         bounds[g + 1] = j
-    gk = ks[start][go]
-    return rows, bounds, gk // N_EVENTS, gk % N_EVENTS, gt[go], late
+        flows[g], events[g], firsts[g] = ks[s] // N_EVENTS, ks[s] % N_EVENTS, gt[go[g]]
+    return len(go), late
+
+
+@nb.njit(cache=True, nogil=True)
+def _seq(seq, st, n, ctl):
+    """Step 2, counted (the first batch sets where numbering starts)."""
+    if not st[S_HAVE_SEQ]:
+        st[S_NEXT_SEQ], st[S_HAVE_SEQ] = seq[0], 1
+    st[S_NEXT_SEQ], gaps, back = _seq_check(seq, st[S_NEXT_SEQ])
+    if gaps:
+        n[C_GAPS] += gaps
+        ctl[CTL_GAPS] += gaps
+    n[C_SEQ_BACK] += back
+
+
+@nb.njit(cache=True, nogil=True)
+def _checks(rec, st, n, ctl, owner, nic):
+    """Steps 2 and 3, counted; returns the valid rows' indices."""
+    _seq(rec[:, SEQ], st, n, ctl)
+    idx = _valid_rows(rec, owner, nic)
+    n[C_INVALID] += len(rec) - len(idx)
+    return idx
+
+
+@nb.njit(cache=True, nogil=True)
+def _prepare(rec, checked, st, n, ctl, owner, nic, last_t, scratch):
+    """Steps 2, 3 and 5 in one call (``checked``: 2 and 3 were done, in
+    overload), counted; writes the groups to scratch's rows (rows, bounds,
+    flows, events, first arrivals; see _deliver) and returns how many."""
+    idx = np.arange(len(rec)) if checked else _checks(rec, st, n, ctl, owner, nic)
+    ng, late = _deliver(rec, idx, last_t, scratch[0], scratch[1], scratch[2], scratch[3],
+                        scratch[4])
+    n[C_DELIVERED] += len(idx)
+    n[C_LATE] += late
+    return ng
 
 
 class MessageHandler:
@@ -195,102 +325,109 @@ class MessageHandler:
         self._prod, self._cons, self._rec, self._cap = r.prod, r.cons, r.rec, cc.ring.capacity
         self.batch_max = batch_max
         self.small_max = small_max          # batches up to this size take the plain-Python path
-        self.next_seq = None
-        self.refused_seen = self._refused()
+        self.bpa = np.array([bp.high, bp.low, bp.lag_high_us * 1000, bp.max_factor,
+                             bp.calm_steps, bp.evict], np.float64)
+        self.st = np.zeros(N_STATE, np.int64)
+        self.st[S_TAIL_AFTER] = -1          # nothing to release
+        self.st[S_REFUSED] = self._refused()
         self.last_t = np.full(cc.max_flows * N_EVENTS, np.iinfo(np.int64).min, np.int64)
-        self.calm = 0
-        self._seen_at = 0                    # when the previous poll read the head
-        self.c = dict(drained=0, delivered=0, merged=0, evicted=0, invalid=0, gaps=0,
-                      seq_back=0, late=0, steps=0, idle_steps=0, bp_raised=0, bp_lowered=0,
-                      overload_steps=0)
+        self.c = Counts(COUNTS)
+        self.n = self.c.a
         self.occupancy = 0.0
-        self._tail_after = None
         self.as_records = False             # poll() returns RecordBatch (compiled algorithms)
-        self.more = False                   # the last poll left published records behind
+        # Where _prepare writes a drain's groups (the batches are views of these):
+        # rows, bounds, flows, events, first arrivals.
+        self.scratch = np.empty((5, min(batch_max, self._cap) + 1), np.int64)
+        self._rows, self._bounds, self._flows, self._events, self._firsts = self.scratch
+
+    @property
+    def more(self) -> bool:
+        """The last poll left published records behind (it was capped)."""
+        return bool(self.st[S_MORE])
+
+    @property
+    def calm(self) -> int:
+        return self.st.item(S_CALM)
+
+    @property
+    def next_seq(self) -> int | None:
+        return self.st.item(S_NEXT_SEQ) if self.st[S_HAVE_SEQ] else None
+
+    @property
+    def refused_seen(self) -> int:
+        return self.st.item(S_REFUSED)
 
     def _refused(self) -> int:
         return max(self.ctl.item(CTL_RING_FULL), self._prod.item(FULL))
-
-    def _peek(self, tail: int, head: int):
-        """The oldest published records, as a view of the ring (no copy; up to
-        the ring's end, so a wrapped batch comes in two steps)."""
-        i = tail % self._cap
-        n = min(head - tail, self.batch_max, self._cap - i)
-        self.more = n < head - tail          # capped (batch_max, the ring's end): more waits
-        self._tail_after = tail + n
-        return self._rec[i:i + n]
 
     def warm(self) -> None:
         """Compile the compiled steps (or load them from Numba's cache) now,
         before the agent announces itself, not in its first drain."""
         rec = np.zeros((1, REC_WIDTH), np.int64)
-        _seq_follows(rec[:, SEQ], 0)
-        _valid_rows(rec, self.cc.owner, self.cc.nic)
-        _delivery(rec, self.last_t.copy())
+        st, n, ctl = self.st.copy(), self.n.copy(), self.ctl.copy()
+        for checked in (False, True):
+            _prepare(rec, checked, st, n, ctl, self.cc.owner, self.cc.nic, self.last_t.copy(),
+                     self.scratch)
+        st[S_TAIL_AFTER] = -1
+        _head(self._prod.copy(), self._cons.copy(), ctl, self.bpa, st, n, self._cap,
+              self.batch_max, 0)
 
     def release(self) -> None:
         """Hand the records of the last poll back to the producer."""
-        if self._tail_after is not None:
-            self._cons[TAIL] = self._tail_after
-            self._tail_after = None
+        t = self.st.item(S_TAIL_AFTER)
+        if t >= 0:
+            self._cons[TAIL] = t
+            self.st[S_TAIL_AFTER] = -1
+
+    def head(self, now_ns: int):
+        """Release, step 1 and where the next batch lies (see _head)."""
+        i, k, occ = _head(self._prod, self._cons, self.ctl, self.bpa, self.st, self.n, self._cap,
+                          self.batch_max, now_ns)
+        self.occupancy = occ
+        return i, k, occ
 
     def poll(self, now_ns: int) -> Batch | None:
         """Account for, check and order the next batch; call ``release()`` after
         delivering it (the batch may be a view of the ring)."""
-        self.release()
-        tail = self._cons.item(TAIL)
-        head = self._prod.item(HEAD)     # x86: loads keep order
-        since = max(self._prod.item(SINCE), self._seen_at)
-        self._seen_at = now_ns
-        pending = head - tail
-        occ = pending / self._cap
-        self.occupancy = occ
-        refused = self._refused()
-        new_refused, self.refused_seen = refused - self.refused_seen, refused
-        self.c["steps"] += 1
-        if not pending:
-            self._backpressure(occ, new_refused, -1)
-            return None
-        rec = self._peek(tail, head)
-        n = len(rec)
+        i, k, occ = self.head(now_ns)
+        return self.finish(i, k, occ) if k else None
+
+    def finish(self, i: int, k: int, occ: float) -> Batch | None:
+        """Steps 2 to 5 for the k records at slot i (after head())."""
+        rec = self._rec[i:i + k]
         # A few records: plain Python over row lists (numpy's per-call cost
-        # would dominate); many, or overload: vectorised.  Same results.
-        small = n <= self.small_max and occ < self.bp.evict and not self.as_records
-        lag = now_ns - since
+        # would dominate); many, or overload: compiled.  Same results.
+        small = k <= self.small_max and occ < self.bp.evict and not self.as_records
         if small:
-            rows = rec.tolist()
-        self._backpressure(occ, new_refused, lag if 0 <= lag < LAG_SANE_NS else -1)
-        self.c["drained"] += n
-        if small:
-            return self._poll_small(rows)
-        self._check_seq(rec[:, SEQ])
-        rec = self._valid(rec)
-        if occ >= self.bp.evict and len(rec):
+            return self._poll_small(rec.tolist())
+        checked = occ >= self.bp.evict
+        if checked:                          # overload: 2 and 3, then 4, then 5
             self.c["overload_steps"] += 1
-            rec = self._merge_evict(rec)
-        if not len(rec):
+            ok = _checks(rec, self.st, self.n, self.ctl, self.cc.owner, self.cc.nic)
+            rec = self._merge_evict(rec[ok]) if len(ok) else rec[ok]
+        ng = _prepare(rec, checked, self.st, self.n, self.ctl, self.cc.owner, self.cc.nic,
+                      self.last_t, self.scratch)
+        if not ng:
             return None
-        self.c["delivered"] += len(rec)
-        rows, bounds, flow, event, t0, late = _delivery(rec, self.last_t)
-        if late:
-            self.c["late"] += int(late)
+        rows, bounds = self._rows[:self._bounds.item(ng)], self._bounds[:ng + 1]
         if self.as_records:
-            return RecordBatch(rec, rows, bounds, flow, event)
+            return RecordBatch(rec, rows, bounds, self._flows[:ng], self._events[:ng])
         sums = GroupSums(rec, rows, bounds)
         b = bounds.tolist()
         return Batch([(f, t, e, BatchEvents(f, e, rec, rows[b[g]:b[g + 1]], None, sums, g))
-                      for g, (f, t, e) in enumerate(zip(flow.tolist(), t0.tolist(),
-                                                        event.tolist()))])
+                      for g, (f, t, e) in enumerate(zip(self._flows[:ng].tolist(),
+                                                        self._firsts[:ng].tolist(),
+                                                        self._events[:ng].tolist()))])
 
     def _poll_small(self, rows: list) -> Batch | None:
         """Steps 2, 3 and 5 over row lists (no overload here: step 4 is vectorised)."""
         n = len(rows)
-        first = rows[0][SEQ] if self.next_seq is None else self.next_seq
+        first = self.st.item(S_NEXT_SEQ) if self.st[S_HAVE_SEQ] else rows[0][SEQ]
         if rows[0][SEQ] == first and rows[-1][SEQ] == first + n - 1 and \
                 (n < 3 or [x[SEQ] for x in rows] == list(range(first, first + n))):
-            self.next_seq = first + n
+            self.st[S_NEXT_SEQ], self.st[S_HAVE_SEQ] = first + n, 1
         else:
-            self._seq_irregular(first, [x[SEQ] for x in rows])
+            _seq(np.array([x[SEQ] for x in rows], np.int64), self.st, self.n, self.ctl)
         # 3 and 5 in one pass: sort everything (invalid rows too; the sort is
         # stable, so valid rows keep their order), then check and group.
         if n > 1:
@@ -338,25 +475,7 @@ class MessageHandler:
             groups.sort(key=_BY_FLOW_ARRIVAL)  # per flow, by first arrival
         return Batch(groups)
 
-    # ---- 1. back-pressure -------------------------------------------------
-    def _backpressure(self, occ: float, new_refused: int, lag: int) -> None:
-        cfg = self.bp
-        cur = max(self.ctl.item(CTL_BACKPRESSURE), 1)
-        lag_hi = cfg.lag_high_us * 1000
-        new = cur
-        if occ >= cfg.high or new_refused > 0 or lag >= lag_hi > 0:
-            self.calm = 0
-            new = min(cur * 2, cfg.max_factor)
-        elif occ <= cfg.low and lag < lag_hi // 2:
-            self.calm += 1
-            if self.calm >= cfg.calm_steps and cur > 1:
-                self.calm, new = 0, cur // 2
-        else:
-            self.calm = 0
-        if new != cur:
-            self.c["bp_raised" if new > cur else "bp_lowered"] += 1
-            self.ctl[CTL_BACKPRESSURE] = new
-
+    # ---- 1. back-pressure (_backpressure, _head) ------------------------
     def steps_to_lower(self) -> int | None:
         """Calm steps in a row until the factor halves (None: it is at 1)."""
         if self.ctl.item(CTL_BACKPRESSURE) <= 1:
@@ -367,53 +486,19 @@ class MessageHandler:
         """k empty steps the agent slept through on the doorbell (pacing.py):
         what each would have done, i.e. a calm step (empty ring, no refusal)."""
         self.c["idle_steps"] += k
+        st = self.st
         while k > 0:
             if self.ctl.item(CTL_BACKPRESSURE) <= 1:
-                self.calm += k                    # nothing to lower
+                st[S_CALM] += k                   # nothing to lower
                 return
             n = min(k, max(self.bp.calm_steps - self.calm, 1))
-            self.calm += n - 1
+            st[S_CALM] += n - 1
             k -= n
-            self._backpressure(0.0, 0, -1)        # the one that may halve
-
-    # ---- 2. sequence numbers --------------------------------------------
-    def _check_seq(self, seq: np.ndarray) -> None:
-        if self.next_seq is None:
-            self.next_seq = int(seq[0])
-        first = self.next_seq
-        if _seq_follows(seq, first):
-            self.next_seq = first + len(seq)
-            return
-        self._seq_irregular(first, seq.tolist())
-
-    def _seq_irregular(self, first: int, seq: list) -> None:
-        """Each number skipped is a gap; each one not above its predecessor
-        went back (the ring was reset or rewritten under us)."""
-        gaps = back = 0
-        prev = first - 1
-        for s in seq:
-            if s - prev > 1:
-                gaps += s - prev - 1
-            elif s - prev < 1:
-                back += 1
-            prev = s
-        self.c["gaps"] += gaps
-        self.c["seq_back"] += back
-        if gaps:
-            self.ctl[CTL_GAPS] += gaps
-        self.next_seq = max(first, max(seq) + 1)
-
-    # ---- 3. bounds ------------------------------------------------------
-    def _valid(self, rec: np.ndarray) -> np.ndarray:
-        ok = _valid_rows(rec, self.cc.owner, self.cc.nic)
-        if ok is not None:
-            self.c["invalid"] += len(rec) - int(np.count_nonzero(ok))
-            rec = rec[ok]
-        return rec
+            _backpressure(self.ctl, self.bpa, st, self.n, 0.0, 0, -1)   # the one that may halve
 
     # ---- 4. overload: merge what merges, evict the oldest of the rest -----
     def _merge_evict(self, rec: np.ndarray) -> np.ndarray:
-        order, key, start, end = _order(rec)
+        order, key, start, end = _order(rec, np.arange(len(rec)))
         rec = rec[order]
         ev = key[start] % N_EVENTS
         raw = EVENT_CLASS[ev] == CLS_RAW
