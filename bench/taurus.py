@@ -8,7 +8,7 @@ cc_algorithms/dctcp_jit.py: same decisions, a fraction of the CPU) and
 per-event (the agent with aggregation off, CCP-like; DCTCP in Python) --
 for N in 1, 2, 4, 8, 16, 32.
 
-    python bench/taurus.py                      # virtual time (default), ~10 minutes
+    python bench/taurus.py                      # virtual time (default), ~11 s
     python bench/taurus.py --flows 1,32 --modes agent-jit
     python bench/taurus.py --clock wall         # wall clock, agent in its own process
     sudo python bench/taurus.py --clock wall --ports af_xdp   # ... and real packets
@@ -37,7 +37,7 @@ fraction of one core:
   the wall-clock agent under load wakes about as often: a 20 us nap lasts
   ~120 us on the 2-core test VM, plus the step); CPU = its thread CPU time / virtual
   time, i.e. the share of a core it would need to keep up in real time
-  (the median of three replays of the recorded steps, see InProcessAgent).
+  (the median of nine replays of the recorded steps, see InProcessAgent).
 - ``--clock wall``: the engine runs on the wall clock over in-memory links
   (``--ports af_xdp|af_packet``: over veths between namespaces, every host
   and switch port a real socket, fabric.build_netns) in this process and
@@ -127,7 +127,7 @@ class InProcessAgent:
     def start_measure(self):
         self.mark = len(self.steps)
 
-    def cpu(self, replays: int = 3):
+    def cpu(self, replays: int = 9):
         """Thread CPU (ns) of replaying the steps since start_measure(): the
         median of ``replays`` replays (one is at the mercy of a noisy host)."""
         if self.mark is None:
