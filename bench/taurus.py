@@ -81,7 +81,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 MODES = ("native", "agent", "agent-jit", "per-event")
-SLEEP_US = [20, 200]         # the agent's adaptive sleep (--agent-sleep-us)
+SLEEP_US = [20, 1000]        # the agent's adaptive sleep (--agent-sleep-us)
+NAP_RTT = [0.5]              # its nap after work, a share of the flows' srtt (--nap-rtt)
 DOORBELL = [True]            # an idle agent blocks on the ring's doorbell (--no-doorbell)
 
 
@@ -257,6 +258,7 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     algorithm = "dctcp-jit" if mode == "agent-jit" else "dctcp"
     cfg_text = (f'[agent]\nalgorithm = "{algorithm}"\nmss = {mss}\nline_rate_bps = {line}\n'
                 f'sleep_min_us = {SLEEP_US[0]}\nsleep_max_us = {SLEEP_US[1]}\n'
+                f'nap_rtt = {NAP_RTT[0]}\n'
                 f'doorbell = {str(DOORBELL[0]).lower()}\n')
     try:
         if real:
@@ -392,9 +394,12 @@ def main(argv=None) -> int:
                     help="virtual clock: the agent's wake-up interval")
     ap.add_argument("--ports", default="mem", choices=("mem", "af_xdp", "af_packet"),
                     help="wall clock: memory links, or real packets over veths (root)")
-    ap.add_argument("--agent-sleep-us", default="20,200", metavar="MIN,MAX",
-                    help="wall clock: the agent's nap after work / longest idle wait on the "
-                         "doorbell (its own defaults are 50,1000)")
+    ap.add_argument("--agent-sleep-us", default="20,1000", metavar="MIN,MAX",
+                    help="wall clock: the bounds of the agent's nap after work and its "
+                         "longest idle wait on the doorbell (its own defaults are 50,1000)")
+    ap.add_argument("--nap-rtt", type=float, default=0.5,
+                    help="wall clock: the agent's nap after work as a share of the flows' "
+                         "median srtt, within --agent-sleep-us (0: always the minimum)")
     ap.add_argument("--no-doorbell", action="store_true",
                     help="the agent sleeps on its timer only (the engine's doorbell ignored)")
     ap.add_argument("--repeat", type=int, default=1,
@@ -406,6 +411,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     ns = [int(x) for x in a.flows.split(",")]
     SLEEP_US[:] = [int(x) for x in a.agent_sleep_us.split(",")]
+    NAP_RTT[0] = a.nap_rtt
     DOORBELL[0] = not a.no_doorbell
     if a.clock == "wall" and a.duration_ms < 200:
         a.duration_ms, a.warm_ms = 1000.0, 200.0       # wall: whole seconds, not ms

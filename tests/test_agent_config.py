@@ -40,6 +40,7 @@ params = { alpha_init = 0.0 }
     ({"agent": {"params": {"g": 5.0}}}, r"\[agent.params\].g: must be in"),
     ({"agent": {"algorithm": "cubic"}}, "unknown algorithm 'cubic'"),
     ({"backpressure": {"low": 0.9}}, "backpressure.high: need 0 <= low < high"),
+    ({"agent": {"nap_rtt": -0.5}}, r"agent.nap_rtt: must be in \[0, 4\]"),
     ({"bounds": {"rate_min_bps": 0}}, "bounds.rate_min_bps"),
     ({"host": {"cgroup": "mine", "create_cgroup": True}}, "taurus-"),
     ({"override": [{"flows": [1], "algorithm": "dctcp", "params": {"x": 1}}]},

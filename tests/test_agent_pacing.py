@@ -8,7 +8,7 @@ import pytest
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
 from taurus.agent.fakedp import FakeDatapath, record
-from taurus.agent.pacing import TimerSchedule
+from taurus.agent.pacing import TimerSchedule, rtt_nap
 from taurus.datapath import ccshm as C
 
 _n = itertools.count()
@@ -24,6 +24,24 @@ def test_span_and_fit_agree():
         assert t.fit(20_000, span + 1)[0] == k                  # not yet the next one
         sleep = t.next(sleep)
     assert t.fit(20_000, 0) == (0, 20_000)
+
+
+def test_the_nap_after_work_follows_the_flows_rtt():
+    import numpy as np
+    srtt = np.array([0, 400_000, 500_000, 600_000, 90_000_000], np.int64)
+    active = np.array([True, True, True, True, False])
+    assert rtt_nap(srtt, active, 0.5, 20_000, 1_000_000) == 250_000    # half the median
+    assert rtt_nap(srtt, active, 0.0, 20_000, 1_000_000) == 20_000     # off
+    assert rtt_nap(srtt, active, 4.0, 20_000, 1_000_000) == 1_000_000  # within the bounds
+    assert rtt_nap(srtt, ~active, 0.01, 20_000, 1_000_000) == 900_000  # only active flows
+    assert rtt_nap(srtt[:1], active[:1], 0.5, 20_000, 1_000_000) == 20_000   # no RTT yet
+    with FakeDatapath(f"pn{next(_n)}", max_flows=8) as dp:
+        a = Agent(dp.name, parse({"agent": {"algorithm": "dctcp-jit", "nap_rtt": 0.5,
+                                            "sleep_min_us": 20}}), cc=dp.cc, stats_dir=None)
+        dp.cc.srtt[:3] = (300_000, 400_000, 700_000)
+        assert a.work_nap() == 20_000                   # no flow of ours yet
+        dp.cc.flags[:3] |= C.FL_CC_ACTIVE
+        assert a.work_nap() == 200_000 and a.stats()["nap_us"] == 200
 
 
 @pytest.fixture

@@ -20,13 +20,14 @@ import signal
 import time
 
 from taurus.datapath.ccshm import (CTL_AGENT_PID, CTL_BATCH_BYTES, CTL_DEADLINE_NS,
-                                   CTL_HEARTBEAT_NS, CTL_PROBE_NS, CTL_PROBE_PKTS, CcShm)
+                                   CTL_HEARTBEAT_NS, CTL_PROBE_NS, CTL_PROBE_PKTS, FL_CC_ACTIVE,
+                                   CcShm)
 
 from .doorbell import Doorbell
 from .handler import AlgorithmHandler
 from .host_actions import HostActions
 from .messages import MessageHandler
-from .pacing import TimerSchedule
+from .pacing import NAP_EVERY_NS, TimerSchedule, rtt_nap
 from .signals import SamplerSet
 
 log = logging.getLogger("taurus.agent")
@@ -62,6 +63,7 @@ class Agent:
         self.stopping = False
         self.torn_down = False
         self._next_stats = 0
+        self.nap_ns = cfg.agent.sleep_min_us * 1000     # after work (pacing.rtt_nap)
 
     def start(self) -> None:
         # How the engine should report to us: batching, probe cadence, custom segments.
@@ -100,6 +102,7 @@ class Agent:
         timer = TimerSchedule(a.sleep_min_us * 1000, a.sleep_max_us * 1000)
         idle_max = a.idle_max_us * 1000
         sleep = timer.lo
+        next_nap = 0
         try:
             self.start()
             while not self.stopping:
@@ -108,6 +111,9 @@ class Agent:
                 if now >= self._next_stats:
                     self._next_stats = now + STATS_EVERY_NS
                     self.write_stats()
+                if a.nap_rtt and now >= next_nap:
+                    next_nap = now + NAP_EVERY_NS
+                    timer.lo = self.work_nap()
                 if n and self.messages.more:
                     continue                     # the drain was capped: no sleep
                 due = self.samplers.next_due()
@@ -136,8 +142,16 @@ class Agent:
                 signal.signal(s, h)
         return 0
 
+    def work_nap(self) -> int:
+        """The nap after work (ns): ``nap_rtt`` of the flows' median srtt."""
+        a, cc = self.cfg.agent, self.cc
+        self.nap_ns = rtt_nap(cc.srtt, (cc.flags & FL_CC_ACTIVE) != 0, a.nap_rtt,
+                              a.sleep_min_us * 1000, a.sleep_max_us * 1000)
+        return self.nap_ns
+
     def stats(self) -> dict:
-        return {"nic": self.nic, "pid": os.getpid(), "messages": self.messages.stats(),
+        return {"nic": self.nic, "pid": os.getpid(), "nap_us": self.nap_ns // 1000,
+                "messages": self.messages.stats(),
                 "handler": self.handler.stats(), "sampler_errors": dict(self.samplers.errors),
                 "host_actions": dict(self.host.counts) if self.host else {},
                 "doorbell": dict(self.bell.c, engine_wakes=self.bell.engine_wakes())

@@ -7,6 +7,8 @@
     line_rate_bps = 100e9
     sleep_min_us = 50                # adaptive idle sleep (never busy-polls)
     sleep_max_us = 1000
+    nap_rtt = 0.0                    # nap after work: this share of the flows' median
+                                     # srtt, within the two above (0: sleep_min_us)
     doorbell = true                  # idle: block until the engine publishes ...
     idle_max_us = 10000              # ... or this long (heartbeat, samplers)
     batch_max = 16384                # records drained per step at most
@@ -71,6 +73,9 @@ class AgentSection:
     line_rate_bps: int = 100_000_000_000
     sleep_min_us: int = 50
     sleep_max_us: int = 1000
+    # Decisions act on per-RTT reports: waking much more often than once per
+    # RTT buys little, and each wake-up costs tens of us of CPU on a VM.
+    nap_rtt: float = 0.0
     doorbell: bool = True
     idle_max_us: int = 10_000
     batch_max: int = 16384
@@ -87,6 +92,7 @@ class AgentSection:
         require(self.line_rate_bps > 0, "line_rate_bps", "must be > 0")
         require(0 < self.sleep_min_us <= self.sleep_max_us, "sleep_min_us",
                 "must be > 0 and <= sleep_max_us")
+        require(0 <= self.nap_rtt <= 4, "nap_rtt", "must be in [0, 4] (a share of the srtt)")
         require(0 < self.idle_max_us <= 50_000, "idle_max_us",
                 "must be > 0 and <= 50000 (the engine's heartbeat timeout is 100 ms)")
         require(self.batch_max >= 1, "batch_max", "must be >= 1")

@@ -2,6 +2,8 @@
 
 Timer: after work the agent naps ``lo``; after an empty step the nap doubles,
 up to ``hi``.  A nap lasts about its length plus the kernel's timer slack.
+With ``nap_rtt`` set, ``lo`` follows that share of the flows' median srtt
+(rtt_nap), refreshed every NAP_EVERY_NS.
 
 Doorbell: an idle agent blocks until the engine publishes (or ``idle_max``).
 The empty steps the timer would have taken meanwhile still count for
@@ -9,6 +11,20 @@ back-pressure (its calm steps), so the factor falls on the timer's wall-clock
 schedule; while it is raised, the wait ends when the timer would have
 lowered it.  Only the wake-ups that found nothing are gone.
 """
+import numpy as np
+
+NAP_EVERY_NS = 10_000_000
+
+
+def rtt_nap(srtt_ns, active, share: float, lo: int, hi: int) -> int:
+    """The nap after work: ``share`` of the median srtt of the ``active``
+    flows that have one, within [lo, hi]; lo without any."""
+    if not share:
+        return lo
+    s = srtt_ns[active & (srtt_ns > 0)]
+    if not len(s):
+        return lo
+    return int(min(max(share * float(np.median(s)), lo), hi))
 
 
 def timer_slack_ns() -> int:
