@@ -8,7 +8,7 @@ import pytest
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
 from taurus.agent.fakedp import FakeDatapath, record
-from taurus.agent.pacing import TimerSchedule, rtt_nap
+from taurus.agent.pacing import Cadence, TimerSchedule, rtt_nap
 from taurus.datapath import ccshm as C
 
 _n = itertools.count()
@@ -42,6 +42,22 @@ def test_the_nap_after_work_follows_the_flows_rtt():
         assert a.work_nap() == 20_000                   # no flow of ours yet
         dp.cc.flags[:3] |= C.FL_CC_ACTIVE
         assert a.work_nap() == 200_000 and a.stats()["nap_us"] == 200
+
+
+def test_cadence_tells_sparse_publications_from_a_stream():
+    c = Cadence()
+    assert not c.sparse(100_000)                     # nothing seen yet
+    for i in range(1, 20):                           # one publication every 500 us
+        c.update(i * 500_000, i)
+    assert c.gap == 500_000 and c.sparse(250_000) and not c.sparse(600_000)
+    t, n = 20 * 500_000, 19
+    for _ in range(40):                              # then 10 per 100 us step
+        t, n = t + 100_000, n + 10
+        c.update(t, n)
+    assert abs(c.gap - 10_000) < 1_000 and not c.sparse(250_000)
+    c.update(t + 50_000, n)                          # a step with none: the span goes on
+    c.update(t + 100_000, n + 1)
+    assert c.gap > 10_000
 
 
 @pytest.fixture

@@ -7,11 +7,13 @@ busy poll; no sleep when the drain was capped, i.e. more is waiting) until
 SIGINT/SIGTERM, then tears down: algorithms, host actions (cgroups it
 created), the stats file; after that it writes nothing to shared memory.
 
-The nap after work is a plain timer (it gathers the rest of a burst); an
-idle agent waits on the ring's doorbell (doorbell.py) instead, which the
-engine's next publication ends, and counts the empty steps the timer would
-have taken meanwhile (pacing.py).  Why: a wake-up costs ~30-50 us of CPU on
-this VM whether or not it finds records, and most timer wake-ups found none.
+The nap after work is a plain timer (it gathers the rest of a burst;
+``nap_rtt`` ties it to the flows' RTT); an idle agent waits on the ring's
+doorbell (doorbell.py) instead, which the engine's next publication ends,
+and counts the empty steps the timer would have taken meanwhile (pacing.py),
+and so does a busy one when the engine publishes less often than it naps.
+Why: a wake-up costs ~30-80 us of CPU on this VM whether or not it finds
+records (``python -m taurus.agent.bench``), and most timer wake-ups found none.
 """
 import json
 import logging
@@ -27,7 +29,7 @@ from .doorbell import Doorbell
 from .handler import AlgorithmHandler
 from .host_actions import HostActions
 from .messages import MessageHandler
-from .pacing import NAP_EVERY_NS, TimerSchedule, rtt_nap
+from .pacing import NAP_EVERY_NS, Cadence, TimerSchedule, rtt_nap
 from .signals import SamplerSet
 
 log = logging.getLogger("taurus.agent")
@@ -103,6 +105,7 @@ class Agent:
         idle_max = a.idle_max_us * 1000
         sleep = timer.lo
         next_nap = 0
+        cadence = Cadence()
         try:
             self.start()
             while not self.stopping:
@@ -117,14 +120,18 @@ class Agent:
                 if n and self.messages.more:
                     continue                     # the drain was capped: no sleep
                 due = self.samplers.next_due()
+                if self.bell is not None:
+                    cadence.update(now, self.bell.bells())
                 if n or self.bell is None:       # the timer
                     sleep = timer.lo if n else timer.next(sleep)
-                    nap = sleep if due is None else min(sleep, max(due - now, 0))
-                    if nap:
-                        time.sleep(nap / 1e9)
-                    continue
-                # Idle, on the doorbell: until the engine publishes, the timer
-                # would have lowered the back-pressure, or a sampler is due.
+                    if not (n and self.bell is not None and cadence.sparse(sleep)):
+                        nap = sleep if due is None else min(sleep, max(due - now, 0))
+                        if nap:
+                            time.sleep(nap / 1e9)
+                        continue
+                # Idle, or publications sparser than the nap, on the doorbell:
+                # until the engine publishes, the timer would have lowered the
+                # back-pressure, or a sampler is due.
                 wait = idle_max
                 need = self.messages.steps_to_lower()
                 if need is not None:

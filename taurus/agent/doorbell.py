@@ -61,6 +61,10 @@ class Doorbell:
         self.c[_OUTCOME.get(0 if rc == 0 else ctypes.get_errno(), "interrupted")] += 1
         return prod.item(HEAD) != cons.item(TAIL)
 
+    def bells(self) -> int:
+        """Publications the producer announced so far."""
+        return self.prod.item(BELL)
+
     def engine_wakes(self) -> int:
         """Wake syscalls the producer made (its side of the cost)."""
         return int(self.prod[WAKES])

@@ -10,6 +10,10 @@ The empty steps the timer would have taken meanwhile still count for
 back-pressure (its calm steps), so the factor falls on the timer's wall-clock
 schedule; while it is raised, the wait ends when the timer would have
 lowered it.  Only the wake-ups that found nothing are gone.
+
+After work the agent also waits on the doorbell, instead of napping, when the
+engine's publications come further apart than the nap (Cadence): the nap
+would end in an empty step, a wake-up for nothing.
 """
 import numpy as np
 
@@ -25,6 +29,26 @@ def rtt_nap(srtt_ns, active, share: float, lo: int, hi: int) -> int:
     if not len(s):
         return lo
     return int(min(max(share * float(np.median(s)), lo), hi))
+
+
+class Cadence:
+    """How far apart the engine publishes (ns): a moving average over the
+    agent's steps of the time per publication (the ring's BELL count)."""
+
+    def __init__(self):
+        self.t = self.n = None
+        self.gap = 0.0
+
+    def update(self, now: int, bells: int) -> None:
+        if self.t is not None and bells > self.n:
+            g = (now - self.t) / (bells - self.n)
+            self.gap = g if not self.gap else self.gap + (g - self.gap) / 4
+        if self.t is None or bells > self.n:
+            self.t, self.n = now, bells
+
+    def sparse(self, nap_ns: int) -> bool:
+        """Publications further apart than the nap (none seen yet: no)."""
+        return self.gap >= nap_ns > 0
 
 
 def timer_slack_ns() -> int:
