@@ -50,8 +50,9 @@ fraction of one core:
 On the wall clock the agent's CPU is mostly per wake-up (a sleep and a
 cold step cost ~100 us on the 2-core test VM), so agent-jit, whose
 per-record cost is small, helps less there than in virtual time;
-``--agent-sleep-us`` trades wake-ups against decision latency (a 300 us
-nap measured ~20% CPU at N=32, but 0.66-0.74 of native goodput).
+the agent naps ``--nap-rtt`` of the flows' median srtt after work (half,
+~250 us here: ~22% of a core at N=32 against ~38% at a fixed 20 us nap,
+``--nap-rtt 0``, with goodput not told apart; see bench/README.md).
 Both clocks share one code path (run_one); only the agent driver differs.
 Also printed: the agent's CPU per wake-up (us/step, virtual clock) and per
 message (us/msg: CPU / messages published in the window); on a 2-core VM
