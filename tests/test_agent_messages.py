@@ -68,6 +68,16 @@ def test_gaps_are_counted(dp):
     assert len(SEEN) == 10                # what did arrive is still delivered
 
 
+def test_a_tail_past_the_head_is_resynchronised_and_counted(dp):
+    a = agent(dp)
+    dp.push(acks(4))
+    r = dp.cc.ring.ring
+    r.cons[0] = 9                         # a ring rewritten under the agent
+    assert a.step() == 0 and int(r.cons[0]) == 4 and a.messages.c["seq_back"] == 1
+    dp.push(acks(3))
+    assert a.step() == 3                  # and it goes on from the head
+
+
 def test_ordering_by_t_first_within_a_batch_and_late_records(dp):
     a = agent(dp)
     ts = [50, 10, 40, 20, 30]

@@ -175,8 +175,11 @@ def _head(prod, cons, ctl, bp, st, n, cap, batch_max, now):
     st[S_REFUSED] = refused
     n[C_STEPS] += 1
     if pending <= 0:
-        _backpressure(ctl, bp, st, n, occ, new_refused, -1)
-        return 0, 0, occ
+        if pending < 0:                   # the tail ran past the head: rewritten under us
+            cons[TAIL] = head
+            n[C_SEQ_BACK] += 1
+        _backpressure(ctl, bp, st, n, 0.0, new_refused, -1)
+        return 0, 0, 0.0
     i = tail % cap
     k = min(pending, batch_max, cap - i)
     st[S_MORE] = k < pending              # capped: more waits
