@@ -1,9 +1,10 @@
 """Message handler (paper §3.5): drain the report ring in batches, account for
 every record, apply back-pressure, and order records by hardware timestamps.
 
-Per step (a small batch in plain Python over row lists, a large one, any
-batch in overload and every batch for a compiled algorithm compiled with
-Numba or vectorised with numpy; all give the same results):
+Per step (step 1 compiled, _head; then a small batch in plain Python over
+row lists, a large one, any batch in overload and every batch for a
+compiled algorithm compiled, _prepare; all give the same results; the
+handler's state and counters are arrays the compiled steps update):
 1. back-pressure: ring occupancy before the drain, records the producer
    refused since last step (ctl[CTL_RING_FULL] / the ring's own counter) and
    drain lag decide: how long the oldest pending record has been ready, i.e.
