@@ -35,6 +35,7 @@ from .signals import SamplerSet
 log = logging.getLogger("taurus.agent")
 STATS_DIR = "/run/taurus"
 STATS_EVERY_NS = 1_000_000_000
+BUSY_MAX_NS = 10_000_000     # the compiled busy loop hands back at least this often
 
 
 def stats_path(nic: str, stats_dir: str = STATS_DIR, slot: int = 0) -> str:
@@ -67,7 +68,9 @@ class Agent:
         self._next_stats = 0
         self.nap_ns = cfg.agent.sleep_min_us * 1000     # after work (pacing.rtt_nap)
 
-    def start(self) -> None:
+    def start(self, loop: bool = False) -> None:
+        """Configure the engine's reporting, compile, announce; ``loop``: also
+        compile the busy loop (run() uses it with a compiled algorithm)."""
         # How the engine should report to us: batching, probe cadence, custom segments.
         self.cc.ctl[CTL_BATCH_BYTES] = self.cfg.agent.batch_bytes
         self.cc.ctl[CTL_DEADLINE_NS] = round(self.cfg.agent.deadline_us * 1000)
@@ -78,7 +81,7 @@ class Agent:
             self.cc.segs[j] = s.row()
         self.handler.start()
         self.messages.warm()
-        self.handler.warm(self.messages)
+        self.handler.warm(self.messages, loop)
         self.cc.ctl[CTL_HEARTBEAT_NS] = time.monotonic_ns()
         self.cc.ctl[CTL_AGENT_PID] = os.getpid()    # last: "configured, events announced"
 
@@ -107,7 +110,8 @@ class Agent:
         next_nap = 0
         cadence = Cadence()
         try:
-            self.start()
+            self.start(loop=True)
+            busy = self.handler.busy
             while not self.stopping:
                 n = self.step()
                 now = time.monotonic_ns()
@@ -124,9 +128,15 @@ class Agent:
                     cadence.update(now, self.bell.bells())
                 if n or self.bell is None:       # the timer
                     sleep = timer.lo if n else timer.next(sleep)
-                    if not (n and self.bell is not None and cadence.sparse(sleep)):
+                    if not (n and self.bell is not None and cadence.sparse(sleep + timer.slack)):
                         nap = sleep if due is None else min(sleep, max(due - now, 0))
-                        if nap:
+                        if n and nap and busy is not None:
+                            # Steps and naps compiled, until one needs Python.
+                            until = min(now + BUSY_MAX_NS, self._next_stats,
+                                        next_nap if a.nap_rtt else now + BUSY_MAX_NS,
+                                        due if due is not None else now + BUSY_MAX_NS)
+                            self._busy(busy, nap, until)
+                        elif nap:
                             time.sleep(nap / 1e9)
                         continue
                 # Idle, or publications sparser than the nap, on the doorbell:
@@ -149,6 +159,14 @@ class Agent:
                 signal.signal(s, h)
         return 0
 
+    def _busy(self, busy, nap: int, until: int) -> None:
+        try:
+            flows = busy.run(self.messages, nap, until)
+            if flows is not None:
+                self.handler._write(flows, time.monotonic_ns())
+        finally:
+            self.messages.release()
+
     def work_nap(self) -> int:
         """The nap after work (ns): ``nap_rtt`` of the flows' median srtt."""
         a, cc = self.cfg.agent, self.cc
@@ -160,6 +178,7 @@ class Agent:
         return {"nic": self.nic, "pid": os.getpid(), "nap_us": self.nap_ns // 1000,
                 "messages": self.messages.stats(),
                 "handler": self.handler.stats(), "sampler_errors": dict(self.samplers.errors),
+                "busy_loop": dict(self.handler.busy.c) if self.handler.busy else None,
                 "host_actions": dict(self.host.counts) if self.host else {},
                 "doorbell": dict(self.bell.c, engine_wakes=self.bell.engine_wakes())
                 if self.bell else None}

@@ -86,13 +86,14 @@ def _poll(prod, cons, ring, ctl, bp, st, n, cap, batch_max, now, owner, nic, las
 
 
 class FastPath:
-    def __init__(self, alg, cc, filt, mask: int, periods: dict, counts: dict, fault):
+    def __init__(self, alg, cc, filt, mask: int, periods: dict, counts: dict, fault, report):
         """``alg``: the CompiledAlgorithm (set up); ``filt``: the handler's
         UpdateFilter (its stage takes the decisions); ``mask``, ``periods``:
         what to ask of the engine per flow; ``counts``, ``fault``: the
-        handler's counters and fault log."""
+        handler's counters and fault log; ``report``: logs a filtered
+        write's fault rows."""
         self.alg, self.cc, self.filter, self.mask, self.periods = alg, cc, filt, mask, periods
-        self.c, self.fault = counts, fault
+        self.c, self.fault, self.report = counts, fault, report
         n = cc.max_flows
         self.S, self.P = alg.make_state(n)
         self.known = np.zeros(n, np.bool_)      # flows seen
@@ -127,6 +128,11 @@ class FastPath:
         m.occupancy = occ
         if status == READY:
             return self._run(m._rec[i:i + k], ng, nu, unbound, no_alg)
+        return self.finish(m, status, i, k, occ, ng)
+
+    def finish(self, m, status: int, i: int, k: int, occ: float, ng: int):
+        """What _poll left to Python: a drain with new flows (prepared: ng
+        groups), or one in overload (only polled); as step() returns."""
         if status == NEW_FLOWS:
             return self.drain(RecordBatch(m._rec[i:i + k], m._rows, m._bounds[:ng + 1],
                                           m._flows[:ng], m._events[:ng]))
@@ -163,10 +169,14 @@ class FastPath:
             self.alg.drain(self.S, self.P, rec, out[0][:bounds.item(ng)], bounds,
                            self.filter.stage, self.filter.isset)
         except Exception as e:
-            self.filter.isset[flows] = False    # a half-made decision is not a decision
-            self.fault(self.alg, "drain raised", e)
+            self._failed(nu, e)
             return None
         return flows
+
+    def _failed(self, nu: int, e: BaseException) -> None:
+        """The drain raised: a half-made decision is not a decision."""
+        self.filter.isset[self.out[2][:nu]] = False
+        self.fault(self.alg, "drain raised", e)
 
     def _setup(self, f: int) -> None:
         self.known[f] = True

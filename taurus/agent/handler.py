@@ -25,6 +25,7 @@ from taurus.cc_algorithms.base import (HANDLERS, Events, FlowContext, HostSample
 from taurus.datapath.ccshm import (CTL_DEFAULT_MASK, CTL_PROBE_DOORBELL, EV_CUSTOM, EV_HOST,
                                    FL_CC_ACTIVE, V0)
 
+from .busyloop import BusyLoop
 from .fastpath import FastPath
 from .filters import CLAMPED, FIELDS, REJECTED, UpdateFilter
 from .signals import CUSTOM_PARSERS, raw_bytes
@@ -50,6 +51,7 @@ class AlgorithmHandler:
         self.faults = {}            # (algorithm, what) -> count
         self.c = dict(flows=0, unbound=0, no_algorithm=0, custom_unparsed=0, calls=0)
         self.compiled = self._compiled() if self.default[0].compiled else None
+        self.busy = None            # the compiled busy loop (busyloop.py), once warmed
 
     def _compiled(self) -> FastPath:
         cls, params = self.default
@@ -57,17 +59,21 @@ class AlgorithmHandler:
                             self.cfg.bounds.cwnd_max_bytes, self.host), params)
         a.setup()
         return FastPath(a, self.cc, self.filter, event_mask(a) & ENGINE_EVENTS, class_periods(a),
-                        self.c, self.fault)
+                        self.c, self.fault, self._report)
 
     def start(self) -> None:
         cls, params = self.default
         self.cc.ctl[CTL_DEFAULT_MASK] = self._mask_of_class(cls, params)
 
-    def warm(self, messages) -> None:
-        """Compile (or load) the filters and the fast path now (see MessageHandler.warm)."""
+    def warm(self, messages, loop: bool = False) -> None:
+        """Compile (or load) the filters and the fast path now (see
+        MessageHandler.warm); ``loop``: also the compiled busy loop."""
         self.filter.write(self.cc, np.zeros(0, np.int64), 0)
         if self.compiled is not None:
             self.compiled.warm(messages)
+            if loop:
+                self.busy = BusyLoop(self.compiled)
+                self.busy.warm(messages)
 
     def _mask_of_class(self, cls, params) -> int:
         """Bindings of a fresh instance (bindings() may read params, not setup state)."""
@@ -209,7 +215,11 @@ class AlgorithmHandler:
 
     def _write(self, flows, now_ns: int) -> None:
         """The staged decisions of ``flows`` through the filters into the table."""
-        for f, kind, k in self.filter.write(self.cc, flows, now_ns).tolist():
+        self._report(self.filter.write(self.cc, flows, now_ns))
+
+    def _report(self, faults) -> None:
+        """Log what the filters rejected or clamped (rows flow, kind, field)."""
+        for f, kind, k in faults.tolist():
             a = self.compiled.alg if self.compiled is not None else self.inst.get(f)
             self.fault(a, f"{FAULTS[kind]} {FIELDS[k]}")
 

@@ -12,8 +12,9 @@ schedule; while it is raised, the wait ends when the timer would have
 lowered it.  Only the wake-ups that found nothing are gone.
 
 After work the agent also waits on the doorbell, instead of napping, when the
-engine's publications come further apart than the nap (Cadence): the nap
-would end in an empty step, a wake-up for nothing.
+engine's publications come further apart than the nap lasts (Cadence; the
+nap plus the timer slack): the nap would end in an empty step, a wake-up for
+nothing, while a bell per publication would wake it more often than the nap.
 """
 import numpy as np
 

@@ -16,6 +16,8 @@ start-up JIT cost paid once per machine instead of once per process.
   function did not receive, which Numba refuses to build without reference
   counting, and the port paths are compiled without it (see wire.codec.hot).
 - ``sys_sendto`` / ``sys_poll`` / ``sys_recvfrom``: kicks and wake-ups.
+- ``monotonic_ns`` / ``nap``: CLOCK_MONOTONIC (what time.monotonic_ns reads)
+  and a sleep, for compiled loops that sleep between passes (the agent's).
 """
 import numba as nb
 import numpy as np
@@ -37,6 +39,23 @@ sys_recvfrom = types.ExternalFunction(
 # struct pollfd {int fd; short events; short revents;} passed as 8 bytes.
 sys_poll = types.ExternalFunction("poll", types.int32(types.voidptr, types.uint64, types.int32))
 _errno_location = types.ExternalFunction("__errno_location", types.CPointer(types.int32)())
+_clock_gettime = types.ExternalFunction("clock_gettime", types.int32(types.int32, types.voidptr))
+_nanosleep = types.ExternalFunction("nanosleep", types.int32(types.voidptr, types.voidptr))
+CLOCK_MONOTONIC = 1
+
+
+@nb.njit(cache=True)
+def monotonic_ns(ts):
+    """CLOCK_MONOTONIC in ns (``ts``: int64[2] scratch, a struct timespec)."""
+    _clock_gettime(CLOCK_MONOTONIC, ts.ctypes.data)
+    return ts[0] * 1_000_000_000 + ts[1]
+
+
+@nb.njit(cache=True)
+def nap(ts, ns):
+    """Sleep ``ns`` (``ts``: int64[2] scratch); a signal may end it early."""
+    ts[0], ts[1] = ns // 1_000_000_000, ns % 1_000_000_000
+    _nanosleep(ts.ctypes.data, 0)
 
 
 @nb.njit(cache=True)

@@ -1,0 +1,79 @@
+"""The agent's compiled busy loop (busyloop.py): ``Agent.run`` with a
+compiled algorithm steps and naps inside Numba while reports keep coming;
+every record is still accounted for, decisions reach the table, a drain that
+raises is contained, and the agent stops on request."""
+import itertools
+import threading
+import time
+
+from taurus.agent.agent import Agent
+from taurus.agent.config import parse
+from taurus.agent.fakedp import FakeDatapath, record
+from taurus.agent.doorbell import ring_bell
+from taurus.datapath import ccshm as C
+
+MSS = 1024
+_n = itertools.count()
+
+
+def run_agent(dp, algorithm, batches, gap_s=0.0005):
+    """Run the agent in this thread while another pushes ``batches`` (lists
+    of (flow, V0) ACKs) every ``gap_s`` -- more often than the agent naps
+    (2 ms), so it stays busy -- then stops it."""
+    cfg = parse({"agent": {"algorithm": algorithm, "mss": MSS, "line_rate_bps": 10 ** 10,
+                           "sleep_min_us": 2000, "sleep_max_us": 2000},
+                 "bounds": {"cwnd_max_bytes": 1 << 20}})
+    a = Agent(dp.name, cfg, cc=dp.cc, stats_dir=None)
+    t = itertools.count(1000, 100)
+    errors = []
+
+    def producer():
+        try:
+            end = time.monotonic() + 120
+            while dp.cc.ctl[C.CTL_AGENT_PID] == 0:          # started (compiled, announced)
+                assert time.monotonic() < end, "the agent never started"
+                time.sleep(0.01)
+            for b in batches:
+                dp.push([record(f, C.EV_ACK, next(t), (v, 1, 0, 0)) for f, v in b])
+                time.sleep(gap_s)
+            while dp.cc.ring.pending():
+                assert time.monotonic() < end, "records left waiting"
+                time.sleep(0.001)
+            time.sleep(0.02)
+        except AssertionError as e:
+            errors.append(e)
+        finally:
+            a.stopping = True
+            ring_bell(dp.cc.ring.ring)
+
+    th = threading.Thread(target=producer)
+    th.start()
+    a.run()
+    th.join()
+    assert not errors, errors
+    return a
+
+
+def test_a_busy_compiled_agent_steps_inside_the_loop_and_loses_nothing():
+    with FakeDatapath(f"bl{next(_n)}", max_flows=16) as dp:
+        batches = [[(f, 3 * MSS) for f in range(8)] for _ in range(200)]
+        a = run_agent(dp, "dctcp-jit", batches)
+        st = a.stats()
+        assert st["busy_loop"]["steps"] > 50                  # most steps ran compiled
+        m = st["messages"]
+        assert m["drained"] == m["delivered"] == 1600 and m["invalid"] == m["gaps"] == 0
+        assert a.handler.c["flows"] == 8
+        assert all(dp.cc.version[:8] > 0) and all(dp.cc.cwnd[:8] > 10 * MSS)   # slow start
+        assert a.torn_down
+
+
+def test_a_drain_that_raises_inside_the_loop_is_contained():
+    with FakeDatapath(f"bl{next(_n)}", max_flows=16) as dp:
+        batches = ([[(3, 50_000), (4, 60_000)]] * 20 + [[(3, 70_000), (4, 0)]] * 20
+                   + [[(3, 90_000), (4, 95_000)]] * 20)
+        a = run_agent(dp, "test_cc_compiled:Scripted", batches)
+        raised = a.handler.stats()["faults"]["scripted-jit: drain raised"]
+        busy = a.stats()["busy_loop"]
+        assert busy["raised"] >= 1 and raised >= busy["raised"]     # inside the loop too
+        assert (dp.cc.cwnd[3], dp.cc.cwnd[4]) == (90_000, 95_000)    # and it went on
+        assert busy["steps"] > 5
