@@ -11,7 +11,7 @@ import pytest
 
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
-from taurus.agent.doorbell import Doorbell, ring_bell
+from taurus.agent.doorbell import MOVED, Doorbell, announce, block, ring_bell
 from taurus.agent.fakedp import FakeDatapath, record
 from taurus.datapath import ccshm as C
 from taurus.datapath.shmring import BELL, SLEEP, WAKES
@@ -80,19 +80,14 @@ def test_a_record_already_published_skips_the_wait(dp):
 def test_a_moved_bell_ends_the_wait_at_once(dp):
     """The race the protocol closes: a publication lands after the wait read
     BELL; the kernel sees BELL moved and returns at once."""
-    bell = Doorbell(dp.cc.ring.ring)
-    prod = dp.cc.ring.ring.prod
-
-    class Racy(np.ndarray):                   # bumps BELL right after it is read
-        def item(self, i):
-            v = np.ndarray.item(self, i)
-            if i == BELL:
-                np.ndarray.__setitem__(self, BELL, v + 1)
-            return v
-    bell.prod = prod.view(Racy)
+    ring = dp.cc.ring.ring
+    gen, ts = np.zeros(1, np.int64), np.zeros(2, np.int64)
+    bell = announce(ring.prod, ring.cons, gen)
+    assert bell >= 0 and ring.cons[SLEEP] == gen[0]
+    ring.prod[BELL] += 1                       # the racing publication's bump
     t = time.monotonic()
-    assert not bell.wait(1_000_000_000)       # nothing pending, but no 1 s wait either
-    assert time.monotonic() - t < 0.1 and bell.c["moved"] == 1
+    assert block(ring.prod, ring.cons, bell, 1_000_000_000, ts) == MOVED   # no 1 s wait
+    assert time.monotonic() - t < 0.1 and ring.cons[SLEEP] == 0
 
 
 def test_timeout_bounds_the_wait_without_a_producer(dp):
@@ -124,7 +119,7 @@ def test_engine_publish_wakes_once_per_sleep(dp):
     th.join(2)
     assert got == [True] and time.monotonic() - t < 0.5
     assert int(ring.prod[WAKES]) == 1
-    ring.cons[SLEEP] = bell.gen               # a sleep already woken is not woken twice
+    ring.cons[SLEEP] = bell.gen[0]            # a sleep already woken is not woken twice
     R.staged[0, 0] = 1
     report_publish(R, 0)
     ring.cons[SLEEP] = 0

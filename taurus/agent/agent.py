@@ -14,6 +14,8 @@ and counts the empty steps the timer would have taken meanwhile (pacing.py),
 and so does a busy one when the engine publishes less often than it naps.
 Why: a wake-up costs ~30-80 us of CPU on this VM whether or not it finds
 records (``python -m taurus.agent.bench``), and most timer wake-ups found none.
+With a compiled algorithm, the busy phase -- nap, step, nap, ... -- runs
+inside one Numba loop (busyloop.py) until a step needs Python.
 """
 import json
 import logging
@@ -29,7 +31,7 @@ from .doorbell import Doorbell
 from .handler import AlgorithmHandler
 from .host_actions import HostActions
 from .messages import MessageHandler
-from .pacing import NAP_EVERY_NS, Cadence, TimerSchedule, rtt_nap
+from .pacing import NAP_EVERY_NS, Cadence, TimerSchedule, rtt_nap, timer_slack_ns
 from .signals import SamplerSet
 
 log = logging.getLogger("taurus.agent")
@@ -67,6 +69,7 @@ class Agent:
         self.torn_down = False
         self._next_stats = 0
         self.nap_ns = cfg.agent.sleep_min_us * 1000     # after work (pacing.rtt_nap)
+        self.cadence = Cadence()                         # how often the engine publishes
 
     def start(self, loop: bool = False) -> None:
         """Configure the engine's reporting, compile, announce; ``loop``: also
@@ -81,7 +84,8 @@ class Agent:
             self.cc.segs[j] = s.row()
         self.handler.start()
         self.messages.warm()
-        self.handler.warm(self.messages, loop)
+        self.handler.warm(self.messages,
+                          (self.bell, self.cadence, timer_slack_ns()) if loop else None)
         self.cc.ctl[CTL_HEARTBEAT_NS] = time.monotonic_ns()
         self.cc.ctl[CTL_AGENT_PID] = os.getpid()    # last: "configured, events announced"
 
@@ -108,7 +112,7 @@ class Agent:
         idle_max = a.idle_max_us * 1000
         sleep = timer.lo
         next_nap = 0
-        cadence = Cadence()
+        cadence = self.cadence
         try:
             self.start(loop=True)
             busy = self.handler.busy
@@ -128,15 +132,16 @@ class Agent:
                     cadence.update(now, self.bell.bells())
                 if n or self.bell is None:       # the timer
                     sleep = timer.lo if n else timer.next(sleep)
+                    nap = sleep if due is None else min(sleep, max(due - now, 0))
+                    if n and nap and busy is not None:
+                        # Rests and steps compiled, until a step needs Python.
+                        until = min(now + BUSY_MAX_NS, self._next_stats,
+                                    next_nap if a.nap_rtt else now + BUSY_MAX_NS,
+                                    due if due is not None else now + BUSY_MAX_NS)
+                        self._busy(busy, nap, until)
+                        continue
                     if not (n and self.bell is not None and cadence.sparse(sleep + timer.slack)):
-                        nap = sleep if due is None else min(sleep, max(due - now, 0))
-                        if n and nap and busy is not None:
-                            # Steps and naps compiled, until one needs Python.
-                            until = min(now + BUSY_MAX_NS, self._next_stats,
-                                        next_nap if a.nap_rtt else now + BUSY_MAX_NS,
-                                        due if due is not None else now + BUSY_MAX_NS)
-                            self._busy(busy, nap, until)
-                        elif nap:
+                        if nap:
                             time.sleep(nap / 1e9)
                         continue
                 # Idle, or publications sparser than the nap, on the doorbell:

@@ -1,13 +1,15 @@
 """The agent's busy phase, compiled (compiled algorithms, ``taurus agent run``).
 
-While reports keep coming, the run loop is: nap, step, nap, step ...  From
+While reports keep coming, the run loop is: rest, step, rest, step ...  From
 Python each wake-up costs ~100 us of CPU on the 2-core test VM: the sleep,
 then a step whose interpreter paths, dispatchers and data went cold
 meanwhile (``python -m taurus.agent.bench``).  Here that phase is one Numba
-loop around the algorithm's ``drain``: nap, heartbeat, _poll, drain, the
+loop around the algorithm's ``drain``: rest, heartbeat, _poll, drain, the
 filters' write, release, and again -- back in Python only when a step needs
 it (nothing found, a new flow, overload, a fault, the drain raised) or
-``until`` passes (stats, signals, samplers, the nap's refresh).  Measured
+``until`` passes (stats, signals, samplers, the nap's refresh).  A rest is
+the nap, or, when the engine publishes less often than a nap lasts
+(pacing.Cadence), a wait on the doorbell (doorbell.bell_wait).  Measured
 with a scratch loop: the same small work after a 1 ms nap took ~1 us of CPU
 inside Numba against 10-50 us called from Python.
 
@@ -19,15 +21,18 @@ import numpy as np
 
 from taurus.datapath.ccshm import CTL_HEARTBEAT_NS
 from taurus.datapath.lowlevel import monotonic_ns, nap
-from taurus.datapath.shmring import TAIL
+from taurus.datapath.shmring import BELL, TAIL
 
+from .doorbell import OUTCOMES, bell_wait
 from .fastpath import READY, _poll
 from .filters import filter_write
 from .messages import S_MORE, S_TAIL_AFTER
+from .pacing import cadence_update
 
 # The last step's result (res, float64) and the counts the loop keeps (cnt).
 R_STATUS, R_SLOT, R_LEN, R_OCC, R_GROUPS, R_FLOWS, R_FAULTS, R_STEPS, N_RES = range(9)
 K_CALLS, K_UNBOUND, K_NO_ALG = range(3)
+NO_REST, NAP, BELL_WAIT = range(3)
 
 
 def make_loop(drain):
@@ -35,12 +40,15 @@ def make_loop(drain):
     @nb.njit(nogil=True)
     def loop(prod, cons, ring, ctl, bp, st, n, cap, batch_max, owner, nic, last_t, scratch,
              mask, ok, known, out, S, P, stage, isset, lo, hi, last, counts, rate, cwnd,
-             credit, version, updated_ns, faults, res, cnt, ts, nap_ns, until_ns):
+             credit, version, updated_ns, faults, res, cnt, ts, gen, bells, cad, bell_on,
+             slack_ns, nap_ns, until_ns):
         res[R_STEPS] = 0
-        rest = True
+        rest = BELL_WAIT if bell_on and cad[2] >= nap_ns + slack_ns else NAP
         while True:
-            if rest:
+            if rest == NAP:
                 nap(ts, nap_ns)
+            elif rest == BELL_WAIT:
+                bell_wait(prod, cons, gen, max(until_ns - monotonic_ns(ts), 0), ts, bells)
             now = monotonic_ns(ts)
             ctl[CTL_HEARTBEAT_NS] = now
             status, i, k, occ, ng, nu, unbound, no_alg = _poll(
@@ -64,7 +72,13 @@ def make_loop(drain):
             if st[S_TAIL_AFTER] >= 0:     # release the drain before resting
                 cons[TAIL] = st[S_TAIL_AFTER]
                 st[S_TAIL_AFTER] = -1
-            rest = not st[S_MORE]
+            cadence_update(cad, now, np.int64(prod[BELL]))
+            if st[S_MORE]:
+                rest = NO_REST
+            elif bell_on and cad[2] >= nap_ns + slack_ns:
+                rest = BELL_WAIT
+            else:
+                rest = NAP
             if monotonic_ns(ts) >= until_ns:
                 return
     return loop
@@ -74,8 +88,14 @@ class BusyLoop:
     """Runs the compiled loop for a FastPath and turns its exits into what
     the Python step would have done."""
 
-    def __init__(self, fast):
-        self.fast = fast
+    def __init__(self, fast, bell, cadence, slack_ns: int):
+        """``fast``: the FastPath; ``bell``: the agent's Doorbell (None: off);
+        ``cadence``: its pacing.Cadence; ``slack_ns``: the timer slack."""
+        self.fast, self.bell, self.cadence, self.slack = fast, bell, cadence, slack_ns
+        if bell is None:
+            self._gen, self._bells = np.zeros(1, np.int64), np.zeros(len(OUTCOMES) + 1, np.int64)
+        else:
+            self._gen, self._bells = bell.gen, bell.counts
         self.res = np.zeros(N_RES, np.float64)
         self.cnt = np.zeros(3, np.int64)
         self.ts = np.zeros(2, np.int64)
@@ -90,7 +110,8 @@ class BusyLoop:
                 g("last_t", m.last_t), g("scratch", m.scratch), fp.mask, fp.ok, fp.known,
                 fp.out, fp.S, fp.P, f.stage, f.isset, f.lo, f.hi, f.last, f.n, cc.rate,
                 cc.cwnd, cc.credit, cc.version, cc.updated_ns, f.faults, self.res, self.cnt,
-                self.ts)
+                self.ts, a.get("gen", self._gen), a.get("bells", self._bells),
+                a.get("cad", self.cadence.a), self.bell is not None, self.slack)
 
     def warm(self, m) -> None:
         """Compile now, on copies (an empty ring: one step, then back)."""
@@ -100,7 +121,9 @@ class BusyLoop:
         cons[TAIL] = prod[0]
         self._loop(*self._args(m, dict(prod=prod, cons=cons, ctl=m.ctl.copy(), st=st,
                                        n=m.n.copy(), last_t=m.last_t.copy(),
-                                       scratch=m.scratch.copy())), 0, 0)
+                                       scratch=m.scratch.copy(), gen=self._gen.copy(),
+                                       bells=self._bells.copy(),
+                                       cad=self.cadence.a.copy())), 0, 0)
         self.cnt[:] = 0
 
     def run(self, m, nap_ns: int, until_ns: int):

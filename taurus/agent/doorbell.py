@@ -5,31 +5,69 @@ to find nothing: the engine's next publication ends the wait (one wake
 syscall per wait, made by ``shmring.ring_doorbell``), the timeout bounds it
 (heartbeat, samplers, back-pressure steps, and an engine that never rings).
 
-Order inside ``wait`` (why no wake-up is lost): announce the sleep (SLEEP =
-a fresh generation), read BELL, re-check the ring, then FUTEX_WAIT(BELL).
-A publication the re-check missed either sees SLEEP and wakes us, or moved
-BELL before the kernel's own check, so the wait returns at once.
+Order inside ``bell_wait`` (why no wake-up is lost): announce the sleep
+(SLEEP = a fresh generation), read BELL, re-check the ring, then
+FUTEX_WAIT(BELL).  A publication the re-check missed either sees SLEEP and
+wakes us, or moved BELL before the kernel's own check, so the wait returns
+at once.  Compiled, so that the agent's compiled busy loop (busyloop.py)
+waits exactly as the Python one does.
 """
-import ctypes
 import errno
 import time
 
+import numba as nb
+import numpy as np
+
+from taurus.datapath.lowlevel import errno as _errno
 from taurus.datapath.shmring import (BELL, FUTEX_WAIT, FUTEX_WAKE, HEAD, SLEEP, SYS_FUTEX, TAIL,
-                                     WAKES)
+                                     WAKES, _syscall)
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_syscall = _libc.syscall
-_syscall.restype = ctypes.c_long
-_syscall.argtypes = [ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_long,
-                     ctypes.c_void_p, ctypes.c_long]
-_U32 = 0xFFFF_FFFF
-# How a FUTEX_WAIT ended: woken by the producer, timed out, or BELL had
-# already moved (a publication raced the announcement); else a signal.
-_OUTCOME = {0: "woken", errno.ETIMEDOUT: "timeouts", errno.EAGAIN: "moved"}
+# How a wait ended: skipped (records were already there), woken by the
+# producer, timed out, BELL had already moved (a publication raced the
+# announcement), or a signal.
+OUTCOMES = ("skipped", "woken", "timeouts", "moved", "interrupted")
+SKIPPED, WOKEN, TIMEOUT, MOVED, INTERRUPTED = range(5)
+_ETIMEDOUT, _EAGAIN = errno.ETIMEDOUT, errno.EAGAIN
 
 
-class _Timespec(ctypes.Structure):
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+@nb.njit(cache=True, nogil=True)
+def announce(prod, cons, gen):
+    """Step 1: announce the sleep (a fresh generation, ``gen``: int64[1]) and
+    read BELL; -1 if records are pending already (then no sleep)."""
+    gen[0] += 1
+    cons[SLEEP] = np.uint64(gen[0])
+    bell = np.int64(prod[BELL] & np.uint64(0xFFFF_FFFF))
+    if prod[HEAD] != cons[TAIL]:               # published before we announced
+        cons[SLEEP] = 0
+        return -1
+    return bell
+
+
+@nb.njit(cache=True, nogil=True)       # nogil: other threads run while we block
+def block(prod, cons, bell, timeout_ns, ts):
+    """Step 2: FUTEX_WAIT while BELL still reads ``bell`` (``ts``: int64[2])."""
+    ts[0], ts[1] = timeout_ns // 1_000_000_000, timeout_ns % 1_000_000_000
+    rc = _syscall(SYS_FUTEX, prod.ctypes.data + np.uint64(BELL * 8), FUTEX_WAIT, bell,
+                  ts.ctypes.data, 0)
+    cons[SLEEP] = 0
+    if rc == 0:
+        return WOKEN
+    e = _errno()
+    return TIMEOUT if e == _ETIMEDOUT else MOVED if e == _EAGAIN else INTERRUPTED
+
+
+@nb.njit(cache=True, nogil=True)
+def bell_wait(prod, cons, gen, timeout_ns, ts, counts):
+    """Block until the producer publishes or ``timeout_ns`` passes; counts
+    (int64[len(OUTCOMES) + 1]: outcomes, then waits) how it ended."""
+    bell = announce(prod, cons, gen)
+    if bell < 0:
+        counts[SKIPPED] += 1
+        return SKIPPED
+    counts[len(OUTCOMES)] += 1
+    r = block(prod, cons, bell, timeout_ns, ts)
+    counts[r] += 1
+    return r
 
 
 class Doorbell:
@@ -38,28 +76,20 @@ class Doorbell:
     def __init__(self, ring):
         """``ring``: a shmring.Ring (prod/cons views of the shared segment)."""
         self.prod, self.cons = ring.prod, ring.cons
-        self.addr = ring.prod.ctypes.data + BELL * 8     # low half of a u64: x86 is little-endian
-        self.gen = time.monotonic_ns()    # generations never repeat, even across agent restarts
-        self.ts = _Timespec()
-        self.tsp = ctypes.byref(self.ts)
-        self.c = dict(waits=0, woken=0, timeouts=0, moved=0, interrupted=0, skipped=0)
+        # Generations never repeat, even across agent restarts.
+        self.gen = np.array([time.monotonic_ns()], np.int64)
+        self.ts = np.zeros(2, np.int64)
+        self.counts = np.zeros(len(OUTCOMES) + 1, np.int64)
+
+    @property
+    def c(self) -> dict:
+        return dict(zip(("waits",) + OUTCOMES, [int(self.counts[-1])]
+                        + self.counts[:-1].tolist()))
 
     def wait(self, timeout_ns: int) -> bool:
         """True if records are (or became) pending before the timeout."""
-        prod, cons = self.prod, self.cons
-        self.gen += 1
-        cons[SLEEP] = self.gen
-        bell = prod.item(BELL) & _U32
-        if prod.item(HEAD) != cons.item(TAIL):      # published before we announced
-            cons[SLEEP] = 0
-            self.c["skipped"] += 1
-            return True
-        self.ts.tv_sec, self.ts.tv_nsec = divmod(int(timeout_ns), 1_000_000_000)
-        self.c["waits"] += 1
-        rc = _syscall(SYS_FUTEX, self.addr, FUTEX_WAIT, bell, self.tsp, 0)
-        cons[SLEEP] = 0
-        self.c[_OUTCOME.get(0 if rc == 0 else ctypes.get_errno(), "interrupted")] += 1
-        return prod.item(HEAD) != cons.item(TAIL)
+        bell_wait(self.prod, self.cons, self.gen, int(timeout_ns), self.ts, self.counts)
+        return self.prod.item(HEAD) != self.cons.item(TAIL)
 
     def bells(self) -> int:
         """Publications the producer announced so far."""
@@ -77,4 +107,9 @@ def ring_bell(ring) -> None:
     """A Python producer's doorbell (tests, the fake datapath): bump BELL and
     always wake (FUTEX_WAKE orders itself after the bump; no fence needed)."""
     ring.prod[BELL] += 1
-    _syscall(SYS_FUTEX, ring.prod.ctypes.data + BELL * 8, FUTEX_WAKE, 1, None, 0)
+    _wake(ring.prod)
+
+
+@nb.njit(cache=True)
+def _wake(prod):
+    _syscall(SYS_FUTEX, prod.ctypes.data + np.uint64(BELL * 8), FUTEX_WAKE, 1, 0, 0)

@@ -65,14 +65,15 @@ class AlgorithmHandler:
         cls, params = self.default
         self.cc.ctl[CTL_DEFAULT_MASK] = self._mask_of_class(cls, params)
 
-    def warm(self, messages, loop: bool = False) -> None:
+    def warm(self, messages, loop=None) -> None:
         """Compile (or load) the filters and the fast path now (see
-        MessageHandler.warm); ``loop``: also the compiled busy loop."""
+        MessageHandler.warm); ``loop``: (doorbell, cadence, timer slack) to
+        compile the busy loop with as well."""
         self.filter.write(self.cc, np.zeros(0, np.int64), 0)
         if self.compiled is not None:
             self.compiled.warm(messages)
-            if loop:
-                self.busy = BusyLoop(self.compiled)
+            if loop is not None:
+                self.busy = BusyLoop(self.compiled, *loop)
                 self.busy.warm(messages)
 
     def _mask_of_class(self, cls, params) -> int:

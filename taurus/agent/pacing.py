@@ -16,6 +16,7 @@ engine's publications come further apart than the nap lasts (Cadence; the
 nap plus the timer slack): the nap would end in an empty step, a wake-up for
 nothing, while a bell per publication would wake it more often than the nap.
 """
+import numba as nb
 import numpy as np
 
 NAP_EVERY_NS = 10_000_000
@@ -32,24 +33,35 @@ def rtt_nap(srtt_ns, active, share: float, lo: int, hi: int) -> int:
     return int(min(max(share * float(np.median(s)), lo), hi))
 
 
+@nb.njit(cache=True, nogil=True)
+def cadence_update(cad, now, bells):
+    """``cad`` float64[3]: when the last publication was seen, the BELL count
+    then (-1: none yet), and the moving average of the ns per publication."""
+    if cad[0] >= 0 and bells > cad[1]:
+        g = (now - cad[0]) / (bells - cad[1])
+        cad[2] = g if cad[2] == 0 else cad[2] + (g - cad[2]) / 4
+    if cad[0] < 0 or bells > cad[1]:
+        cad[0], cad[1] = now, bells
+
+
 class Cadence:
     """How far apart the engine publishes (ns): a moving average over the
-    agent's steps of the time per publication (the ring's BELL count)."""
+    agent's steps of the time per publication (the ring's BELL count).  The
+    state is an array the compiled busy loop updates too."""
 
     def __init__(self):
-        self.t = self.n = None
-        self.gap = 0.0
+        self.a = np.array([-1.0, 0.0, 0.0])
+
+    @property
+    def gap(self) -> float:
+        return self.a[2]
 
     def update(self, now: int, bells: int) -> None:
-        if self.t is not None and bells > self.n:
-            g = (now - self.t) / (bells - self.n)
-            self.gap = g if not self.gap else self.gap + (g - self.gap) / 4
-        if self.t is None or bells > self.n:
-            self.t, self.n = now, bells
+        cadence_update(self.a, now, bells)
 
     def sparse(self, nap_ns: int) -> bool:
         """Publications further apart than the nap (none seen yet: no)."""
-        return self.gap >= nap_ns > 0
+        return self.a[2] >= nap_ns > 0
 
 
 def timer_slack_ns() -> int:

@@ -51,7 +51,7 @@ def monotonic_ns(ts):
     return ts[0] * 1_000_000_000 + ts[1]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def nap(ts, ns):
     """Sleep ``ns`` (``ts``: int64[2] scratch); a signal may end it early."""
     ts[0], ts[1] = ns // 1_000_000_000, ns % 1_000_000_000
