@@ -16,12 +16,12 @@ MSS = 1024
 _n = itertools.count()
 
 
-def run_agent(dp, algorithm, batches, gap_s=0.0005):
+def run_agent(dp, algorithm, batches, gap_s=0.0005, nap_us=2000):
     """Run the agent in this thread while another pushes ``batches`` (lists
-    of (flow, V0) ACKs) every ``gap_s`` -- more often than the agent naps
-    (2 ms), so it stays busy -- then stops it."""
+    of (flow, V0) ACKs) every ``gap_s`` (by default more often than the
+    agent naps, so it stays busy), then stops it."""
     cfg = parse({"agent": {"algorithm": algorithm, "mss": MSS, "line_rate_bps": 10 ** 10,
-                           "sleep_min_us": 2000, "sleep_max_us": 2000},
+                           "sleep_min_us": nap_us, "sleep_max_us": max(nap_us, 2000)},
                  "bounds": {"cwnd_max_bytes": 1 << 20}})
     a = Agent(dp.name, cfg, cc=dp.cc, stats_dir=None)
     t = itertools.count(1000, 100)
@@ -77,3 +77,13 @@ def test_a_drain_that_raises_inside_the_loop_is_contained():
         assert busy["raised"] >= 1 and raised >= busy["raised"]     # inside the loop too
         assert (dp.cc.cwnd[3], dp.cc.cwnd[4]) == (90_000, 95_000)    # and it went on
         assert busy["steps"] > 5
+
+
+def test_sparse_reports_are_waited_for_on_the_doorbell_inside_the_loop():
+    with FakeDatapath(f"bl{next(_n)}", max_flows=16) as dp:
+        batches = [[(f, 3 * MSS) for f in range(4)] for _ in range(60)]
+        a = run_agent(dp, "dctcp-jit", batches, gap_s=0.003, nap_us=100)
+        m, bell = a.stats()["messages"], a.stats()["doorbell"]
+        assert m["drained"] == m["delivered"] == 240
+        assert a.stats()["busy_loop"]["steps"] > 20 and bell["woken"] > 20
+        assert all(dp.cc.version[:4] > 0)

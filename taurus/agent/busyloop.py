@@ -19,7 +19,7 @@ the cache) when the agent starts, before it announces itself.
 import numba as nb
 import numpy as np
 
-from taurus.datapath.ccshm import CTL_HEARTBEAT_NS
+from taurus.datapath.ccshm import CTL_BACKPRESSURE, CTL_HEARTBEAT_NS
 from taurus.datapath.lowlevel import monotonic_ns, nap
 from taurus.datapath.shmring import BELL, TAIL
 
@@ -43,7 +43,9 @@ def make_loop(drain):
              credit, version, updated_ns, faults, res, cnt, ts, gen, bells, cad, bell_on,
              slack_ns, nap_ns, until_ns):
         res[R_STEPS] = 0
-        rest = BELL_WAIT if bell_on and cad[2] >= nap_ns + slack_ns else NAP
+        rest = NAP
+        if bell_on and cad[2] >= nap_ns + slack_ns and ctl[CTL_BACKPRESSURE] <= 1:
+            rest = BELL_WAIT
         while True:
             if rest == NAP:
                 nap(ts, nap_ns)
@@ -75,8 +77,8 @@ def make_loop(drain):
             cadence_update(cad, now, np.int64(prod[BELL]))
             if st[S_MORE]:
                 rest = NO_REST
-            elif bell_on and cad[2] >= nap_ns + slack_ns:
-                rest = BELL_WAIT
+            elif bell_on and cad[2] >= nap_ns + slack_ns and ctl[CTL_BACKPRESSURE] <= 1:
+                rest = BELL_WAIT          # (raised: the timer's calm steps lower it)
             else:
                 rest = NAP
             if monotonic_ns(ts) >= until_ns:
