@@ -84,6 +84,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 MODES = ("native", "agent", "agent-jit", "per-event")
 SLEEP_US = [20, 1000]        # the agent's adaptive sleep (--agent-sleep-us)
 NAP_RTT = [0.5]              # its nap after work, a share of the flows' srtt (--nap-rtt)
+BUSY_LOOP = [True]           # agent-jit's busy phase compiled (--no-busy-loop)
 DOORBELL = [True]            # an idle agent blocks on the ring's doorbell (--no-doorbell)
 
 
@@ -259,7 +260,7 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     algorithm = "dctcp-jit" if mode == "agent-jit" else "dctcp"
     cfg_text = (f'[agent]\nalgorithm = "{algorithm}"\nmss = {mss}\nline_rate_bps = {line}\n'
                 f'sleep_min_us = {SLEEP_US[0]}\nsleep_max_us = {SLEEP_US[1]}\n'
-                f'nap_rtt = {NAP_RTT[0]}\n'
+                f'nap_rtt = {NAP_RTT[0]}\nbusy_loop = {str(BUSY_LOOP[0]).lower()}\n'
                 f'doorbell = {str(DOORBELL[0]).lower()}\n')
     try:
         if real:
@@ -401,6 +402,9 @@ def main(argv=None) -> int:
     ap.add_argument("--nap-rtt", type=float, default=0.5,
                     help="wall clock: the agent's nap after work as a share of the flows' "
                          "median srtt, within --agent-sleep-us (0: always the minimum)")
+    ap.add_argument("--no-busy-loop", action="store_true",
+                    help="wall clock: agent-jit rests and steps from Python, not in the "
+                         "compiled loop (taurus/agent/busyloop.py)")
     ap.add_argument("--no-doorbell", action="store_true",
                     help="the agent sleeps on its timer only (the engine's doorbell ignored)")
     ap.add_argument("--repeat", type=int, default=1,
@@ -414,6 +418,7 @@ def main(argv=None) -> int:
     SLEEP_US[:] = [int(x) for x in a.agent_sleep_us.split(",")]
     NAP_RTT[0] = a.nap_rtt
     DOORBELL[0] = not a.no_doorbell
+    BUSY_LOOP[0] = not a.no_busy_loop
     if a.clock == "wall" and a.duration_ms < 200:
         a.duration_ms, a.warm_ms = 1000.0, 200.0       # wall: whole seconds, not ms
     modes = [m for m in MODES if m in a.modes.split(",") or m in ("native", "agent")]

@@ -16,12 +16,13 @@ MSS = 1024
 _n = itertools.count()
 
 
-def run_agent(dp, algorithm, batches, gap_s=0.0005, nap_us=2000):
+def run_agent(dp, algorithm, batches, gap_s=0.0005, nap_us=2000, loop=True):
     """Run the agent in this thread while another pushes ``batches`` (lists
     of (flow, V0) ACKs) every ``gap_s`` (by default more often than the
     agent naps, so it stays busy), then stops it."""
     cfg = parse({"agent": {"algorithm": algorithm, "mss": MSS, "line_rate_bps": 10 ** 10,
-                           "sleep_min_us": nap_us, "sleep_max_us": max(nap_us, 2000)},
+                           "sleep_min_us": nap_us, "sleep_max_us": max(nap_us, 2000),
+                           "busy_loop": loop},
                  "bounds": {"cwnd_max_bytes": 1 << 20}})
     a = Agent(dp.name, cfg, cc=dp.cc, stats_dir=None)
     t = itertools.count(1000, 100)
@@ -87,3 +88,10 @@ def test_sparse_reports_are_waited_for_on_the_doorbell_inside_the_loop():
         assert m["drained"] == m["delivered"] == 240
         assert a.stats()["busy_loop"]["steps"] > 20 and bell["woken"] > 20
         assert all(dp.cc.version[:4] > 0)
+
+
+def test_the_loop_can_be_turned_off():
+    with FakeDatapath(f"bl{next(_n)}", max_flows=16) as dp:
+        batches = [[(f, 3 * MSS) for f in range(4)] for _ in range(40)]
+        a = run_agent(dp, "dctcp-jit", batches, loop=False)
+        assert a.stats()["busy_loop"] is None and a.stats()["messages"]["delivered"] == 160

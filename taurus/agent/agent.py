@@ -114,7 +114,7 @@ class Agent:
         next_nap = 0
         cadence = self.cadence
         try:
-            self.start(loop=True)
+            self.start(loop=a.busy_loop)
             busy = self.handler.busy
             while not self.stopping:
                 n = self.step()

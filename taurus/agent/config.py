@@ -9,6 +9,7 @@
     sleep_max_us = 1000
     nap_rtt = 0.0                    # nap after work: this share of the flows' median
                                      # srtt, within the two above (0: sleep_min_us)
+    busy_loop = true                 # compiled algorithm: rest and step inside Numba
     doorbell = true                  # idle: block until the engine publishes ...
     idle_max_us = 10000              # ... or this long (heartbeat, samplers)
     batch_max = 16384                # records drained per step at most
@@ -76,6 +77,7 @@ class AgentSection:
     # Decisions act on per-RTT reports: waking much more often than once per
     # RTT buys little, and each wake-up costs tens of us of CPU on a VM.
     nap_rtt: float = 0.0
+    busy_loop: bool = True          # busyloop.py (a compiled algorithm's busy phase)
     doorbell: bool = True
     idle_max_us: int = 10_000
     batch_max: int = 16384
