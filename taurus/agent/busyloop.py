@@ -26,13 +26,25 @@ from taurus.datapath.shmring import BELL, TAIL
 from .doorbell import OUTCOMES, bell_wait
 from .fastpath import READY, _poll
 from .filters import filter_write
-from .messages import S_MORE, S_TAIL_AFTER
-from .pacing import cadence_update
+from .messages import S_MORE, S_TAIL_AFTER, _release
+from .pacing import cadence_sparse, cadence_update
 
 # The last step's result (res, float64) and the counts the loop keeps (cnt).
 R_STATUS, R_SLOT, R_LEN, R_OCC, R_GROUPS, R_FLOWS, R_FAULTS, R_STEPS, N_RES = range(9)
 K_CALLS, K_UNBOUND, K_NO_ALG = range(3)
 NO_REST, NAP, BELL_WAIT = range(3)
+
+
+@nb.njit(cache=True, nogil=True)
+def _rest(st, ctl, cad, bell_on, nap_ns, slack_ns):
+    """How to rest before the next step: not at all (the drain was capped),
+    on the doorbell (publications sparser than a nap lasts, and no
+    back-pressure: the timer's calm steps lower that), or the nap."""
+    if st[S_MORE]:
+        return NO_REST
+    if bell_on and ctl[CTL_BACKPRESSURE] <= 1 and cadence_sparse(cad, nap_ns + slack_ns):
+        return BELL_WAIT
+    return NAP
 
 
 def make_loop(drain):
@@ -43,9 +55,7 @@ def make_loop(drain):
              credit, version, updated_ns, faults, res, cnt, ts, gen, bells, cad, bell_on,
              slack_ns, nap_ns, until_ns):
         res[R_STEPS] = 0
-        rest = NAP
-        if bell_on and cad[2] >= nap_ns + slack_ns and ctl[CTL_BACKPRESSURE] <= 1:
-            rest = BELL_WAIT
+        rest = _rest(st, ctl, cad, bell_on, nap_ns, slack_ns)
         while True:
             if rest == NAP:
                 nap(ts, nap_ns)
@@ -71,16 +81,9 @@ def make_loop(drain):
                 if nf > 0:
                     res[R_FAULTS] = nf
                     return                # Python logs them
-            if st[S_TAIL_AFTER] >= 0:     # release the drain before resting
-                cons[TAIL] = st[S_TAIL_AFTER]
-                st[S_TAIL_AFTER] = -1
+            _release(cons, st)            # before resting
             cadence_update(cad, now, np.int64(prod[BELL]))
-            if st[S_MORE]:
-                rest = NO_REST
-            elif bell_on and cad[2] >= nap_ns + slack_ns and ctl[CTL_BACKPRESSURE] <= 1:
-                rest = BELL_WAIT          # (raised: the timer's calm steps lower it)
-            else:
-                rest = NAP
+            rest = _rest(st, ctl, cad, bell_on, nap_ns, slack_ns)
             if monotonic_ns(ts) >= until_ns:
                 return
     return loop

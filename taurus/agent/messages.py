@@ -159,13 +159,19 @@ def _backpressure(ctl, bp, st, n, occ, new_refused, lag):
 
 
 @nb.njit(cache=True, nogil=True)
+def _release(cons, st):
+    """Hand the last drain's records back to the producer (if not yet)."""
+    if st[S_TAIL_AFTER] >= 0:
+        cons[TAIL] = st[S_TAIL_AFTER]
+        st[S_TAIL_AFTER] = -1
+
+
+@nb.njit(cache=True, nogil=True)
 def _head(prod, cons, ctl, bp, st, n, cap, batch_max, now):
     """Release the last batch, then step 1, and where the next batch lies:
     (its first slot, its length -- up to batch_max and the ring's end --,
     ring occupancy before the drain)."""
-    if st[S_TAIL_AFTER] >= 0:
-        cons[TAIL] = st[S_TAIL_AFTER]
-        st[S_TAIL_AFTER] = -1
+    _release(cons, st)
     tail, head = np.int64(cons[TAIL]), np.int64(prod[HEAD])    # x86: loads keep order
     since = max(np.int64(prod[SINCE]), st[S_SEEN_AT])
     st[S_SEEN_AT] = now

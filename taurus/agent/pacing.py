@@ -44,6 +44,13 @@ def cadence_update(cad, now, bells):
         cad[0], cad[1] = now, bells
 
 
+@nb.njit(cache=True, nogil=True)
+def cadence_sparse(cad, nap_ns):
+    """Publications further apart than a nap of ``nap_ns`` lasts (none seen
+    yet: no)."""
+    return cad[2] >= nap_ns > 0
+
+
 class Cadence:
     """How far apart the engine publishes (ns): a moving average over the
     agent's steps of the time per publication (the ring's BELL count).  The
@@ -61,7 +68,7 @@ class Cadence:
 
     def sparse(self, nap_ns: int) -> bool:
         """Publications further apart than the nap (none seen yet: no)."""
-        return self.a[2] >= nap_ns > 0
+        return cadence_sparse(self.a, nap_ns)
 
 
 def timer_slack_ns() -> int:
