@@ -666,8 +666,6 @@ def main(argv=None) -> int:
               "AF_PACKET sockets.  Run it as root (e.g. `sudo python bench/io.py`).",
               file=sys.stderr)
         return 2
-    sys.path.insert(0, HERE)
-    sys.path.insert(0, os.path.dirname(HERE))   # the package, not bench/taurus.py
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         import numpy  # noqa: F401

@@ -19,9 +19,8 @@ import sys
 import time
 
 # the script's folder holds bench/taurus.py: put the package first
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from taurus.datapath.devices.nic_setup import add_flow, flow_stats, nic_post
+from taurus.datapath.devices.nic.setup import add_flow, flow_stats, nic_post
 from taurus.datapath.engine import ITERS, Engine
 from taurus.tools.fabric import build_virtual, nic_host
 from taurus.tools.topology import Topology  # noqa: E402

@@ -28,8 +28,6 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))   # the package, not bench/taurus.py
 
 
 def _bench_io():
@@ -50,8 +48,8 @@ def main(argv=None) -> int:
     B = _bench_io()
     import numpy as np
     import _rawloops as L
-    from taurus.datapath.devices import switch_state as SS
-    from taurus.datapath.devices.switch_setup import add_switch
+    from taurus.datapath.devices.switch import state as SS
+    from taurus.datapath.devices.switch.setup import add_switch
     from taurus.datapath.engine import Engine
     from taurus.tools.topology import Topology, clean
 

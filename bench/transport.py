@@ -51,8 +51,6 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
 
 _spec = importlib.util.spec_from_file_location("bench_io", os.path.join(HERE, "io.py"))
 bio = importlib.util.module_from_spec(_spec)
@@ -103,7 +101,7 @@ def engine(t, name, cfg, hosts=None):
 def receiver(prefix, name, nflows, cfg) -> int:
     """The child of a per-host run: h2's engine and a sink consuming what the
     sender's flows 1..nflows deliver, until SIGTERM."""
-    from taurus.datapath.devices.nic_setup import nic_skip_delivered
+    from taurus.datapath.devices.nic.setup import nic_skip_delivered
     t = topology(prefix)
     eng = engine(t, name, cfg, hosts=["h2"])
     try:
@@ -162,8 +160,8 @@ class TransportBench:
 
     # -- the transport
     def transport(self, nflows, secs, per_host, **settings):
-        from taurus.datapath.devices.nic_app import WouldBlock
-        from taurus.datapath.devices.nic_setup import (add_flow, flow_stats, nic_commit,
+        from taurus.datapath.devices.nic.app import WouldBlock
+        from taurus.datapath.devices.nic.setup import (add_flow, flow_stats, nic_commit,
                                                        nic_counters, nic_post, nic_send_buffer,
                                                        nic_skip_delivered)
         from taurus.tools.procs import spawn, stop

@@ -5,7 +5,7 @@ import sys
 
 from taurus.agent.cli import add_agent_parser
 from taurus.experiment.cli import add_run_parsers
-from taurus.tools.demo import add_demo_parser
+from taurus.experiment.demo import add_demo_parser
 from taurus.tools.engine_cli import add_engine_parser
 from taurus.tools.perf import add_perf_parser
 from taurus.tools.topo_cli import add_topo_parser

@@ -1,5 +1,9 @@
 """The agent's benchmark runs small and reports what it measured."""
-from taurus.agent.bench import bench, wake_cost
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+from agent_wakeup import bench, wake_cost  # noqa: E402  (bench/ is not a package)
 
 
 def test_throughput_bench_drains_everything_it_pushed():

@@ -8,7 +8,7 @@ import time
 
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
-from taurus.agent.fakedp import FakeDatapath, record
+from taurus.testing.fake_datapath import FakeDatapath, record
 from taurus.agent.doorbell import ring_bell
 from taurus.datapath import ccshm as C
 

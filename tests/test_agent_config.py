@@ -64,7 +64,7 @@ def test_bad_file(tmp_path):
 
 def test_probe_and_segment_config_reach_the_control_block():
     from taurus.agent.agent import Agent
-    from taurus.agent.fakedp import FakeDatapath
+    from taurus.testing.fake_datapath import FakeDatapath
     from taurus.datapath import ccshm as C
     from taurus.datapath.wire import spec as S
     cfg = parse({"probe": {"every_pkts": 8, "every_us": 50},

@@ -12,7 +12,7 @@ import pytest
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
 from taurus.agent.doorbell import MOVED, Doorbell, announce, block, ring_bell
-from taurus.agent.fakedp import FakeDatapath, record
+from taurus.testing.fake_datapath import FakeDatapath, record
 from taurus.datapath import ccshm as C
 from taurus.datapath.shmring import BELL, SLEEP, WAKES
 

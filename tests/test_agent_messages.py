@@ -8,7 +8,7 @@ import pytest
 
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
-from taurus.agent.fakedp import FakeDatapath, record
+from taurus.testing.fake_datapath import FakeDatapath, record
 from taurus.cc_algorithms.base import Algorithm
 from taurus.datapath import ccshm as C
 

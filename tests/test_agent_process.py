@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from taurus.agent.fakedp import FakeDatapath, record
+from taurus.testing.fake_datapath import FakeDatapath, record
 from taurus.agent.host_actions import cgroup2_root
 from taurus.datapath import ccshm as C
 

@@ -10,8 +10,8 @@ import sys
 import time
 
 from taurus.datapath import ccshm as C
-from taurus.datapath.devices.nic_app import WouldBlock
-from taurus.datapath.devices.nic_setup import (add_flow, nic_post, nic_take_delivered,
+from taurus.datapath.devices.nic.app import WouldBlock
+from taurus.datapath.devices.nic.setup import (add_flow, nic_post, nic_take_delivered,
                                                set_flow_mode)
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import build_virtual, nic_host

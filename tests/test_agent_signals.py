@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from taurus.agent import signals as S
-from taurus.agent.fakedp import custom_record
+from taurus.testing.fake_datapath import custom_record
 from taurus.datapath.wire import spec
 from taurus.datapath.wire.codec import set_field
 

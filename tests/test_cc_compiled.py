@@ -11,7 +11,7 @@ import pytest
 
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
-from taurus.agent.fakedp import FakeDatapath, record
+from taurus.testing.fake_datapath import FakeDatapath, record
 from taurus.agent.messages import MessageHandler
 from taurus.cc_algorithms.compiled import CWND, CompiledAlgorithm, result_update
 from taurus.cc_algorithms.params import ConfigError

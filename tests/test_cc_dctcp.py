@@ -7,7 +7,7 @@ from taurus.cc_algorithms.dctcp import Dctcp, DctcpParams
 from taurus.cc_algorithms.params import ConfigError, build
 from taurus.datapath.ccshm import (CLS_ACCUMULABLE, CLS_COALESCENT, EV_ACK, EV_ECN, EV_RTO,
                                    EV_RTT, RTT_UNIT)
-from taurus.agent.fakedp import record
+from taurus.testing.fake_datapath import record
 
 MSS = 4096
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from taurus.agent.signals import raw_bytes
 from taurus.datapath import ccshm as C
-from taurus.datapath.devices.nic_setup import add_flow, nic_post
+from taurus.datapath.devices.nic.setup import add_flow, nic_post
 from taurus.datapath.engine import Engine
 from taurus.datapath.report import report_rtt, report_segments
 from taurus.datapath.wire import spec as S
@@ -123,7 +123,7 @@ def test_probe_packet_on_command_gives_an_idle_flow_an_rtt_sample():
     """The agent's probe command (cc.probe + the doorbell) on an idle flow:
     the engine sends a CONTROL PROBE at once, the receiver answers with an
     ACK echoing its timestamp, and that RTT sample is reported."""
-    from taurus.datapath.devices.nic_setup import nic_counters
+    from taurus.datapath.devices.nic.setup import nic_counters
     t, eng, hosts = _two_nics("probe", "5us")
     with eng:
         h1, h2 = hosts["h1"], hosts["h2"]

@@ -24,8 +24,9 @@ import pytest
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
 from taurus.datapath.ccshm import CTL_REPORTED, CcShm
-from taurus.datapath.devices.nic_setup import add_flow, nic_delivered, nic_post, set_flow_mode
-from taurus.datapath.devices.switch_setup import switch_stats
+from taurus.datapath.devices.nic.setup import add_flow, nic_delivered, nic_post, set_flow_mode
+from taurus.datapath.devices.switch.setup import switch_stats
+from taurus.cc_algorithms.native.dctcp import native_dctcp
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import build_virtual, nic_host
 from taurus.tools.topology import Topology
@@ -50,7 +51,7 @@ def dumbbell():
 @functools.lru_cache(maxsize=None)
 def run(mode, duration_ns=40_000_000, warm_ns=2_000_000):
     t = dumbbell()
-    eng = Engine(clock="virtual", max_flows=64, max_nics=4)
+    eng = Engine(clock="virtual", max_flows=64, max_nics=4, native=native_dctcp(64))
     agents = []
     try:
         size = int(duration_ns * RATE / 8e9)          # more than either flow can send

@@ -19,7 +19,8 @@ from taurus.datapath.ports.common import (PACKET, RX_BYTES, RX_ERR, RX_NOBUF, RX
                                           TX_BYTES, TX_DROP, TX_ERR, TX_KICKS, TX_PKTS)
 from taurus.datapath.ports.dispatch import port_rx_burst, port_service, port_tx_or_drop
 from taurus.datapath.ports.table import make_ports
-from taurus.tools.netns import in_ns, list_ns as netns_list, run_in_ns
+from taurus.tools.netns import list_ns as netns_list, run_in_ns
+from taurus.nsenter import in_ns
 
 from conftest import needs_root
 

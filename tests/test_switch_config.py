@@ -3,7 +3,7 @@ load, and bad values are errors naming the file and the field."""
 import pytest
 
 from taurus.datapath.engine import Engine
-from taurus.datapath.devices.switch_setup import add_switch
+from taurus.datapath.devices.switch.setup import add_switch
 from taurus.tools import topology as topo
 
 BASE = """

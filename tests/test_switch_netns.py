@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from taurus.datapath.devices.switch_setup import telemetry
+from taurus.datapath.devices.switch.setup import telemetry
 from taurus.datapath.engine import Engine
 from taurus.tools import topology as topo
 from taurus.tools.fabric import attach_switches
@@ -103,7 +103,7 @@ def test_transport_nics_and_switch_on_real_packets(fabric):
 
     import numpy as np
 
-    from taurus.datapath.devices.nic_setup import add_flow, flow_done, nic_delivered, nic_post
+    from taurus.datapath.devices.nic.setup import add_flow, flow_done, nic_delivered, nic_post
     from taurus.tools.fabric import build_netns, netns_nic_host
     t = fabric("10us", "10us", "1Gbit", "1Gbit", "nics")
     data = np.random.default_rng(5).integers(0, 256, 3 << 20, dtype=np.uint8).tobytes()

@@ -6,7 +6,7 @@ import pytest
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from taurus.datapath.devices.switch_setup import switch_stats
+from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.tools import topology as topo
 from taurus.tools.fabric import build_virtual, pfc_host
 
@@ -87,7 +87,7 @@ def test_pfc_incast_of_transport_nics_is_lossless():
 
     import numpy as np
 
-    from taurus.datapath.devices.nic_setup import add_flow, flow_done, nic_delivered, nic_post
+    from taurus.datapath.devices.nic.setup import add_flow, flow_done, nic_delivered, nic_post
     from taurus.tools.fabric import nic_host
     t = topo.load(topo.builtin("incast"))
     eng = new_engine(n_frames=32768, max_flows=16, max_nics=10)

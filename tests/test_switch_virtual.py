@@ -9,9 +9,9 @@ import pytest
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from taurus.datapath.devices import switch_state as SS
-from taurus.datapath.devices.switch_csig import FRAC_ONE
-from taurus.datapath.devices.switch_setup import (add_switch, read_switch_telemetry,
+from taurus.datapath.devices.switch import state as SS
+from taurus.datapath.devices.switch.csig import FRAC_ONE
+from taurus.datapath.devices.switch.setup import (add_switch, read_switch_telemetry,
                                                   switch_stats, telemetry)
 from taurus.datapath.engine import Engine
 from taurus.datapath.ports import memlink
@@ -306,7 +306,7 @@ def test_trimmed_packets_are_nacked_and_retransmitted():
     dropped.  (Paced, because there is no CC here: unpaced 10 Gbit/s senders
     retransmitting at once would flood the high class with trimmed headers
     and starve the data class, the collapse CC exists to prevent.)"""
-    from taurus.datapath.devices.nic_setup import (add_flow, flow_done, flow_stats,
+    from taurus.datapath.devices.nic.setup import (add_flow, flow_done, flow_stats,
                                                    nic_counters, nic_delivered, nic_post)
     from taurus.tools.fabric import nic_host
     t = topo.Topology("trim")

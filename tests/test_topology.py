@@ -282,7 +282,7 @@ def test_failed_up_rolls_back(pid_dir, monkeypatch):
 
 HOLDER = textwrap.dedent("""
     import os, socket, sys, time
-    from taurus.tools.netns import in_ns
+    from taurus.nsenter import in_ns
     with in_ns(sys.argv[1]):          # socket in the namespace, process outside
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.bind((sys.argv[2], 0))

@@ -6,7 +6,7 @@ import sys
 import textwrap
 
 from taurus.datapath.engine import Engine
-from taurus.datapath.devices.nic_setup import add_nic, nic_counters, nic_reserve
+from taurus.datapath.devices.nic.setup import add_nic, nic_counters, nic_reserve
 from taurus.transport import connect, listen
 
 from test_transport_transfer import IP1, IP2, MAC1, MAC2, payload
@@ -52,7 +52,7 @@ def test_bulk_receive_frees_the_ring_without_copying_and_keeps_the_stream():
     copying it: more than the 256 kB receive ring gets through, and later
     messages still arrive whole; nic_skip_delivered does the same for a
     direct NIC user."""
-    from taurus.datapath.devices.nic_setup import (add_flow, nic_post, nic_skip_delivered,
+    from taurus.datapath.devices.nic.setup import (add_flow, nic_post, nic_skip_delivered,
                                                    nic_take_delivered)
     eng, d1, d2 = _engine("virtual")
     with eng:

@@ -2,8 +2,8 @@
 through loss; the sender never overruns the receiver's unconsumed bytes."""
 import pytest
 
-from taurus.datapath.devices.nic_app import WouldBlock
-from taurus.datapath.devices.nic_setup import (add_flow, flow_done, nic_commit, nic_counters,
+from taurus.datapath.devices.nic.app import WouldBlock
+from taurus.datapath.devices.nic.setup import (add_flow, flow_done, nic_commit, nic_counters,
                                                nic_post, nic_send_buffer, nic_take_delivered)
 
 from test_transport_transfer import IP1, IP2, MAC2, payload, two_hosts

@@ -5,10 +5,10 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from taurus.datapath.devices.nic_setup import (add_flow, add_nic, flow_done, flow_stats,
+from taurus.datapath.devices.nic.setup import (add_flow, add_nic, flow_done, flow_stats,
                                                nic_counters, nic_delivered, nic_post,
                                                nic_reserve)
-from taurus.datapath.devices.nic_state import FL_RPDC, RP_NXT
+from taurus.datapath.devices.nic.state import FL_RPDC, RP_NXT
 from taurus.datapath.engine import Engine
 from taurus.datapath.wire import layers as L
 from taurus.datapath.wire import spec as S

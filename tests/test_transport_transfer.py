@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from taurus.datapath.devices.impair import add_impair, impair_counters
-from taurus.datapath.devices.nic_setup import (add_flow, add_nic, flow_done, flow_stats,
+from taurus.datapath.devices.nic.setup import (add_flow, add_nic, flow_done, flow_stats,
                                                nic_completions, nic_counters, nic_delivered,
                                                nic_post, nic_reserve, nic_take_delivered)
 from taurus.datapath.engine import Engine

@@ -13,7 +13,7 @@ doorbell (doorbell.py) instead, which the engine's next publication ends,
 and counts the empty steps the timer would have taken meanwhile (pacing.py),
 and so does a busy one when the engine publishes less often than it naps.
 Why: a wake-up costs ~30-80 us of CPU on this VM whether or not it finds
-records (``python -m taurus.agent.bench``), and most timer wake-ups found none.
+records (``python bench/agent_wakeup.py``), and most timer wake-ups found none.
 With a compiled algorithm, the busy phase -- nap, step, nap, ... -- runs
 inside one Numba loop (busyloop.py) until a step needs Python.
 """

@@ -3,7 +3,7 @@
 While reports keep coming, the run loop is: rest, step, rest, step ...  From
 Python each wake-up costs ~100 us of CPU on the 2-core test VM: the sleep,
 then a step whose interpreter paths, dispatchers and data went cold
-meanwhile (``python -m taurus.agent.bench``).  Here that phase is one Numba
+meanwhile (``python bench/agent_wakeup.py``).  Here that phase is one Numba
 loop around the algorithm's ``drain``: rest, heartbeat, _poll, drain, the
 filters' write, release, and again -- back in Python only when a step needs
 it (nothing found, a new flow, overload, a fault, the drain raised) or

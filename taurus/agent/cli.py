@@ -11,7 +11,7 @@ from taurus.cc_algorithms.params import ConfigError
 
 
 def _run(args) -> int:
-    from taurus.tools.procs import pidfile
+    from taurus.pidfiles import pidfile
 
     from .agent import STATS_DIR, Agent
     from .config import load

@@ -28,8 +28,8 @@ from .byref import byref
 from .clock import WALL, clock_advance_to, clock_is_virtual, clock_now, clock_resync, make_clock
 from .devices.dispatch import device_poll, device_timer
 from .devices import pktgen
-from .devices.nic import make_nic_state
-from .devices.switch import make_switch_state
+from .devices.nic.poll import make_nic_state
+from .devices.switch.poll import make_switch_state
 from .devices.table import (CTL_YIELD, KIND_NAMES as DEV_KIND_NAMES, L2FWD, PKTGEN,
                             make_devices)
 from .mbuf import make_pool, mbuf_in_use
@@ -37,11 +37,11 @@ from .ports import memlink
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
 from .ports.dispatch import port_next_event, port_service
 from .ports.table import Ports
+from .ccnative import NativeCC, no_native
 from .ccshm import CcShm
 from .report import OWNER_REPORT, make_report_state, report_timer
-from ..cc_algorithms.native.dctcp import make_native_dctcp
 from .shm import Shm
-from .wire.codec import hot
+from .hot import hot
 from .wheel import make_wheel, wheel_alloc, wheel_expire, wheel_next_due
 
 log = logging.getLogger("taurus.engine")
@@ -52,7 +52,7 @@ Engine_ = namedtuple("Engine_", ["clk", "pool", "ports", "wheel", "devs", "ctl",
 `nic` hold the state of every switch / host NIC of this engine (each kind
 sizes its own arrays; see devices/switch.py and devices/nic.py); `rep` is the
 report engine with its views on the agent contract segment (report.py);
-`alg` the state of the native (in-engine) algorithm (ccnative.py)."""
+`alg` the native (in-engine) algorithm handed to the engine (ccnative.py)."""
 
 # Control block (int64, shared memory).
 STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD = range(9)
@@ -185,7 +185,11 @@ class Engine:
     def __init__(self, clock: str = "virtual", name: str | None = None, n_frames: int = 16384,
                  buf_size: int = 2048, max_ports: int = 64, max_devices: int = 32,
                  burst: int = 32, timers: int = 1 << 16, max_flows: int = 16384,
-                 max_nics: int = 16, ring_capacity: int = 1 << 12, chunk_ms: float = 20.0):
+                 max_nics: int = 16, ring_capacity: int = 1 << 12, chunk_ms: float = 20.0,
+                 native: NativeCC | None = None):
+        """native: the algorithm flows in native mode run, compiled into the
+        loop (ccnative.py; e.g. cc_algorithms.native.dctcp.native_dctcp);
+        without one, no flow may be native."""
         self.name = name or f"taurus-eng-{os.getpid()}-{next(_ENGINE_IDS)}"
         if not self.name.startswith("taurus-"):
             self.name = "taurus-" + self.name
@@ -198,6 +202,7 @@ class Engine:
         self._dev_names: list[str] = []
         self._closed = False
         self.on_chunk = []          # Python work between run chunks (apps' requests)
+        self.has_native = native is not None
         h, c, n, nm, kd, size = _layout(max_ports)
         self.shm = Shm.create(self.name, size)
         self.cc = None
@@ -223,7 +228,7 @@ class Engine:
                              sw=make_switch_state(max_ports, max_flows),
                              nic=make_nic_state(max_ports, max_flows),
                              rep=make_report_state(self.cc),
-                             alg=make_native_dctcp(max_flows))
+                             alg=native if native is not None else no_native())
             # Compile (or load from cache) the loop now, before any port is
             # open: a socket that is not polled while the JIT runs overflows.
             engine_run(self.E, now, 0)

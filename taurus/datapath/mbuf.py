@@ -18,7 +18,7 @@ import mmap
 from collections import namedtuple
 
 import numba as nb
-from .wire.codec import hot  # compiled without reference counting (the hot path)
+from .hot import hot  # compiled without reference counting (the hot path)
 import numpy as np
 
 Pool = namedtuple("Pool", ["data", "length", "ts", "port", "free", "top"])

@@ -38,10 +38,10 @@ def run_cmd(a) -> int:
               f"{len(plan.flows)} flows, {len(plan.rpcs)} RPC slots)")
         return 0
     out = a.out or os.path.join("runs", f"{x.name}-{a.clock}-{time.strftime('%Y%m%d-%H%M%S')}")
-    from taurus.tools import procs
+    from taurus.pidfiles import pidfile
     from .report import table
     from .runner import run_experiment
-    with procs.pidfile("run"):          # `taurus topo clean` finds us after a SIGKILL
+    with pidfile("run"):          # `taurus topo clean` finds us after a SIGKILL
         try:
             s = run_experiment(x, out, a.clock, progress=not a.no_progress and sys.stderr.isatty()
                                or False, port_kind=a.port_kind)

@@ -31,10 +31,11 @@ import numpy as np
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse as agent_config
 from taurus.datapath.ccshm import CcShm
-from taurus.datapath.devices import nic_setup as NS
-from taurus.datapath.devices.nic_state import (CQ_RX, CQ_TX, CX_CWND, CX_RATE, FL_ACKED_OFF,
+from taurus.cc_algorithms.native.dctcp import native_dctcp
+from taurus.datapath.devices.nic import setup as NS
+from taurus.datapath.devices.nic.state import (CQ_RX, CQ_TX, CX_CWND, CX_RATE, FL_ACKED_OFF,
                                               FL_POSTED, FL_SRTT)
-from taurus.datapath.devices.switch_setup import switch_stats
+from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import attach_switches, build_virtual, nic_host
 
@@ -110,7 +111,8 @@ class Runner:
         self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2,
                                 max_nics=len(topo.hosts), max_ports=max(64, nports),
                                 max_devices=max(32, len(topo.hosts) + len(topo.switches) + 2),
-                                timers=max(1 << 16, 4 * nflows + 1024))
+                                timers=max(1 << 16, 4 * nflows + 1024),
+                                native=native_dctcp(nflows + 2))
         NS.nic_reserve(eng, max_flows=nflows + 1, tx_bytes=tx, rx_bytes=rx, cq=1 << 16)
 
         def host(eng, topo, h, port):

@@ -95,6 +95,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 
+from taurus import units as U
 from taurus.tools import topology as T
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
@@ -187,7 +188,7 @@ class _Table:
 
     def __init__(self, src: str, key: str, raw, allowed: tuple[str, ...]):
         if not isinstance(raw, dict):
-            raise ExperimentError(src, key, f"expected a table, got {T._q(raw)}")
+            raise ExperimentError(src, key, f"expected a table, got {U.quote(raw)}")
         self.src, self.key, self.raw, self.allowed = src, key, raw, allowed
         for k in raw:
             if k not in allowed:
@@ -213,13 +214,13 @@ class _Table:
 
 def _str(v) -> str:
     if not isinstance(v, str) or not v:
-        raise ValueError(f"expected a non-empty string, got {T._q(v)}")
+        raise ValueError(f"expected a non-empty string, got {U.quote(v)}")
     return v
 
 
 def _bool(v) -> bool:
     if not isinstance(v, bool):
-        raise ValueError(f"expected true or false, got {T._q(v)}")
+        raise ValueError(f"expected true or false, got {U.quote(v)}")
     return v
 
 
@@ -227,7 +228,7 @@ def _int(lo: int, hi: int | None = None):
     def conv(v) -> int:
         if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
             rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-            raise ValueError(f"expected an integer {rng}, got {T._q(v)}")
+            raise ValueError(f"expected an integer {rng}, got {U.quote(v)}")
         return v
     return conv
 
@@ -237,7 +238,7 @@ def _float(lo: float, hi: float, lo_open: bool = True):
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         if not ok or v > hi or v < lo or (lo_open and v == lo):
             raise ValueError(f"expected a number in {'(' if lo_open else '['}{lo}, {hi}], "
-                             f"got {T._q(v)}")
+                             f"got {U.quote(v)}")
         return float(v)
     return conv
 
@@ -245,7 +246,7 @@ def _float(lo: float, hi: float, lo_open: bool = True):
 def _choice(options):
     def conv(v) -> str:
         if v not in options:
-            raise ValueError(f"expected one of {', '.join(map(T._q, options))}, got {T._q(v)}")
+            raise ValueError(f"expected one of {', '.join(map(U.quote, options))}, got {U.quote(v)}")
         return v
     return conv
 
@@ -260,20 +261,20 @@ def _zero(v) -> bool:
 
 
 def _size0(v) -> int:
-    return 0 if _zero(v) else T.parse_size(v)
+    return 0 if _zero(v) else U.parse_size(v)
 
 
 def _rate0(v) -> int:
-    return 0 if _zero(v) else T.parse_rate(v)
+    return 0 if _zero(v) else U.parse_rate(v)
 
 
 def _delay0(v) -> int:
-    return 0 if _zero(v) else T.parse_delay(v)
+    return 0 if _zero(v) else U.parse_delay(v)
 
 
 def _dict(v) -> dict:
     if not isinstance(v, dict):
-        raise ValueError(f"expected a table, got {T._q(v)}")
+        raise ValueError(f"expected a table, got {U.quote(v)}")
     return dict(v)
 
 
@@ -300,14 +301,14 @@ def _hosts(topo: T.Topology, one: bool):
         vs = [v] if isinstance(v, str) else v
         if not isinstance(vs, list) or not vs or not all(isinstance(x, str) for x in vs):
             raise ValueError(f"expected {'a host name' if one else 'a host name or a list of them'}"
-                             f", got {T._q(v)}")
+                             f", got {U.quote(v)}")
         if one and len(vs) != 1:
-            raise ValueError(f"expected one host name, got {T._q(v)}")
+            raise ValueError(f"expected one host name, got {U.quote(v)}")
         for x in vs:
             if x not in hosts:
-                raise ValueError(f"unknown host {T._q(x)} (hosts: {', '.join(topo.hosts)})")
+                raise ValueError(f"unknown host {U.quote(x)} (hosts: {', '.join(topo.hosts)})")
         if len(set(vs)) != len(vs):
-            raise ValueError(f"a host is listed twice in {T._q(v)}")
+            raise ValueError(f"a host is listed twice in {U.quote(v)}")
         return vs
     return conv
 
@@ -324,7 +325,7 @@ _TRAFFIC_KEYS = {
 
 def _traffic(src, key, raw, topo, duration, base_dir) -> Traffic:
     if not isinstance(raw, dict):
-        raise ExperimentError(src, key, f"expected a table, got {T._q(raw)}")
+        raise ExperimentError(src, key, f"expected a table, got {U.quote(raw)}")
     kind = _Table(src, key, {"kind": raw.get("kind")}, ("kind",)).get("kind", _choice(KINDS))
     t = _Table(src, key, raw, _TRAFFIC_KEYS[kind])
     tr = Traffic(kind=kind, key=key, src=t.get("from", _hosts(topo, False)),
@@ -341,14 +342,14 @@ def _traffic(src, key, raw, topo, duration, base_dir) -> Traffic:
             if s in tr.dst:
                 raise t.err("from", f"host {s!r} sends to itself")
     if kind == "bulk":
-        tr.size = t.get("size", T.parse_size, None)
+        tr.size = t.get("size", U.parse_size, None)
     elif kind == "incast":
-        tr.size = t.get("size", T.parse_size)
+        tr.size = t.get("size", U.parse_size)
         tr.rounds = t.get("rounds", _int(1, 10_000), 1)
-        tr.interval = t.get("interval", T.parse_delay, 0 if tr.rounds == 1 else _REQ)
+        tr.interval = t.get("interval", U.parse_delay, 0 if tr.rounds == 1 else _REQ)
     elif kind == "rpc":
         tr.count = t.get("count", _int(1, 10_000_000))
-        tr.request = t.get("request", T.parse_size)
+        tr.request = t.get("request", U.parse_size)
         tr.response = t.get("response", _size0, 0)
         tr.concurrency = t.get("concurrency", _int(1, 64), 1)
     else:
@@ -358,7 +359,7 @@ def _traffic(src, key, raw, topo, duration, base_dir) -> Traffic:
             name = name if os.path.isabs(name) else os.path.join(base_dir, name)
             if not os.path.isfile(name):
                 raise t.err("cdf", f"expected websearch, hadoop or a CSV file, got "
-                                   f"{T._q(raw['cdf'])} (no such file)")
+                                   f"{U.quote(raw['cdf'])} (no such file)")
         tr.cdf = name
         tr.load = t.get("load", _float(0.0, 1.0))
         tr.max_flows = t.get("max_flows", _int(1, 1_000_000), 1000)
@@ -379,7 +380,7 @@ def _host_load(src, key, raw, topo, duration) -> HostLoad:
                  start=t.get("start", _delay0, 0), stop=t.get("stop", _delay0, None),
                  tool=t.get("tool", _choice(("auto", "stress-ng", "builtin")), "auto"),
                  cpu_max=t.get("cpu_max", _float(0.0, 256.0), None),
-                 memory_max=t.get("memory_max", T.parse_size, None))
+                 memory_max=t.get("memory_max", U.parse_size, None))
     if not h.cpu and not h.memory:
         raise t.err("cpu", "a host load needs cpu workers or memory (or both)")
     if h.start >= duration:
@@ -449,7 +450,7 @@ def _merge_params(t: _Table, data: dict, raw: dict) -> None:
         ep = lk.get("endpoints") if isinstance(lk, dict) else None
         if not isinstance(ep, list) or frozenset(ep) not in links:
             raise t.err(f"{k}.endpoints", f"expected the two ends of a link of the topology, "
-                                          f"got {T._q(ep)}")
+                                          f"got {U.quote(ep)}")
         links[frozenset(ep)].update({a: b for a, b in lk.items() if a != "endpoints"})
 
 
@@ -469,13 +470,13 @@ def from_dict(data: dict, source: str = "<dict>", base_dir: str = ".") -> Experi
                ("name", "description", "duration", "seed", "step", "sample", "warmup"))
     name = e.get("name", _str)
     if not _NAME_RE.match(name):
-        raise e.err("name", f"expected letters, digits, '_' and '-', got {T._q(name)}")
+        raise e.err("name", f"expected letters, digits, '_' and '-', got {U.quote(name)}")
     topo = _topology(src, data["topology"], base_dir)
-    x = Experiment(name=name, source=src, topo=topo, duration=e.get("duration", T.parse_delay),
+    x = Experiment(name=name, source=src, topo=topo, duration=e.get("duration", U.parse_delay),
                    description=e.get("description", str, ""),
                    seed=e.get("seed", _int(0, 2**63 - 1), 1),
-                   step=e.get("step", T.parse_delay, 10_000))
-    x.sample = e.get("sample", T.parse_delay, max(x.step, 100_000 // x.step * x.step))
+                   step=e.get("step", U.parse_delay, 10_000))
+    x.sample = e.get("sample", U.parse_delay, max(x.step, 100_000 // x.step * x.step))
     x.warmup = e.get("warmup", _delay0, 0)
     if x.sample % x.step:
         raise e.err("sample", f"must be a multiple of step ({x.step} ns)")
@@ -512,7 +513,7 @@ def _bad_array(k):
 
 def _bins(v) -> list[int]:
     if not isinstance(v, list) or len(v) < 2:
-        raise ValueError(f"expected at least two sizes like [\"0B\", \"100KB\", \"1GB\"], got {T._q(v)}")
+        raise ValueError(f"expected at least two sizes like [\"0B\", \"100KB\", \"1GB\"], got {U.quote(v)}")
     out = [_size0(s) for s in v]
     if any(b <= a for a, b in zip(out, out[1:])):
         raise ValueError("sizes must increase")

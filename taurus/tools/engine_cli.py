@@ -6,7 +6,7 @@ import time
 
 from taurus.datapath.engine import Engine, attach_stats
 from taurus.datapath.shm import list_segments
-from taurus.tools import procs
+from taurus.pidfiles import pidfile
 from taurus.tools.fabric import attach_switches
 from taurus.tools.topo_cli import load_up
 
@@ -31,7 +31,7 @@ def cmd_run(args) -> int:
     t = load_up(args.topo, args.prefix, "engine")
     if t is None:
         return 2
-    with procs.pidfile("engine"), Engine(clock="wall", name=args.name) as eng:
+    with pidfile("engine"), Engine(clock="wall", name=args.name) as eng:
         attach_switches(eng, t, args.port_kind)
         print(f"engine {eng.name}: {len(eng.counters())} ports", flush=True)
         if args.duration > 0:

@@ -22,8 +22,8 @@
 Per-port features come from the topology (switch table, overridden by the
 link's; switch_config.py documents them).
 """
-from taurus.datapath.devices import switch_config as F
-from taurus.datapath.devices.switch_setup import add_switch, install_switch_state
+from taurus.datapath.devices.switch import config as F
+from taurus.datapath.devices.switch.setup import add_switch, install_switch_state
 from taurus.datapath.engine import Engine
 from taurus.datapath.ports import memlink
 from taurus.tools.topology import Topology
@@ -119,7 +119,7 @@ def build_netns(eng: Engine, topo: Topology, host_factory=open_end, port_kind: s
 def netns_nic_host(eng, topo, host, port, mss: int = 1024, **nic_opts):
     """A host factory for build_netns: the transport NIC on the host's real
     port, pacing at its link's rate (a veth has none of its own)."""
-    from taurus.datapath.devices.nic_setup import add_nic
+    from taurus.datapath.devices.nic.setup import add_nic
     lk = topo.ifaces_of(host)[0].link
     return add_nic(eng, port, topo.mac_of(host), topo.ip_of(host),
                    line_rate_bps=lk.rate or 0, mss=mss, **nic_opts)
@@ -152,7 +152,7 @@ def nic_host(eng, topo, host, port, mss: int = 1024, pfc: bool = False,
     """A host factory: the transport NIC on the host's link.  The NIC paces
     at its own line rate, so the wire itself keeps only the delay.  pfc: the
     NIC sends through a MAC that honours PFC pause frames from the fabric."""
-    from taurus.datapath.devices.nic_setup import add_nic
+    from taurus.datapath.devices.nic.setup import add_nic
     lk = topo.ifaces_of(host)[0].link
     if pfc:
         port = _mac_shim(eng, topo, host, port, mac_buffer)

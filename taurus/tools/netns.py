@@ -15,6 +15,8 @@ import traceback
 
 from pyroute2 import netns as _netns
 
+from taurus.nsenter import in_ns  # noqa: F401  (the tools' entry to a namespace)
+
 PREFIX = "taurus-"
 NETNS_DIR = "/var/run/netns"
 
@@ -49,25 +51,6 @@ def create_ns(name: str) -> None:
 def delete_ns(name: str) -> None:
     if name in _netns.listnetns():
         _netns.remove(name)
-
-
-@contextlib.contextmanager
-def in_ns(name: str | None):
-    """Run the body with this thread inside namespace `name` (None: stay).
-    Sockets opened here stay bound to that namespace's interfaces after the
-    body returns, which is how one engine process serves ports in many
-    namespaces."""
-    if name is None:
-        yield
-        return
-    if name not in _netns.listnetns():
-        # pyroute2 would silently create it; a typo must be an error.
-        raise FileNotFoundError(f"network namespace {name!r} does not exist")
-    _netns.pushns(name)
-    try:
-        yield
-    finally:
-        _netns.popns()
 
 
 def _child(name, fn, args, kwargs, conn):

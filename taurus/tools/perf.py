@@ -88,7 +88,7 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
     on `hosts` only: one engine per host, each in its own process, is a NIC
     per host with its own CPU).  xdp_mode: the ports' XDP attach mode
     (open_xdp_port); nic: more add_nic settings (ack_every, ...)."""
-    from taurus.datapath.devices.nic_setup import DATA_HDR, add_nic, nic_reserve
+    from taurus.datapath.devices.nic.setup import DATA_HDR, add_nic, nic_reserve
     from taurus.datapath.engine import Engine
     from taurus.datapath.wire import spec as S
     # RTO floor 1 ms, not the NIC default 50 us: a peer that is a process on
@@ -143,7 +143,7 @@ class Sink:
         return "bulk"
 
     def __call__(self) -> None:
-        from taurus.datapath.devices.nic_setup import nic_yield_on_message
+        from taurus.datapath.devices.nic.setup import nic_yield_on_message
         from taurus.transport.client import WouldBlock
         for ep in self.eps:
             self.new += ep.accept_ready()
@@ -268,7 +268,7 @@ class Stream:
 
 def _rx_delivered(ep_peer, conn) -> int:
     """Bytes the receiving NIC delivered in order on this connection."""
-    from taurus.datapath.devices.nic_state import (M_NRP, RP_DELIV, RP_NIC, RP_PEER_IP,
+    from taurus.datapath.devices.nic.state import (M_NRP, RP_DELIV, RP_NIC, RP_PEER_IP,
                                                    RP_PEER_PDC)
     N = ep_peer.N
     me = int(N.nr[conn.ep.n, 3])      # NR_IP of the sending NIC
@@ -374,7 +374,7 @@ def _line(iv):
 
 
 def _result(args, t, src, dst, streams, intervals, t0, t_end, start_ts, peer_ep):
-    from taurus.datapath.devices.nic_state import SG_RETX
+    from taurus.datapath.devices.nic.state import SG_RETX
     secs = max(1e-9, (t_end - t0) / 1e9)
     sent = sum(s.c.acked() for s in streams)
     recv = sum(_rx_delivered(peer_ep, s.c) for s in streams)

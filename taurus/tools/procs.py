@@ -1,38 +1,16 @@
 """The one way Taurus starts and stops processes.
 
-- ``pidfile()``: a long-lived Taurus process (engine, agent) records itself in
-  /run/taurus/<role>-<pid>.pid, so `taurus topo clean` can find it after a
-  crash; the file goes away when the process exits normally.
+- ``taurus.pidfiles.pidfile()`` records a long-lived process (engine, agent,
+  run) so that `taurus topo clean` finds it after a crash.
 - ``spawn()`` starts a command, optionally inside a namespace, in its own
   process group; ``stop()`` ends it: SIGTERM, a grace period, then SIGKILL of
   the whole group, and always reaps it.
 """
-import atexit
 import contextlib
 import os
 import signal
 import subprocess
 import time
-
-PID_DIR = "/run/taurus"
-
-
-@contextlib.contextmanager
-def pidfile(role: str, pid_dir: str = PID_DIR):
-    os.makedirs(pid_dir, exist_ok=True)
-    path = os.path.join(pid_dir, f"{role}-{os.getpid()}.pid")
-    with open(path, "w") as f:
-        f.write(f"{os.getpid()}\n")
-
-    def remove():
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-    atexit.register(remove)
-    try:
-        yield path
-    finally:
-        remove()
-
 
 def spawn(cmd: list[str], netns: str | None = None, **kw) -> subprocess.Popen:
     """Start cmd (inside namespace `netns` if given) in a new process group."""

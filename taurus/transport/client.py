@@ -29,9 +29,9 @@ import time
 from collections import deque
 
 
-from ..datapath.devices.nic_app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
-from ..datapath.devices.nic_shm import NicShm
-from ..datapath.devices.nic_state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX, CQ_TIME, CQ_TX,
+from ..datapath.devices.nic.app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
+from ..datapath.devices.nic.shm import NicShm
+from ..datapath.devices.nic.state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX, CQ_TIME, CQ_TX,
                                           FL_ACKED_OFF, FL_MQ_DONE, FL_SRTT, FL_STATE, FL_TXCAP,
                                           FL_TXOFF, FS_FAILED, M_NNIC, M_NRP, NR_IP, OP_READ,
                                           OP_SEND, REQ_NIC, REQ_PEER_IP, REQ_PID, REQ_RESULT,
@@ -117,7 +117,7 @@ class Endpoint:
         t_end = time.monotonic() + timeout
         while row[REQ_STATE] == RQ_ASKED:
             if self.eng is not None:
-                from ..datapath.devices.nic_setup import nic_service
+                from ..datapath.devices.nic.setup import nic_service
                 nic_service(self.eng)
             elif time.monotonic() > t_end:
                 row[REQ_STATE] = RQ_FREE

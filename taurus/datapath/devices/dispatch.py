@@ -5,13 +5,13 @@ a hundred arrays): compiled with reference counting, each call paid an
 atomic incref/decref pair per array, several microseconds a pass.  They
 never allocate, so they are ``hot``; so is l2fwd.
 """
-from ..wire.codec import hot
+from ..hot import hot
 
 from .impair import impair_poll, impair_timer
 from .l2fwd import l2fwd_poll
-from .nic import nic_poll, nic_timer
+from .nic.poll import nic_poll, nic_timer
 from .pktgen import pktgen_timer
-from .switch import switch_poll, switch_timer
+from .switch.poll import switch_poll, switch_timer
 from .table import IMPAIR, L2FWD, NIC, PKTGEN, SWITCH
 
 

@@ -5,7 +5,7 @@ l2fwd: rx-burst -> tx-burst, and whatever the output port cannot take is
 dropped and counted there (tx_drop).
 """
 from ..ports.dispatch import port_rx_burst, port_tx_or_drop
-from ..wire.codec import hot
+from ..hot import hot
 
 
 @hot

@@ -15,7 +15,7 @@ import struct
 
 from pyroute2.netns import listnetns
 
-from taurus.tools.netns import in_ns
+from taurus.nsenter import in_ns
 
 from . import afpacket_ring as R
 from .common import PACKET

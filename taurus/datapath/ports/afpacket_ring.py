@@ -20,7 +20,7 @@ import numpy as np
 from ..lowlevel import (copy_bytes, errno, kick_tx, load_acquire_u32_at, peek_u32, poke_u32,
                         store_release_u32_at)
 from ..mbuf import mbuf_alloc, mbuf_free, mbuf_received
-from ..wire.codec import hot
+from ..hot import hot
 from .common import (RX_BYTES, RX_EMPTY, RX_ERR, RX_NOBUF, RX_PKTS, TX_BUSY, TX_BYTES,
                      TX_ERR, TX_KICKS, TX_PKTS)
 

@@ -18,7 +18,7 @@ from .common import INF, MEM, PACKET, TX_DROP, XDP
 from .memlink import mem_next_event, mem_rx_burst, mem_rx_pending, mem_tx_burst
 from .xdp_ring import xdp_rx_burst, xdp_rx_pending, xdp_service, xdp_tx_burst
 from ..mbuf import mbuf_free
-from ..wire.codec import hot
+from ..hot import hot
 
 
 @hot

@@ -13,7 +13,7 @@ import numba as nb
 import numpy as np
 
 from ..mbuf import mbuf_alloc, mbuf_free, mbuf_put_bytes
-from ..wire.codec import hot
+from ..hot import hot
 from .common import INF, N_LIST, RX_BYTES, RX_PKTS, TX_BYTES, TX_PKTS
 
 PEER, DELAY, RATE, HEAD, TAIL, TX_END = range(6)

@@ -25,7 +25,7 @@ import time
 
 from pyroute2 import netns as _pyr_netns
 
-from ...tools.netns import in_ns
+from ...nsenter import in_ns
 from ..mbuf import pool_base, xdp_capacity
 from . import xdp_ring as R
 from .common import XDP

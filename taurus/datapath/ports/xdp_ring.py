@@ -19,7 +19,7 @@ import numpy as np
 from ..lowlevel import (errno, kick_tx, load_acquire_u32_at, move_bytes, peek_u32, peek_u64,
                         poke_u32, poke_u64, prefetch, store_release_u32_at, wake_rx)
 from ..mbuf import HEADROOM, mbuf_alloc, mbuf_free, mbuf_received
-from ..wire.codec import hot
+from ..hot import hot
 from .common import (RX_BYTES, RX_ERR, RX_NOBUF, RX_PKTS, RX_WAKEUPS, TX_BUSY, TX_BYTES,
                      TX_ERR, TX_KICKS, TX_PKTS)
 

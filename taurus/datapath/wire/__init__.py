@@ -10,7 +10,8 @@ Numba codecs derived from it.
 - ``layers``  Scapy layers generated from ``spec`` and bound for dissection
               (imports Scapy: keep it out of the engine's import path).
 - ``frames``  Scapy frame builders for tests and tools.
-- ``bench``   ``python -m taurus.datapath.wire.bench``: parser ns/frame.
+
+The parser's cost per frame: ``python bench/parse.py``.
 
 Nothing is imported here so the datapath can use ``spec``/``codec``/``parse``
 without paying for Scapy.

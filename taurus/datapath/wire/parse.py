@@ -18,7 +18,8 @@ decoded (status ``not_taurus``), which is what a switch needs.
 import numpy as np
 
 from . import spec as S
-from .codec import get_field, hot
+from .codec import get_field
+from ..hot import hot
 from .desc import *  # noqa: F401,F403  (statuses, D_*, CFG_*: Numba reads them as globals)
 
 

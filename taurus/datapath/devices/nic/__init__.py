@@ -1,0 +1,27 @@
+"""The host NIC: a UET-style reliable transport (RUD) on one engine port.
+
+Per packet, in the order a packet meets them (one ``poll``):
+
+    poll.py      RX burst from the port, parse once (wire.parse), hand on by PDS type
+    rx.py        receiver: PSN tracking per receive PDC, payload placement,
+                 cumulative ACK + SACK, ACK coalescing, NACK, ECN echo, CSIG, credit
+    ack.py       sender feedback: ACK/SACK/NACK, loss inference, credit, RTT samples
+    signals.py   signal collection: one call site per transport event, handed to
+                 the report engine (datapath/report.py); sigcall.py keeps those
+                 calls out of line of the non-refcounted hot path
+    sq.py        app submissions (send, read) from the per-NIC submission queue
+    tx.py        scheduler: pacing, window and credit gates, retransmission, RTO
+    frame.py     framing (Ethernet/IPv4/UDP), the TX batch, the line-rate account
+
+Timers on the engine's wheel: per-flow pacing and RTO, per-PDC ACK
+coalescing, and one per NIC for "line free again".  Malformed or hostile
+frames are dropped under a named counter (state.NIC_COUNTERS, parser
+statuses per NIC in ``pcnt``).
+
+State and cold code (Python, between runs):
+
+    state.py     every table the transport touches, for all NICs of an engine
+    shm.py       those tables in one shared-memory segment (apps attach to it)
+    app.py       the Python ends of the app queues and stream rings
+    setup.py     build, feed and observe NICs (``Engine.add_nic`` and friends)
+"""

@@ -1,0 +1,264 @@
+"""Sender side, feedback: ACK (cumulative + SACK), NACK, credit, ECN echo,
+RTT samples and CSIG reflections.
+
+Loss inference from SACK: a packet still in flight with at least
+NR_DUPTHRESH SACKed packets above it is lost (TCP's dupthresh rule, RFC
+6675 in spirit); a NACK marks its PSN lost at once.  Lost packets leave the
+in-flight count and wait in the flow's slots for ``send_one``; each is
+retransmitted once per loss event (the RTO covers a lost retransmission).
+"""
+import numba as nb
+from ...hot import hot  # compiled without reference counting (the hot path)
+
+from ...ccnative import cc_native_ack
+import numpy as np
+
+from ...wheel import wheel_cancel
+from ...wire import spec as S
+from ...wire.codec import get_field
+from ...wire.desc import (D_DPDCID, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS, D_PDS_OFF, D_PDS_TYPE,
+                         D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN, D_SPDCID)
+from .sigcall import (signal_ack, signal_credit, signal_csig, signal_custom, signal_ecn,
+                          signal_nack, signal_ooo, signal_rtt)
+from .state import (C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
+                        C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
+                        FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
+                        FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
+                        FL_FRTO, FL_FRTO_END, FL_RTO, FL_RTTVAR, FL_SRTT, FL_STATE, FL_T_RTO,
+                        FL_UNA, FS_ACTIVE,
+                        NR_DUPTHRESH, NR_RTO_MIN, SG_DONE_T, SL_EMPTY, SL_INFL, SL_LOST,
+                        SL_RETX, SL_SACKED, cq_push, psn_recon, unit_recon)
+from .tx import PROBE_TS_MASK, SLO_OFF, flow_wake, rto_arm
+
+
+@hot
+def _flow_of(N, n):
+    """The flow an ACK/NACK is for; 0 = not ours (counted as wrong PDC).
+    The first valid ACK tells us the receiver's PDC id (ends SYN)."""
+    f = _match_flow(N, n)
+    if f == 0:
+        N.ncnt[n, C_DROP_WRONG_PDC] += 1
+    return f
+
+
+@hot
+def _match_flow(N, n):
+    d = N.desc
+    f = d[D_DPDCID]
+    if (f <= 0 or f >= N.fl.shape[0] or N.fl[f, FL_NIC] != n + 1
+            or N.fl[f, FL_STATE] != FS_ACTIVE or N.fl[f, FL_PEER_IP] != d[D_IP_SRC]):
+        return 0
+    if N.fl[f, FL_RPDC] == 0:
+        if d[D_SPDCID] == 0:
+            return 0
+        N.fl[f, FL_RPDC] = d[D_SPDCID]
+    elif N.fl[f, FL_RPDC] != d[D_SPDCID]:
+        return 0
+    return f
+
+
+@hot
+def _mark_lost(N, f, p, msk):
+    N.sl_state[f, p & msk] = SL_LOST
+    N.fl[f, FL_INFL] -= N.sl_len[f, p & msk]
+    N.fl[f, FL_NLOST] += 1
+    if p < N.fl[f, FL_RETX_SCAN]:
+        N.fl[f, FL_RETX_SCAN] = p
+
+
+@hot
+def _frto_ack(N, f, cack, hi, msk):
+    """The first ACK to advance after an RTO (rto_fire): if it acknowledges
+    only the resent packet and SACKs nothing above, what was in flight at
+    the timeout is lost; otherwise it was late, and SACK holes (if any) are
+    found as usual."""
+    if cack + 1 <= N.fl[f, FL_FRTO] and hi == 0:
+        for p in range(cack + 1, N.fl[f, FL_FRTO_END]):
+            if N.sl_state[f, p & msk] == SL_INFL:
+                _mark_lost(N, f, p, msk)
+    N.fl[f, FL_FRTO] = 0
+
+
+@hot
+def _rtt_sample(E, n, f, ts, now):
+    """RFC 6298 smoothing, in ns; as in Linux, rto_min floors the variance
+    margin, not the RTO: RTO = srtt + max(4 rttvar, rto_min).  With RFC
+    6298's max(rto_min, srtt + 4 rttvar), a steady queue (rttvar near 0,
+    many flows at 1 MSS each) gave a spurious timeout nearly every RTT."""
+    N = E.nic
+    rtt = (now - ts) & PROBE_TS_MASK
+    if N.fl[f, FL_SRTT] == 0:
+        N.fl[f, FL_SRTT] = rtt
+        N.fl[f, FL_RTTVAR] = rtt // 2
+    else:
+        N.fl[f, FL_RTTVAR] = (3 * N.fl[f, FL_RTTVAR] + abs(N.fl[f, FL_SRTT] - rtt)) // 4
+        N.fl[f, FL_SRTT] = (7 * N.fl[f, FL_SRTT] + rtt) // 8
+    N.fl[f, FL_RTO] = N.fl[f, FL_SRTT] + max(N.nr[n, NR_RTO_MIN], 4 * N.fl[f, FL_RTTVAR])
+    signal_rtt(E, N, f, rtt, N.fl[f, FL_UNA], now)
+
+
+@hot
+def rx_ack(E, n, i, now):
+    N = E.nic
+    d = N.desc
+    f = _flow_of(N, n)
+    if f == 0:
+        return
+    W = N.sl_state.shape[1]
+    msk = W - 1
+    una = N.fl[f, FL_UNA]
+    nxt = N.fl[f, FL_NXT]
+    cack = psn_recon(d[D_PSN], una - 1)
+    if cack + 1 > nxt or cack + 1 < una - W:   # acks what we never sent
+        N.ncnt[n, C_DROP_ACK_OOR] += 1
+        return
+    N.ncnt[n, C_RX_ACK] += 1
+    buf = E.pool.data[i]
+    q = d[D_PDS_OFF]
+    t = d[D_PDS_TYPE]
+    signal_custom(E, f, i, q, E.pool.length[i], t, now)   # segments the agent asked for
+    freed = np.int64(0)
+    advanced = cack + 1 > una
+    for p in range(una, cack + 1):             # cumulative part
+        s = p & msk
+        st = N.sl_state[f, s]
+        if st == SL_INFL or st == SL_RETX:
+            N.fl[f, FL_INFL] -= N.sl_len[f, s]
+            freed += N.sl_len[f, s]
+        elif st == SL_LOST:
+            N.fl[f, FL_NLOST] -= 1
+        N.fl[f, FL_ACKED_OFF] = (N.sl_off[f, s] & SLO_OFF) + N.sl_len[f, s]
+        N.sl_state[f, s] = SL_EMPTY
+    if advanced:
+        una = cack + 1
+        N.fl[f, FL_UNA] = una
+        N.fl[f, FL_RETRIES] = 0
+        N.fl[f, FL_BACKOFF] = 1
+        if N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND] <= N.fl[f, FL_WEND]:
+            N.fl[f, FL_WBLOCK] = 0
+    if t == S.T_ACK and advanced and N.fl[f, FL_FRTO] != 0:
+        _frto_ack(N, f, cack, 0, msk)
+    if t != S.T_ACK:                           # ACK_CC / ACK_CCX carry a SACK bitmap
+        base = cack + get_field(buf, q, S.ACK_CC_SACK_PSN_OFFSET)
+        bm = get_field(buf, q, S.ACK_CC_SACK_BITMAP)
+        hi = np.int64(0)
+        for k in range(64):
+            if (bm >> k) & 1:
+                p = base + k
+                if una <= p < nxt:
+                    s = p & msk
+                    st = N.sl_state[f, s]
+                    if st == SL_INFL or st == SL_RETX:
+                        N.fl[f, FL_INFL] -= N.sl_len[f, s]
+                        freed += N.sl_len[f, s]
+                        N.sl_state[f, s] = SL_SACKED
+                    elif st == SL_LOST:
+                        N.fl[f, FL_NLOST] -= 1
+                        N.sl_state[f, s] = SL_SACKED
+                    hi = p + 1
+        lim = hi - N.nr[n, NR_DUPTHRESH]       # SACK holes below lim are lost
+        p = max(una, N.fl[f, FL_LOST_SCAN])
+        while p < lim:
+            if N.sl_state[f, p & msk] == SL_INFL:
+                _mark_lost(N, f, p, msk)
+                N.ncnt[n, C_RETX_SACK] += 1
+            p += 1
+        if lim > N.fl[f, FL_LOST_SCAN]:
+            N.fl[f, FL_LOST_SCAN] = lim
+        if advanced and N.fl[f, FL_FRTO] != 0:
+            _frto_ack(N, f, cack, hi, msk)
+        cct = get_field(buf, q, S.ACK_CC_CC_TYPE)
+        if t == S.T_ACK_CC:
+            o = unit_recon(get_field(buf, q, S.ACK_CC_OOO_COUNT), N.fl[f, FL_OOO_LAST], 16)
+            if o > N.fl[f, FL_OOO_LAST]:
+                signal_ooo(E, N, f, o - N.fl[f, FL_OOO_LAST], now)
+                N.fl[f, FL_OOO_LAST] = o
+            if cct == S.CC_CREDIT:
+                cur = N.ctx[f, CX_CREDIT] // S.CREDIT_UNIT_BYTES
+                c = unit_recon(get_field(buf, q, S.ACK_CC_CREDIT), cur, 24) \
+                    * S.CREDIT_UNIT_BYTES
+                if c > N.ctx[f, CX_CREDIT]:
+                    N.ctx[f, CX_CREDIT] = c
+                    signal_credit(E, N, f, c, now)
+        elif cct == S.CCX_CSIG and get_field(buf, q, S.ACK_CCX_RCSIG_FMT) != 0:
+            signal_csig(E, N, f, get_field(buf, q, S.ACK_CCX_RCSIG_T),
+                        get_field(buf, q, S.ACK_CCX_RCSIG_S),
+                        get_field(buf, q, S.ACK_CCX_RCSIG_LM),
+                        get_field(buf, q, S.ACK_CCX_RCSIG_D), now)
+    marked = freed if d[D_PDS_FLAGS] & S.F_ACK_M else 0
+    if marked or d[D_PDS_FLAGS] & S.F_ACK_M:
+        signal_ecn(E, N, f, marked, now)
+    if d[D_PROBE_OFF] >= 0 and d[D_PROBE_MODE] == S.PROBE_ECHO:
+        _rtt_sample(E, n, f, d[D_PROBE_TS], now)
+    signal_ack(E, N, f, freed, N.fl[f, FL_UNA], now)
+    cc_native_ack(E, f, freed, marked)
+    if advanced:
+        _complete(N, n, f, now)
+        if una < nxt:
+            rto_arm(E, f, now, True)
+        else:
+            wheel_cancel(E.wheel, N.fl[f, FL_T_RTO])
+    flow_wake(E, f, now)
+
+
+@hot
+def _complete(N, n, f, now):
+    """Send completions: every message whose last byte is cumulatively ACKed."""
+    M = N.mq.shape[1]
+    k = N.fl[f, FL_MQ_DONE]
+    while k < N.fl[f, FL_MQ_TAIL] and N.mq[f, k % M, 0] <= N.fl[f, FL_ACKED_OFF]:
+        cq_push(N, n, CQ_TX, f, N.mq[f, k % M, 1], N.mq[f, k % M, 0], now)
+        k += 1
+    N.fl[f, FL_MQ_DONE] = k
+    if N.fl[f, FL_ACKED_OFF] >= N.fl[f, FL_POSTED]:
+        N.sig[f, SG_DONE_T] = now
+
+
+@hot
+def rx_nack(E, n, i, now):
+    N = E.nic
+    d = N.desc
+    f = _flow_of(N, n)
+    if f == 0:
+        return
+    N.ncnt[n, C_RX_NACK] += 1
+    msk = N.sl_state.shape[1] - 1
+    p = psn_recon(d[D_PSN], N.fl[f, FL_UNA])
+    code = d[D_NACK_CODE]
+    if code == S.NACK_NO_PKT_BUFFER:
+        _rx_window(E, n, f, i, p, msk, now)
+        return
+    signal_nack(E, N, f, p, code, now)
+    if N.fl[f, FL_UNA] <= p < N.fl[f, FL_NXT]:
+        st = N.sl_state[f, p & msk]
+        trimmed = code == S.NACK_TRIMMED or code == S.NACK_TRIMMED_LASTHOP
+        if st == SL_INFL or (trimmed and st == SL_RETX):
+            _mark_lost(N, f, p, msk)
+            N.ncnt[n, C_RETX_NACK] += 1
+            flow_wake(E, f, now)
+
+
+@hot
+def _rx_window(E, n, f, i, p, msk, now):
+    """The receiver refused PSN p for want of ring space (or, vendor code
+    WINDOW_UPDATE, says its window opened): adopt its window edge; the
+    refused packet waits as lost until the window covers it.  Not a loss
+    signal for CC, and proof the receiver is alive (retries reset)."""
+    N = E.nic
+    N.ncnt[n, C_RX_WINDOW_NACK] += 1
+    buf = E.pool.data[i]
+    q = N.desc[D_PDS_OFF]
+    edge = unit_recon(get_field(buf, q, S.NACK_NACK_PAYLOAD), N.fl[f, FL_ACKED_OFF], 32)
+    if N.fl[f, FL_WBLOCK] != 0 and edge < N.fl[f, FL_WEND]:
+        edge = N.fl[f, FL_WEND]          # edges only grow; this one is stale
+    N.fl[f, FL_WEND] = edge
+    N.fl[f, FL_WBLOCK] = 1
+    N.fl[f, FL_RETRIES] = 0
+    if get_field(buf, q, S.NACK_VENDOR_CODE) != S.NACK_VC_WINDOW_UPDATE:
+        if N.fl[f, FL_UNA] <= p < N.fl[f, FL_NXT]:
+            st = N.sl_state[f, p & msk]
+            if st == SL_INFL or st == SL_RETX:
+                _mark_lost(N, f, p, msk)
+    if edge >= N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND]:
+        N.fl[f, FL_WBLOCK] = 0           # fully open again
+    flow_wake(E, f, now)

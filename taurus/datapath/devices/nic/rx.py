@@ -1,0 +1,313 @@
+"""Receiver side of the host NIC: PSN tracking per receive PDC, payload
+placement, cumulative ACK + SACK bitmap, ACK coalescing, NACK on a gap,
+ECN echo (M flag), per-packet timestamp echo (RTT), CSIG reflection, credit.
+
+Coalescing: one ACK per NR_ACK_EVERY data packets or NR_ACK_DELAY ns after
+the first unacknowledged one (a wheel timer per PDC), and at once on CE, on
+an out-of-order or duplicate packet, or when the sender sets AR.
+
+ACK format (ours, from PROTOCOLS.md): ACK_CC (NSCC state: rcvd_bytes,
+ooo_count) by default; ACK_CC with cc_type CREDIT for a PDC opened by
+RUD_CC_REQ; ACK_CCX (ccx_type CSIG) when a CSIG tag arrived since the last
+ACK (a credit PDC keeps ACK_CC: credit wins).  cack_psn = the last PSN of the
+in-order prefix; the SACK base is the first missing PSN, or later if the
+triggering packet lies beyond 64 PSNs.  Every ACK echoes, in a Taurus probe
+field, the send timestamp of the last data packet that arrived.
+"""
+import numba as nb
+from ...hot import hot  # compiled without reference counting (the hot path)
+import numpy as np
+
+from ...wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
+from ...lowlevel import copy_bytes
+from ...wire import spec as S
+from ...wire.codec import get_field, set_field, write_prologue
+from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D_DPDCID,
+                         D_IP_ECN, D_IP_SRC, D_PAYLOAD_LEN, D_PAYLOAD_OFF, D_PDS_FLAGS,
+                         D_PDS_NEXT, D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
+                         D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
+                         D_SPDCID)
+from .frame import ECN_CE, PDS_OFF, frame_l2l4, frame_new, tx_emit
+from ..table import CTL_YIELD
+from .state import (C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
+                        C_DROP_WRONG_PDC, C_PDC_OPEN, C_RX_CE, C_RX_DATA, C_RX_DUP, C_RX_OOO,
+                        C_RX_TRIMMED, C_TX_ACK, C_TX_NACK, CQ_RX, M_NRP, NR_ACK_DELAY, NR_ACK_EVERY,
+                        NR_CREDIT_WIN, NR_DEV, NR_INIT_CREDIT, RP_BUFCAP, RP_BUFOFF, RP_CC,
+                        RP_CREDIT, RP_CSIG_D, RP_CSIG_FMT, RP_CSIG_LM, RP_CSIG_S, RP_CSIG_T,
+                        RP_DELIV, RP_ECN, RP_EV, RP_HAS_TS, RP_NACKED, RP_NIC, RP_NXT, RP_OOO,
+                        RP_PEER_IP, RP_PEER_MAC, RP_PEER_PDC, RP_PEND, RP_RCVD, RP_T_ACK,
+                        RP_TARGET, RP_TRIG, RP_TS, RP_TSSEQ, TK_ACK, TK_SHIFT, cq_push,
+                        M_YIELD_RX, psn_recon, rx_lookup)
+
+
+@hot
+def _ring_put(ring, base, cap, off, src, so, ln):
+    """Copy ln bytes to stream offset off of the ring at ring[base:base+cap]."""
+    s = off % cap
+    a = min(ln, cap - s)
+    r, q = ring.ctypes.data + base, src.ctypes.data + so
+    copy_bytes(r + s, q, a)         # memcpy: a byte loop costs ~3 cycles a byte
+    copy_bytes(r, q + a, ln - a)
+
+
+@hot
+def rx_grant_credit(N, n, r, now):
+    """Cumulative credit for an RCCC sender (bytes).  Placeholder policy until
+    the algorithms arrive: a static window beyond what has arrived, bounded
+    by the sender's backlog; never decreasing.  The real RCCC divides the
+    link over the Active Sender Table per time slice."""
+    g = N.rp[r, RP_RCVD] + min(N.nr[n, NR_CREDIT_WIN], N.rp[r, RP_TARGET])
+    g = max(g, N.nr[n, NR_INIT_CREDIT])
+    if g > N.rp[r, RP_CREDIT]:
+        N.rp[r, RP_CREDIT] = g
+    return N.rp[r, RP_CREDIT]
+
+
+@hot
+def send_ack(E, n, r, now):
+    N = E.nic
+    rp = N.rp
+    cc = rp[r, RP_CC] != 0
+    t = S.T_ACK_CCX if (rp[r, RP_CSIG_FMT] != 0 and not cc) else S.T_ACK_CC
+    has_ts = rp[r, RP_HAS_TS] != 0
+    total = PDS_OFF + S.ACK_CC_SIZE + (S.PROBE_SIZE if has_ts else 0)
+    i = frame_new(E, n, total)
+    if i < 0:
+        return
+    frame_l2l4(E, n, i, rp[r, RP_PEER_MAC], rp[r, RP_PEER_IP], rp[r, RP_EV], 0, total)
+    buf = E.pool.data[i]
+    q = PDS_OFF
+    flags = 0
+    if rp[r, RP_ECN]:
+        flags |= S.F_ACK_M
+    if has_ts:
+        flags |= S.F_TP
+    write_prologue(buf, q, t, S.NH_NONE, flags)
+    nxt = rp[r, RP_NXT]
+    cack = nxt - 1
+    trig = rp[r, RP_TRIG]
+    set_field(buf, q, S.ACK_ACK_PSN_OFFSET, max(-32768, min(32767, trig - cack)))
+    set_field(buf, q, S.ACK_CACK_PSN, cack & 0xFFFFFFFF)
+    set_field(buf, q, S.ACK_SPDCID, r)
+    set_field(buf, q, S.ACK_DPDCID, rp[r, RP_PEER_PDC])
+    W = N.rs_bits.shape[1]
+    base = nxt
+    if trig >= base + 64:
+        base = trig - 63
+    bm = np.int64(0)
+    for k in range(64):
+        x = base + k
+        if x - nxt < W and N.rs_bits[r, x & (W - 1)] != 0:
+            bm |= np.int64(1) << k
+    set_field(buf, q, S.ACK_CC_SACK_PSN_OFFSET, base - cack)
+    set_field(buf, q, S.ACK_CC_SACK_BITMAP, bm)
+    if t == S.T_ACK_CC:
+        if cc:
+            set_field(buf, q, S.ACK_CC_CC_TYPE, S.CC_CREDIT)
+            g = rx_grant_credit(N, n, r, now)
+            set_field(buf, q, S.ACK_CC_CREDIT, (g // S.CREDIT_UNIT_BYTES) & 0xFFFFFF)
+        else:
+            set_field(buf, q, S.ACK_CC_CC_TYPE, S.CC_NSCC)
+            set_field(buf, q, S.ACK_CC_RCVD_BYTES, (rp[r, RP_RCVD] >> 8) & 0xFFFFFF)
+        set_field(buf, q, S.ACK_CC_OOO_COUNT, rp[r, RP_OOO] & 0xFFFF)
+    else:
+        set_field(buf, q, S.ACK_CCX_CCX_TYPE, S.CCX_CSIG)
+        set_field(buf, q, S.ACK_CCX_RCSIG_FMT, rp[r, RP_CSIG_FMT])
+        set_field(buf, q, S.ACK_CCX_RCSIG_T, rp[r, RP_CSIG_T])
+        set_field(buf, q, S.ACK_CCX_RCSIG_D, rp[r, RP_CSIG_D])
+        set_field(buf, q, S.ACK_CCX_RCSIG_LM, rp[r, RP_CSIG_LM])
+        set_field(buf, q, S.ACK_CCX_RCSIG_S, rp[r, RP_CSIG_S])
+    if has_ts:
+        pr = q + S.ACK_CC_SIZE
+        set_field(buf, pr, S.PROBE_MODE, S.PROBE_ECHO)
+        set_field(buf, pr, S.PROBE_TS, rp[r, RP_TS])
+        set_field(buf, pr, S.PROBE_SEQ, rp[r, RP_TSSEQ])
+    tx_emit(E, n, i, now)
+    N.ncnt[n, C_TX_ACK] += 1
+    rp[r, RP_PEND] = 0
+    rp[r, RP_ECN] = 0
+    rp[r, RP_CSIG_FMT] = 0
+    rp[r, RP_HAS_TS] = 0
+    if rp[r, RP_T_ACK] > 0:
+        wheel_cancel(E.wheel, rp[r, RP_T_ACK] - 1)
+
+
+@hot
+def send_nack(E, n, r, psn, code, vendor, payload, now):
+    N = E.nic
+    total = PDS_OFF + S.NACK_SIZE
+    i = frame_new(E, n, total)
+    if i < 0:
+        return
+    frame_l2l4(E, n, i, N.rp[r, RP_PEER_MAC], N.rp[r, RP_PEER_IP], N.rp[r, RP_EV], 0, total)
+    buf = E.pool.data[i]
+    write_prologue(buf, PDS_OFF, S.T_NACK, S.NH_NONE, 0)
+    set_field(buf, PDS_OFF, S.NACK_NACK_CODE, code)
+    set_field(buf, PDS_OFF, S.NACK_NACK_PSN, psn & 0xFFFFFFFF)
+    set_field(buf, PDS_OFF, S.NACK_SPDCID, r)
+    set_field(buf, PDS_OFF, S.NACK_DPDCID, N.rp[r, RP_PEER_PDC])
+    set_field(buf, PDS_OFF, S.NACK_VENDOR_CODE, vendor)
+    set_field(buf, PDS_OFF, S.NACK_NACK_PAYLOAD, payload & 0xFFFFFFFF)
+    tx_emit(E, n, i, now)
+    N.ncnt[n, C_TX_NACK] += 1
+
+
+@hot
+def rx_control(E, n, i, now):
+    """CONTROL: a probe request (nic_tx.send_probe) is answered at once by an
+    ACK echoing its timestamp; other control types are not this NIC's
+    business (counted as drop_bad_type)."""
+    N = E.nic
+    d = N.desc
+    if d[D_PDS_NEXT] != S.CTL_PROBE or d[D_PROBE_OFF] < 0 or d[D_PROBE_MODE] != S.PROBE_REQ:
+        N.ncnt[n, C_DROP_BAD_TYPE] += 1
+        return
+    r = _pdc_of(E, n, i, now)            # an open PDC of this peer, or dropped (counted)
+    if r == 0 or d[D_PDS_FLAGS] & S.F_SYN:
+        return
+    N.ncnt[n, C_RX_PROBE] += 1
+    rp = N.rp
+    rp[r, RP_TS] = d[D_PROBE_TS]
+    rp[r, RP_TSSEQ] = d[D_PROBE_SEQ]
+    rp[r, RP_HAS_TS] = 1
+    send_ack(E, n, r, now)
+
+
+@hot
+def _pdc_of(E, n, i, now):
+    """The receive PDC of a request, opening one on SYN; 0 = drop (counted)."""
+    N = E.nic
+    d = N.desc
+    src = d[D_IP_SRC]
+    if d[D_PDS_FLAGS] & S.F_SYN:
+        r = rx_lookup(N, n, src, d[D_SPDCID], True)
+        if r == 0:
+            N.ncnt[n, C_DROP_NO_PDC] += 1
+            return 0
+        if N.rp[r, RP_NIC] == 0:             # new: our start is psn - psn_offset
+            rp = N.rp
+            buf = E.pool.data[i]
+            rp[r, RP_NIC] = n + 1
+            rp[r, RP_PEER_MAC] = get_field(buf, 0, S.ETH_SRC)
+            rp[r, RP_PEER_IP] = src
+            rp[r, RP_PEER_PDC] = d[D_SPDCID]
+            rp[r, RP_EV] = get_field(buf, d[D_PDS_OFF] - S.UDP_SIZE, S.UDP_SPORT)
+            rp[r, RP_NXT] = d[D_PSN] - (d[D_DPDCID] & 0xFFF)
+            rp[r, RP_CREDIT] = N.nr[n, NR_INIT_CREDIT]
+            t = wheel_alloc(E.wheel, N.nr[n, NR_DEV], (np.int64(TK_ACK) << TK_SHIFT) | r)
+            rp[r, RP_T_ACK] = t + 1          # 0: no timer, ACK every packet
+            N.ncnt[n, C_PDC_OPEN] += 1
+        return r
+    r = d[D_DPDCID]
+    if (r <= 0 or r > N.meta[M_NRP] or N.rp[r, RP_NIC] != n + 1
+            or N.rp[r, RP_PEER_IP] != src or N.rp[r, RP_PEER_PDC] != d[D_SPDCID]):
+        N.ncnt[n, C_DROP_WRONG_PDC] += 1
+        return 0
+    return r
+
+
+@hot
+def rx_data(E, n, i, now):
+    """A RUD request (data) arrived: frame i, already parsed into N.desc."""
+    N = E.nic
+    d = N.desc
+    r = _pdc_of(E, n, i, now)
+    if r == 0:
+        return
+    rp = N.rp
+    if d[D_SES_TYPE] != S.NH_SES_STD:
+        N.ncnt[n, C_DROP_BAD_SES] += 1
+        return
+    W = N.rs_bits.shape[1]
+    msk = W - 1
+    nxt = rp[r, RP_NXT]
+    p = psn_recon(d[D_PSN], nxt)
+    if p - nxt >= W:
+        N.ncnt[n, C_DROP_PSN_OOR] += 1
+        return
+    if d[D_PAYLOAD_LEN] == 0:
+        # Our senders never send an empty data packet: a switch trimmed this
+        # one.  NACK it (TRIMMED) so the sender retransmits it at once.
+        N.ncnt[n, C_RX_TRIMMED] += 1
+        if p >= nxt and N.rs_bits[r, p & msk] == 0:
+            send_nack(E, n, r, p, S.NACK_TRIMMED, 0, 0, now)
+        return
+    buf = E.pool.data[i]
+    now_ack = (d[D_PDS_FLAGS] & S.F_AR) != 0
+    if p < nxt or N.rs_bits[r, p & msk] != 0:
+        N.ncnt[n, C_RX_DUP] += 1              # re-ACK: our last ACK may be lost
+        now_ack = True
+    else:
+        off = get_field(buf, d[D_SES_OFF], S.SES_STD_BUFFER_OFFSET)
+        ln = d[D_PAYLOAD_LEN]
+        cap = rp[r, RP_BUFCAP]
+        edge = rp[r, RP_READ] + cap       # the ring holds [READ, READ + cap)
+        if off < rp[r, RP_DELIV] or off + ln > edge + cap or ln > cap:
+            N.ncnt[n, C_DROP_BAD_OFFSET] += 1  # no sender we answer could send this
+            return
+        if off + ln > edge:                    # the app is behind: no room
+            N.ncnt[n, C_DROP_RX_WINDOW] += 1
+            rp[r, RP_WBLOCK] = 1
+            rp[r, RP_WADV] = edge
+            send_nack(E, n, r, p, S.NACK_NO_PKT_BUFFER, 0, edge, now)
+            return
+        _ring_put(N.rxbuf, rp[r, RP_BUFOFF], cap, off, buf, d[D_PAYLOAD_OFF], ln)
+        s = p & msk
+        N.rs_bits[r, s] = 1
+        N.rs_end[r, s] = off + ln
+        N.rs_msg[r, s] = d[D_SES_MSG_ID] + 1 if (d[D_SES_FLAGS] & S.SF_EOM) else 0
+        rp[r, RP_RCVD] += ln
+        N.ncnt[n, C_RX_DATA] += 1
+        if d[D_PDS_TYPE] == S.T_RUD_CC_REQ:
+            rp[r, RP_CC] = 1
+            rp[r, RP_TARGET] = get_field(buf, d[D_PDS_OFF], S.RUD_CC_REQ_CREDIT_TARGET) \
+                * S.CREDIT_UNIT_BYTES
+        if p == nxt:
+            while N.rs_bits[r, nxt & msk] != 0:    # deliver the in-order prefix
+                s = nxt & msk
+                N.rs_bits[r, s] = 0
+                rp[r, RP_DELIV] = N.rs_end[r, s]
+                if N.rs_msg[r, s] != 0:
+                    cq_push(N, n, CQ_RX, r, N.rs_msg[r, s] - 1, N.rs_end[r, s], now)
+                    N.rs_msg[r, s] = 0
+                    if N.meta[M_YIELD_RX] != 0:
+                        E.ctl[CTL_YIELD] = 1    # an app between chunks answers it
+                nxt += 1
+            rp[r, RP_NXT] = nxt
+        else:
+            rp[r, RP_OOO] += 1
+            N.ncnt[n, C_RX_OOO] += 1
+            now_ack = True
+            if rp[r, RP_NACKED] != nxt + 1:        # one NACK per hole
+                rp[r, RP_NACKED] = nxt + 1
+                send_nack(E, n, r, nxt, S.NACK_RCVR_INFER_LOSS, 0, 0, now)
+    if d[D_IP_ECN] == ECN_CE:
+        rp[r, RP_ECN] = 1
+        N.ncnt[n, C_RX_CE] += 1
+        now_ack = True
+    if d[D_CSIG_FMT] != 0:
+        rp[r, RP_CSIG_FMT] = d[D_CSIG_FMT]
+        rp[r, RP_CSIG_T] = d[D_CSIG_T]
+        rp[r, RP_CSIG_S] = d[D_CSIG_S]
+        rp[r, RP_CSIG_LM] = d[D_CSIG_LM]
+        rp[r, RP_CSIG_D] = d[D_CSIG_D]
+    if d[D_PROBE_OFF] >= 0 and d[D_PROBE_MODE] == S.PROBE_DATA:
+        rp[r, RP_TS] = d[D_PROBE_TS]
+        rp[r, RP_TSSEQ] = d[D_PROBE_SEQ]
+        rp[r, RP_HAS_TS] = 1
+    rp[r, RP_TRIG] = p
+    rp[r, RP_PEND] += 1
+    t = rp[r, RP_T_ACK] - 1
+    if now_ack or t < 0 or rp[r, RP_PEND] >= N.nr[n, NR_ACK_EVERY]:
+        send_ack(E, n, r, now)
+    elif not wheel_armed(E.wheel, t):
+        wheel_schedule(E.wheel, t, now + N.nr[n, NR_ACK_DELAY])
+
+
+@hot
+def ack_timer(E, n, r, now):
+    """The coalescing deadline of PDC r passed."""
+    if E.nic.rp[r, RP_PEND] > 0:
+        send_ack(E, n, r, now)
+        return 1
+    return 0

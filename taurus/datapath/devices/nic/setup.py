@@ -1,0 +1,408 @@
+"""Python API of the host NIC (build, feed, observe).  Call between runs.
+
+    nic_reserve(eng, max_flows=..., win=256, tx_bytes=..., rx_bytes=...)   optional, first
+    d = add_nic(eng, port, mac, ip, line_rate_bps=..., ...)
+    f = add_flow(eng, d, peer_mac, peer_ip, rate_bps=..., cwnd_bytes=..., credit=False)
+    nic_post(eng, d, f, data)                 one message (WouldBlock when the ring is full)
+    v = nic_send_buffer(eng, d, f, n); ...; nic_commit(eng, d, f, n)    the same, written in place
+    eng.run_for(...)
+    nic_take_delivered(eng, d_rx, src_ip, f)  bytes delivered in order since the last take
+    nic_completions(eng)                      [(kind, nic, flow-or-pdc, msg, end, time)]
+    nic_counters(eng, d), flow_stats(eng, f), flow_done(eng, f)
+
+Streams are rings (nic_state.py): a flow holds at most ``buf_bytes`` posted
+but unACKed bytes, a receive PDC ``rx_buf_bytes`` delivered but unconsumed
+bytes.  ``nic_delivered`` peeks at the unconsumed bytes (the whole stream
+while nothing was taken and it fits in the ring); ``nic_take_delivered``
+consumes them, which reopens the receiver's window (through the NIC's SQ,
+exactly as an app in another process does: nic_app.py).
+
+The tables live in the shared segment ``<engine>-nic`` (nic_shm.py); apps
+ask for connections through its request rows, which ``nic_service`` answers
+(the engine calls it between run chunks).
+"""
+import ipaddress
+
+from ... import ccshm as C
+from ...ccnative import PAR_MSS
+from ...wire import spec as S
+from .state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
+                        FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
+                        FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
+                        FL_RTO, FL_SCHED, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO,
+                        FL_TXCAP, FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND,
+                        RP_BUFCAP, OP_READ,
+                        REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_STATE, RQ_ASKED, RQ_DONE,
+                        RQ_FAILED,
+                        M_NFL, M_NNIC, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY,
+                        NR_ACK_EVERY,
+                        NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
+                        NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
+                        NR_RXCAP, NR_TXTIMER, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
+                        SIGNAL_NAMES, TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
+from .app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
+from .shm import NicShm
+from .tx import wake_flow
+from ..table import NIC
+from ...wheel import wheel_alloc
+from ...wire.desc import status_counts
+
+DATA_HDR = (S.ETH_SIZE + S.IPV4_SIZE + S.UDP_SIZE + S.RUD_CC_REQ_SIZE + S.PROBE_SIZE
+            + S.SES_STD_SIZE)
+
+
+def mac_int(mac) -> int:
+    return mac if isinstance(mac, int) else int(str(mac).replace(":", ""), 16)
+
+
+def ip_int(ip) -> int:
+    return ip if isinstance(ip, int) else int(ipaddress.IPv4Address(ip))
+
+
+def nic_reserve(eng, max_flows: int | None = None, win: int = 256, tx_bytes: int = 64 << 20,
+                rx_bytes: int = 64 << 20, msgs: int = 256, cq: int = 4096,
+                sq: int = 1024) -> None:
+    """Size the NIC tables of this engine (before any NIC is added and before
+    the first run) and place them in the shared segment ``<engine>-nic``,
+    released with the engine.  Zero-filled and sparse: unused capacity costs
+    no memory.  msgs: messages queued per flow; cq/sq: queue depth per NIC."""
+    if getattr(eng, "_nic_reserved", False):
+        raise ValueError("nic_reserve must come before the first add_nic")
+    old = eng.E.nic
+    F = old.fl.shape[0] if max_flows is None else max_flows + 1
+    seg = NicShm.create(eng.name + "-nic", max_ports=old.nr.shape[0], max_flows=F, win=win,
+                        tx_bytes=tx_bytes, rx_bytes=rx_bytes, msgs=msgs, cq=cq, sq=sq)
+    eng._handles.append(seg)            # closed (and unlinked) with the engine
+    eng.E = eng.E._replace(nic=seg.state)
+    eng._nic_shm = seg
+    eng._nic_neigh = {}
+    eng._rx_read = {}
+    eng._rx_pdc = {}
+    eng._nic_reserved = True
+    if hasattr(eng, "on_chunk"):
+        eng.on_chunk.append(lambda: nic_service(eng))
+
+
+def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
+            ack_every: int = 4, ack_delay_ns: int = 2000, rto_min_ns: int = 50_000,
+            rto_init_ns: int = 200_000, max_retries: int = 15, init_credit: int = 16384,
+            credit_window: int = 65536, rx_buf_bytes: int = 1 << 20, dupthresh: int = 3,
+            budget: int = 32, name: str | None = None) -> int:
+    """A host NIC on engine port `port`; returns its device index.
+    ``rto_min_ns`` floors the RTO's variance margin: RTO = srtt +
+    max(4 rttvar, rto_min) (as Linux does), ``rto_init_ns`` is the RTO
+    before the first RTT sample."""
+    if not getattr(eng, "_nic_reserved", False):
+        nic_reserve(eng)
+    N = eng.E.nic
+    n = int(N.meta[M_NNIC])
+    if n >= N.nr.shape[0]:
+        raise ValueError("too many NICs")
+    if not 64 <= mss <= eng.E.pool.data.shape[1] - DATA_HDR:
+        raise ValueError(f"mss must be in 64..{eng.E.pool.data.shape[1] - DATA_HDR}")
+    if ack_every < 1 or ack_delay_ns < 0 or budget < 1 or dupthresh < 1:
+        raise ValueError("ack_every, budget, dupthresh >= 1 and ack_delay_ns >= 0 required")
+    d = eng.add_device(NIC, [port], name)
+    eng.E.devs.regs[d, 0] = n
+    r = N.nr[n]
+    r[NR_DEV], r[NR_PORT], r[NR_MAC], r[NR_IP] = d, port, mac_int(mac), ip_int(ip)
+    r[NR_LINE], r[NR_MSS], r[NR_ACK_EVERY], r[NR_ACK_DELAY] = (line_rate_bps, mss, ack_every,
+                                                               ack_delay_ns)
+    r[NR_RTO_MIN], r[NR_RTO_INIT], r[NR_RETRIES] = rto_min_ns, rto_init_ns, max_retries
+    r[NR_INIT_CREDIT], r[NR_CREDIT_WIN], r[NR_RXCAP] = init_credit, credit_window, rx_buf_bytes
+    r[NR_DUPTHRESH], r[NR_BUDGET] = dupthresh, budget
+    if rx_buf_bytes < mss:
+        raise ValueError("rx_buf_bytes must hold at least one MSS")
+    eng._nic_shm.set_name(n, name or f"nic{n}")
+    eng._nic_neigh[ip_int(ip)] = mac_int(mac)
+    t = wheel_alloc(eng.E.wheel, d, (TK_TX << TK_SHIFT) | n)
+    if t < 0:
+        raise ValueError("timing wheel full (Engine(timers=...))")
+    r[NR_TXTIMER] = t
+    N.meta[M_NNIC] = n + 1
+    return d
+
+
+def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int = 0,
+             credit: bool = False, init_credit: int | None = None, buf_bytes: int = 1 << 20,
+             start_psn: int = 0, ev: int | None = None, rwnd_bytes: int | None = None) -> int:
+    """A sending flow (one PDC + one CCC) from NIC `d` to a peer.  rate_bps
+    (0: unpaced) and cwnd_bytes (0: none) fill its CC context row; credit:
+    RCCC (RUD_CC_REQ, sends only within cumulative credit, starting from
+    init_credit, default the NIC's).  buf_bytes: its send ring; rwnd_bytes:
+    the receiver's ring capacity (default: this NIC's rx_buf_bytes; NICs are
+    configured alike)."""
+    N = eng.E.nic
+    n = int(eng.E.devs.regs[d, 0])
+    rwnd = int(N.nr[n, NR_RXCAP]) if rwnd_bytes is None else int(rwnd_bytes)
+    if buf_bytes < 1 or rwnd < N.nr[n, NR_MSS]:
+        raise ValueError("buf_bytes must be >= 1 and rwnd_bytes >= the MSS")
+    f = int(N.meta[M_NFL]) + 1
+    if f >= N.fl.shape[0]:
+        raise ValueError("too many flows (nic_reserve(max_flows=...))")
+    off = int(N.meta[M_TX_BUMP])
+    if off + buf_bytes > N.txbuf.shape[0]:
+        raise ValueError("send arena full (nic_reserve(tx_bytes=...))")
+    tp = wheel_alloc(eng.E.wheel, d, (TK_PACE << TK_SHIFT) | f)
+    tr = wheel_alloc(eng.E.wheel, d, (TK_RTO << TK_SHIFT) | f)
+    if tp < 0 or tr < 0:
+        raise ValueError("timing wheel full (Engine(timers=...))")
+    N.meta[M_NFL] = f
+    N.meta[M_TX_BUMP] = off + buf_bytes
+    row = N.fl[f]
+    row[:] = 0
+    row[FL_NIC], row[FL_STATE] = n + 1, FS_ACTIVE
+    row[FL_PEER_MAC], row[FL_PEER_IP] = mac_int(peer_mac), ip_int(peer_ip)
+    row[FL_EV] = (0xC000 | (f & 0x3FFF)) if ev is None else ev & 0xFFFF
+    for c in (FL_START, FL_NXT, FL_UNA, FL_RETX_SCAN, FL_LOST_SCAN):
+        row[c] = start_psn
+    row[FL_TXOFF], row[FL_TXCAP], row[FL_RWND] = off, buf_bytes, rwnd
+    row[FL_T_PACE], row[FL_T_RTO] = tp, tr
+    row[FL_RTO], row[FL_BACKOFF] = N.nr[n, NR_RTO_INIT], 1
+    row[FL_USES_CREDIT] = int(bool(credit))
+    N.ctx[f, CX_RATE], N.ctx[f, CX_CWND] = rate_bps, cwnd_bytes
+    N.ctx[f, CX_CREDIT] = (N.nr[n, NR_INIT_CREDIT] if init_credit is None else init_credit) \
+        if credit else 0
+    N.ctx[f, CX_VERSION] = 1
+    N.sig[f] = 0
+    _register_cc(eng, n, f)
+    return f
+
+
+CC_MODES = ("static", "agent", "per-event", "native")
+
+
+def _register_cc(eng, n: int, f: int) -> None:
+    """Announce flow f of NIC n on the agent contract: its reports go to NIC
+    n's ring, with the events the agent asked new flows to report."""
+    cc = eng.cc
+    if f >= cc.max_flows or n >= cc.max_nics:
+        raise ValueError(f"flow {f} of NIC {n} exceeds the engine's contract "
+                         f"(Engine(max_flows={cc.max_flows}, max_nics={cc.max_nics}))")
+    cc.owner[f] = n
+    cc.event_mask[f] = cc.ctls[n, C.CTL_DEFAULT_MASK]
+    cc.rate[f] = cc.cwnd[f] = cc.credit[f] = cc.flags[f] = 0
+
+
+def set_flow_mode(eng, f: int, mode: str) -> None:
+    """Who decides flow f's rate and window:
+    static     the values given to add_flow / set_flow_cc, no reports;
+    agent      the agent (TAURUS), through aggregated reports;
+    per-event  the agent with aggregation off on this flow's NIC (CCP-like);
+    native     the engine's compiled algorithm (Engine(native=...)), per ACK
+               (the in-datapath baseline)."""
+    if mode not in CC_MODES:
+        raise ValueError(f"cc mode must be one of {CC_MODES}, got {mode!r}")
+    cc, N = eng.cc, eng.E.nic
+    n = int(cc.owner[f])
+    if mode == "static":
+        cc.flags[f], cc.event_mask[f] = 0, 0
+    elif mode in ("agent", "per-event"):
+        cc.flags[f] = C.FL_CC_ACTIVE
+        cc.event_mask[f] = cc.event_mask[f] or cc.ctls[n, C.CTL_DEFAULT_MASK]
+        cc.ctls[n, C.CTL_AGGREGATE] = 0 if mode == "per-event" else 1
+    else:
+        if not eng.has_native:
+            raise ValueError("cc mode native: this engine has no native algorithm "
+                             "(Engine(native=...))")
+        mss = int(N.nr[n, NR_MSS])
+        eng.E.alg.par[PAR_MSS] = mss
+        cc.flags[f], cc.event_mask[f] = C.FL_NATIVE, 0
+        cc.cwnd[f] = int(N.ctx[f, CX_CWND]) or 10 * mss
+
+
+def set_flow_cc(eng, f: int, rate_bps: int | None = None, cwnd_bytes: int | None = None):
+    """What the agent will do through the shared context table."""
+    N = eng.E.nic
+    if rate_bps is not None:
+        N.ctx[f, CX_RATE] = rate_bps
+    if cwnd_bytes is not None:
+        N.ctx[f, CX_CWND] = cwnd_bytes
+    N.ctx[f, CX_VERSION] += 1
+
+
+def _send_room(eng, d: int, f: int, n: int) -> int:
+    """Where an n-byte message would start in flow f's stream; WouldBlock
+    when its send ring or message queue has no room."""
+    N = eng.E.nic
+    if N.fl[f, FL_NIC] != int(eng.E.devs.regs[d, 0]) + 1:
+        raise ValueError(f"flow {f} does not belong to device {d}")
+    if n <= 0:
+        raise ValueError("empty message")
+    if n > N.fl[f, FL_TXCAP]:
+        raise ValueError(f"message larger than the flow's send ring ({int(N.fl[f, FL_TXCAP])})")
+    if N.fl[f, FL_MQ_TAIL] - N.fl[f, FL_MQ_DONE] >= N.mq.shape[1]:
+        raise WouldBlock("message queue full")
+    pos = int(N.fl[f, FL_POSTED])
+    if pos + n - N.fl[f, FL_ACKED_OFF] > N.fl[f, FL_TXCAP]:
+        raise WouldBlock("send ring full")
+    return pos
+
+
+def nic_send_buffer(eng, d: int, f: int, n: int) -> list[memoryview]:
+    """Zero-copy send: the place of the next n-byte message in flow f's send
+    ring, as one writable view (two where the ring wraps); WouldBlock as
+    nic_post.  Write the message there, then nic_commit(eng, d, f, n).  The
+    views hold what was sent through them before: a sender that writes
+    only what changed keeps the rest."""
+    pos = _send_room(eng, d, f, n)
+    N = eng.E.nic
+    return ring_views(N.txbuf, int(N.fl[f, FL_TXOFF]), int(N.fl[f, FL_TXCAP]), pos, n)
+
+
+def nic_commit(eng, d: int, f: int, n: int, msg_id: int | None = None) -> int:
+    """Post the n bytes at nic_send_buffer's views as one message; returns
+    its message id (16 bits on the wire)."""
+    pos = _send_room(eng, d, f, n)
+    N = eng.E.nic
+    tail = int(N.fl[f, FL_MQ_TAIL])
+    mid = tail & 0xFFFF if msg_id is None else msg_id & 0xFFFF
+    N.mq[f, tail % N.mq.shape[1]] = (pos + n, mid)
+    N.fl[f, FL_POSTED] = pos + n
+    N.fl[f, FL_MQ_TAIL] = tail + 1
+    if N.fl[f, FL_SCHED] == SCH_IDLE:  # a queued or timed flow finds the message itself
+        wake_flow(eng.E.nic, eng.E.wheel, f, eng.now())
+    return mid
+
+
+def nic_post(eng, d: int, f: int, data, msg_id: int | None = None) -> int:
+    """Queue one message on flow f; returns its message id (16 bits on the
+    wire).  WouldBlock when its send ring or message queue has no room."""
+    try:
+        buf = memoryview(data).cast("B")
+    except TypeError:                  # not a contiguous buffer (a list of ints, ...)
+        buf = memoryview(bytes(data))
+    a = 0
+    for v in nic_send_buffer(eng, d, f, len(buf)):
+        v[:] = buf[a:a + len(v)]
+        a += len(v)
+    return nic_commit(eng, d, f, len(buf), msg_id)
+
+
+def _rx_pdc(eng, d, src_ip, f):
+    """The receive PDC of flow f of src_ip at NIC d, or 0 while none.  PDCs
+    are never reused: one found is remembered (a lookup from Python costs
+    microseconds of argument checks; a sink asks every run chunk)."""
+    key = (d, src_ip, f)
+    r = eng._rx_pdc.get(key)
+    if r is None:
+        r = int(rx_lookup(eng.E.nic, int(eng.E.devs.regs[d, 0]), ip_int(src_ip), f, False))
+        if r:
+            eng._rx_pdc[key] = r
+    return r or 0
+
+
+def _unread(eng, r):
+    """Stream offsets [a, b) delivered at rx PDC r and not yet taken."""
+    N = eng.E.nic
+    return max(eng._rx_read.get(r, 0), int(N.rp[r, RP_READ])), int(N.rp[r, RP_DELIV])
+
+
+def _read(eng, r, a, b) -> bytes:
+    N = eng.E.nic
+    return ring_read(N.rxbuf, int(N.rp[r, RP_BUFOFF]), int(N.rp[r, RP_BUFCAP]), a, b - a)
+
+
+def _release(eng, d, r, a, b) -> int:
+    """Give [a, b) back to the receive ring (an OP_READ on the NIC's SQ,
+    served at the next run)."""
+    if b > a:
+        sq_submit(eng.E.nic, int(eng.E.devs.regs[d, 0]), OP_READ, r, b)
+        eng._rx_read[r] = b
+    return b - a
+
+
+def nic_delivered(eng, d: int, src_ip, f: int) -> bytes:
+    """The bytes flow f of host src_ip delivered in order at NIC d and not
+    yet taken (the whole stream while nothing was taken)."""
+    r = _rx_pdc(eng, d, src_ip, f)
+    return _read(eng, r, *_unread(eng, r)) if r else b""
+
+
+def nic_take_delivered(eng, d: int, src_ip, f: int) -> bytes:
+    """The in-order bytes delivered since the last take; frees their ring
+    space."""
+    r = _rx_pdc(eng, d, src_ip, f)
+    if r == 0:
+        return b""
+    a, b = _unread(eng, r)
+    data = _read(eng, r, a, b)
+    _release(eng, d, r, a, b)
+    return data
+
+
+def nic_skip_delivered(eng, d: int, src_ip, f: int) -> int:
+    """Like nic_take_delivered for a sink that does not look at the bytes:
+    frees their ring space without copying them; returns how many."""
+    r = _rx_pdc(eng, d, src_ip, f)
+    return _release(eng, d, r, *_unread(eng, r)) if r else 0
+
+
+def nic_yield_on_message(eng, on: bool = True) -> None:
+    """With on, the engine ends its run chunk whenever a NIC delivers a whole
+    message, so the apps between chunks (Engine.on_chunk) see it at once, not
+    up to a chunk later: a server answering requests in the engine's process.
+    Costs a chunk boundary per message; bulk receivers leave it off."""
+    eng.E.nic.meta[M_YIELD_RX] = int(on)
+
+
+def nic_completions(eng) -> list[tuple]:
+    """Drain every NIC's completion queue: (kind 1=TX 2=RX, nic, flow or rx
+    PDC, msg id, end offset in the stream, time ns), in time order."""
+    N = eng.E.nic
+    rows = [tuple(int(x) for x in row[:CQ_TIME + 1])
+            for n in range(int(N.meta[M_NNIC])) for row in cq_drain(N, n)]
+    return sorted(rows, key=lambda r: r[CQ_TIME])
+
+
+def nic_neighbour(eng, ip, mac) -> None:
+    """The MAC to use for a peer that is not a NIC of this engine."""
+    eng._nic_neigh[ip_int(ip)] = mac_int(mac)
+
+
+def nic_service(eng) -> int:
+    """Answer apps' connection requests (nic_state REQ_* rows): open a flow
+    from the asking NIC to the peer IP.  Returns how many were answered."""
+    N = eng.E.nic
+    done = 0
+    for row in N.req:
+        if row[REQ_STATE] != RQ_ASKED:
+            continue
+        n, ip = int(row[REQ_NIC]), int(row[REQ_PEER_IP])
+        try:
+            if not 0 <= n < int(N.meta[M_NNIC]):
+                raise ValueError(f"no NIC {n}")
+            mac = eng._nic_neigh.get(ip)
+            if mac is None:
+                raise ValueError(f"no MAC known for {ipaddress.IPv4Address(ip)}")
+            row[REQ_RESULT] = add_flow(eng, int(N.nr[n, NR_DEV]), mac, ip)
+            row[REQ_STATE] = RQ_DONE
+        except ValueError:
+            row[REQ_RESULT] = -1
+            row[REQ_STATE] = RQ_FAILED
+        done += 1
+    return done
+
+
+def nic_counters(eng, d: int) -> dict:
+    N = eng.E.nic
+    n = int(eng.E.devs.regs[d, 0])
+    out = {name: int(N.ncnt[n, k]) for k, name in enumerate(NIC_COUNTERS)}
+    out["parse"] = status_counts(N.pcnt[n])
+    return out
+
+
+def flow_stats(eng, f: int) -> dict:
+    N = eng.E.nic
+    out = {name: int(N.sig[f, k]) for k, name in enumerate(SIGNAL_NAMES)}
+    out.update(posted=int(N.fl[f, FL_POSTED]), acked=int(N.fl[f, FL_ACKED_OFF]),
+               psn_next=int(N.fl[f, FL_NXT]), psn_una=int(N.fl[f, FL_UNA]),
+               max_inflight=int(N.fl[f, FL_MAX_INFL]), srtt=int(N.fl[f, FL_SRTT]),
+               rto=int(N.fl[f, FL_RTO]),
+               state=int(N.fl[f, FL_STATE]), credit=int(N.ctx[f, CX_CREDIT]))
+    return out
+
+
+def flow_done(eng, f: int) -> bool:
+    N = eng.E.nic
+    return bool(N.fl[f, FL_ACKED_OFF] >= N.fl[f, FL_POSTED] > 0)

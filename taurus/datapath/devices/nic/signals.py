@@ -1,0 +1,119 @@
+"""Signal collection: the one call site per transport event (DESIGN.md step 4).
+
+Each signal updates the per-flow counters in ``N.sig`` (tests and
+``flow_stats`` read them) and hands the event to the TAURUS report engine
+(report.py), which aggregates it for the agent if the flow's algorithm bound
+it, with ``now`` as its arrival time.
+"""
+import numba as nb
+
+from ... import ccshm as C
+from ...report import report_rtt, report_segments, report_signal
+from ...wire.desc import D_PDS_FLAGS
+
+from .state import (SG_ACKED_BYTES, SG_ACKS, SG_CREDIT, SG_CSIG_D, SG_CSIG_LM, SG_CSIG_N,
+                        SG_CSIG_S, SG_CSIG_T, SG_ECN, SG_NACK, SG_OOO, SG_RETX, SG_RTO,
+                        SG_RTT_LAST, SG_RTT_MIN, SG_RTT_N, SG_RTT_SUM, SG_TRIM, SG_TX_BYTES,
+                        SG_TX_PKTS, FL_SRTT)
+from ...wire import spec as S
+
+
+@nb.njit(cache=True, inline="always")
+def count_ack(N, f, acked_bytes):
+    N.sig[f, SG_ACKS] += 1
+    N.sig[f, SG_ACKED_BYTES] += acked_bytes
+
+
+@nb.njit(cache=True, inline="always")
+def signal_ack(E, N, f, acked_bytes, psn, now):
+    """Cumulative or selective ACK freed `acked_bytes` of payload (ACK signal).
+    It also carries how many of them the receiver echoed ECN on (the M flag
+    of this ACK, still in N.desc), so DCTCP-like algorithms get the marked
+    fraction from one message per window."""
+    count_ack(N, f, acked_bytes)
+    marked = acked_bytes if N.desc[D_PDS_FLAGS] & S.F_ACK_M else 0
+    report_signal(E, f, C.EV_ACK, now, acked_bytes, 1, psn, marked)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_ecn(E, N, f, nbytes, now):
+    """The receiver echoed CE (ACK M flag) on an ACK covering `nbytes`."""
+    N.sig[f, SG_ECN] += 1
+    report_signal(E, f, C.EV_ECN, now, nbytes, 1, 0, 0)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_ooo(E, N, f, count, now):
+    """The receiver saw `count` more out-of-order packets (ACK ooo_count)."""
+    N.sig[f, SG_OOO] += count
+    report_signal(E, f, C.EV_OOO, now, count, 0, 0, 0)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_nack(E, N, f, psn, code, now):
+    """A NACK; TRIMMED codes are also the trim signal."""
+    N.sig[f, SG_NACK] += 1
+    trimmed = 1 if code == S.NACK_TRIMMED or code == S.NACK_TRIMMED_LASTHOP else 0
+    N.sig[f, SG_TRIM] += trimmed
+    report_signal(E, f, C.EV_NACK, now, 1, trimmed, psn, 0)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_rto(E, N, f, psn, now):
+    N.sig[f, SG_RTO] += 1
+    report_signal(E, f, C.EV_RTO, now, 1, psn, 0, 0)
+
+
+@nb.njit(cache=True, inline="always")
+def count_rtt(N, f, rtt):
+    N.sig[f, SG_RTT_LAST] = rtt
+    if N.sig[f, SG_RTT_N] == 0 or rtt < N.sig[f, SG_RTT_MIN]:
+        N.sig[f, SG_RTT_MIN] = rtt
+    N.sig[f, SG_RTT_N] += 1
+    N.sig[f, SG_RTT_SUM] += rtt
+
+
+@nb.njit(cache=True, inline="always")
+def signal_rtt(E, N, f, rtt, psn, now):
+    """One RTT sample (ns) from an echoed per-packet timestamp (the flow's
+    srtt is already updated); reported at the agent's probe cadence."""
+    report_rtt(E, f, rtt, psn, N.fl[f, FL_SRTT], now)
+    count_rtt(N, f, rtt)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_credit(E, N, f, credit_bytes, now):
+    """New cumulative credit from the receiver (ACK_CC CREDIT)."""
+    N.sig[f, SG_CREDIT] = credit_bytes
+    report_signal(E, f, C.EV_CREDIT, now, credit_bytes, 0, 0, 0)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_csig(E, N, f, t, s, lm, d, now):
+    """A reflected CSIG tag (ACK_CCX)."""
+    N.sig[f, SG_CSIG_N] += 1
+    N.sig[f, SG_CSIG_T] = t
+    N.sig[f, SG_CSIG_S] = s
+    N.sig[f, SG_CSIG_LM] = lm
+    N.sig[f, SG_CSIG_D] = d
+
+
+@nb.njit(cache=True, inline="always")
+def count_tx(N, f, nbytes, retx):
+    N.sig[f, SG_TX_PKTS] += 1
+    N.sig[f, SG_TX_BYTES] += nbytes
+    if retx:
+        N.sig[f, SG_RETX] += 1
+
+
+@nb.njit(cache=True, inline="always")
+def signal_tx(E, N, f, nbytes, retx, inflight, now):
+    """A data packet left (TX counters)."""
+    count_tx(N, f, nbytes, retx)
+    report_signal(E, f, C.EV_TX, now, nbytes, 1, inflight, 0)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_custom(E, f, buf, pds_off, length, ptype, now):
+    """A feedback packet for flow f: the custom segments the agent asked for."""
+    report_segments(E, f, buf, pds_off, length, ptype, now)

@@ -1,0 +1,236 @@
+"""Host NIC state: every array the transport touches, for all NICs of an engine.
+
+One connection (PDC) per flow and one congestion context (CCC) per flow: the
+sender's PDC id is its flow index, the receiver's PDC id is its rx-PDC index
+(both start at 1; 0 means "none", so zero-filled arrays are empty tables).
+A peer may have many PDCs.  Rows are int64 tables with named columns:
+
+- ``nr[n, NR_*]``   per NIC (n = E.devs.regs[d, 0]).
+- ``fl[f, FL_*]``   per sending flow: PSNs, in-flight, RTT, message queue, ...
+- ``ctx[f, CX_*]``  rate / cwnd / credit / version: the future shared CC
+                    context table the agent writes; the scheduler reads only it.
+- ``sig[f, SG_*]``  per-flow signals (nic_signal.py fills them).
+- ``sl_*[f, psn % W]`` per-PSN sender slots (state, stream offset, length).
+- ``rp[r, RP_*]``, ``rs_*[r, psn % W]`` per receive PDC.
+- ``mq[f, k, (end, id)]`` per-flow message ring (filled from the SQ).
+- ``txbuf`` / ``rxbuf``: byte arenas.  A flow's send stream and a receive
+  PDC's stream are *rings*: stream offsets stay 64-bit, byte ``o`` lives at
+  ``TXOFF + o % TXCAP`` (``BUFOFF + o % BUFCAP``).  The sender never
+  overwrites bytes not yet ACKed (posting beyond ACKED_OFF + TXCAP would
+  block); the receiver never overwrites bytes the app has not consumed
+  (RP_READ): data beyond READ + BUFCAP is dropped and counted.
+- Per NIC, the app queues (nic_sq.py): ``sq[n, k, SQ_*]`` submissions
+  (app -> engine) and ``cq[n, k, CQ_*]`` completions (engine -> app), SPSC
+  rings whose head/tail counters live in ``qc`` (one cache line each).
+Every array may live in one shared-memory segment (nic_shm.py), so an app in
+another process reaches the byte arenas and queues.
+PSNs are 64-bit inside, 32-bit on the wire (``psn_recon``).
+"""
+from collections import namedtuple
+
+import numba as nb
+from ...hot import hot  # compiled without reference counting (the hot path)
+import numpy as np
+
+from ...lowlevel import load_acquire_u64, store_release_u64
+from ...wire.desc import N_CFG, N_DESC, N_STATUS, make_parse_config
+
+NicState = namedtuple("NicState", [
+    "nr", "ncnt", "pcnt", "fl", "ctx", "sig", "sl_state", "sl_off", "sl_len",
+    "rp", "rs_bits", "rs_end", "rs_msg", "mq", "txbuf", "rxbuf", "cq",
+    "hkey", "hval", "meta", "pcfg", "desc", "txb", "iscr", "sq", "qc", "req"])
+
+# ---- per NIC (nr) ----
+(NR_DEV, NR_PORT, NR_MAC, NR_IP, NR_LINE, NR_TXFREE, NR_TXTIMER, NR_MSS, NR_ACK_EVERY,
+ NR_ACK_DELAY, NR_RTO_MIN, NR_RTO_MAX, NR_RETRIES, NR_INIT_CREDIT, NR_CREDIT_WIN,
+ NR_RXCAP, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXN, NR_BUDGET, NR_DUPTHRESH, NR_RTO_INIT) = range(22)
+N_NR = 24
+
+# ---- per NIC counters (ncnt): drops are named by cause ----
+NIC_COUNTERS = (
+    "rx_frames", "rx_data", "rx_dup", "rx_ooo", "rx_ce", "rx_ack", "rx_nack",
+    "tx_data", "tx_retx", "tx_ack", "tx_nack", "tx_nobuf",
+    "drop_parse", "drop_not_mine", "drop_wrong_pdc", "drop_psn_oor", "drop_bad_type",
+    "drop_bad_ses", "drop_bad_offset", "drop_no_pdc", "drop_ack_oor",
+    "retx_sack", "retx_nack", "rto_fire", "rto_fail", "cq_overflow", "pdc_open",
+    "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
+    "rto_held", "tx_probe", "rx_probe")
+(C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
+ C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
+ C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
+ C_DROP_BAD_SES, C_DROP_BAD_OFFSET, C_DROP_NO_PDC, C_DROP_ACK_OOR,
+ C_RETX_SACK, C_RETX_NACK, C_RTO_FIRE, C_RTO_FAIL, C_CQ_OVERFLOW, C_PDC_OPEN,
+ C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
+ C_RTO_HELD, C_TX_PROBE, C_RX_PROBE) = range(35)
+N_NCNT = 40
+
+# ---- per flow (fl) ----
+(FL_NIC, FL_STATE, FL_PEER_MAC, FL_PEER_IP, FL_RPDC, FL_EV, FL_START, FL_NXT, FL_UNA,
+ FL_INFL, FL_NLOST, FL_RETX_SCAN, FL_LOST_SCAN, FL_TXOFF, FL_TXCAP, FL_POSTED,
+ FL_SENT_OFF, FL_ACKED_OFF, FL_MQ_DONE, FL_MQ_TX, FL_MQ_TAIL, FL_NEXT_T, FL_SCHED,
+ FL_RQ_NEXT, FL_T_PACE, FL_T_RTO, FL_SRTT, FL_RTTVAR, FL_RTO, FL_BACKOFF, FL_RETRIES,
+ FL_CREDIT_USED, FL_USES_CREDIT, FL_MAX_INFL, FL_OOO_LAST, FL_MSG_OFF,
+ FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END) = range(42)
+N_FL = 48
+FS_FREE, FS_ACTIVE, FS_FAILED = 0, 1, 2              # FL_STATE
+SCH_IDLE, SCH_QUEUED, SCH_TIMED = 0, 1, 2            # FL_SCHED
+
+# ---- CC context (ctx): what the agent will write ----
+CX_RATE, CX_CWND, CX_CREDIT, CX_VERSION = range(4)   # bit/s (0: unpaced), bytes (0: none), bytes
+N_CX = 4
+
+# ---- per-flow signals (sig) ----
+(SG_ACKED_BYTES, SG_ACKS, SG_ECN, SG_OOO, SG_NACK, SG_TRIM, SG_RTO, SG_RTT_LAST,
+ SG_RTT_MIN, SG_RTT_N, SG_RTT_SUM, SG_CREDIT, SG_TX_BYTES, SG_TX_PKTS, SG_RETX,
+ SG_CSIG_N, SG_CSIG_T, SG_CSIG_S, SG_CSIG_LM, SG_CSIG_D, SG_FIRST_T, SG_DONE_T) = range(22)
+N_SG = 24
+SIGNAL_NAMES = ("acked_bytes", "acks", "ecn", "ooo", "nack", "trim", "rto", "rtt_last",
+                "rtt_min", "rtt_n", "rtt_sum", "credit", "tx_bytes", "tx_pkts", "retx",
+                "csig_n", "csig_t", "csig_s", "csig_lm", "csig_d", "first_t", "done_t")
+
+# ---- sender slot states (sl_state) ----
+SL_EMPTY, SL_INFL, SL_SACKED, SL_LOST, SL_RETX = 0, 1, 2, 3, 4
+
+# ---- per receive PDC (rp) ----
+(RP_NIC, RP_PEER_MAC, RP_PEER_IP, RP_PEER_PDC, RP_EV, RP_NXT, RP_BUFOFF, RP_BUFCAP,
+ RP_DELIV, RP_RCVD, RP_PEND, RP_ECN, RP_CSIG_FMT, RP_CSIG_T, RP_CSIG_S, RP_CSIG_LM,
+ RP_CSIG_D, RP_TS, RP_TSSEQ, RP_HAS_TS, RP_NACKED, RP_OOO, RP_CC, RP_TARGET, RP_CREDIT,
+ RP_T_ACK, RP_READ, RP_TRIG, RP_WBLOCK, RP_WADV) = range(30)
+N_RP = 32
+
+# ---- meta ----
+M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX = range(2, 8)
+"""M_YIELD_RX: 1 = end the engine's chunk whenever a message is delivered
+(an app in the engine's process answers it at once)."""
+N_META = 16
+
+# ---- completion records (cq[n, k]) ----
+CQ_KIND, CQ_NIC, CQ_ID, CQ_MSG, CQ_END, CQ_TIME = range(6)
+N_CQW = 6
+CQ_TX, CQ_RX = 1, 2
+
+# ---- submission records (sq[n, k]) ----
+SQ_OP, SQ_ID, SQ_END, SQ_MSG = range(4)
+N_SQW = 4
+OP_SEND = 1   # flow SQ_ID: its stream now ends at SQ_END, one message, id SQ_MSG
+OP_READ = 2   # receive PDC SQ_ID: the app consumed its stream up to SQ_END
+
+# ---- queue counters: qc[n * N_QC + QC_*], each on its own cache line ----
+QC_SQ_HEAD, QC_SQ_TAIL, QC_CQ_HEAD, QC_CQ_TAIL = 0, 8, 16, 24
+N_QC = 32
+
+# ---- connection requests from apps, served by the engine's Python side ----
+REQ_STATE, REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_PID = range(5)
+N_REQ, N_REQW = 16, 8
+RQ_FREE, RQ_ASKED, RQ_DONE, RQ_FAILED = 0, 1, 2, 3
+
+# ---- wheel timer argument: kind << 32 | index ----
+TK_PACE, TK_RTO, TK_ACK, TK_TX, TK_SHIFT = 1, 2, 3, 4, 32
+TXB = 64   # per-NIC TX batch
+
+
+def nic_shapes(max_ports: int, max_flows: int, win: int = 64, tx_bytes: int = 1 << 16,
+               rx_bytes: int = 1 << 16, msgs: int = 16, cq: int = 256, sq: int = 256):
+    """(field, shape, dtype) of every NicState array, in order.  ``win``,
+    ``cq`` and ``sq`` must be powers of two (``win`` >= 64): the most PSNs a
+    flow may have outstanding / a receiver tracks beyond its cumulative
+    point, and the depth of each NIC's completion / submission queue.
+    Dtypes and ndims never depend on arguments."""
+    if win < 64 or win & (win - 1):
+        raise ValueError(f"win must be a power of two >= 64, got {win}")
+    for nm, v in (("cq", cq), ("sq", sq)):
+        if v < 2 or v & (v - 1):
+            raise ValueError(f"{nm} must be a power of two >= 2, got {v}")
+    nn, F = max(1, max_ports), max(2, max_flows)
+    hsize = 1 << max(4, (2 * F - 1).bit_length())
+    i8, u8 = np.int64, np.uint8
+    return (("nr", (nn, N_NR), i8), ("ncnt", (nn, N_NCNT), i8), ("pcnt", (nn, N_STATUS), i8),
+            ("fl", (F, N_FL), i8), ("ctx", (F, N_CX), i8), ("sig", (F, N_SG), i8),
+            ("sl_state", (F, win), u8), ("sl_off", (F, win), i8), ("sl_len", (F, win), np.int32),
+            ("rp", (F, N_RP), i8), ("rs_bits", (F, win), u8), ("rs_end", (F, win), i8),
+            ("rs_msg", (F, win), i8), ("mq", (F, msgs, 2), i8),
+            ("txbuf", (max(1, tx_bytes),), u8), ("rxbuf", (max(1, rx_bytes),), u8),
+            ("cq", (nn, cq, N_CQW), i8), ("hkey", (hsize,), i8), ("hval", (hsize,), i8),
+            ("meta", (N_META,), i8), ("pcfg", None, None), ("desc", (N_DESC,), i8),
+            ("txb", (nn, TXB), np.int32), ("iscr", (64,), np.int32),
+            ("sq", (nn, sq, N_SQW), i8), ("qc", (nn * N_QC,), np.uint64),
+            ("req", (N_REQ, N_REQW), i8))
+
+
+def make_nic_state(max_ports: int, max_flows: int, alloc=None, **sizes) -> NicState:
+    """Zero-filled (so untouched pages cost nothing).  ``alloc(name, shape,
+    dtype)`` places each array (default: private memory; nic_shm.py: one
+    shared segment).  Sizes: see ``nic_shapes``."""
+    alloc = alloc or (lambda name, shape, dtype: np.zeros(shape, dtype))
+    return NicState(**{name: make_parse_config() if shape is None else alloc(name, shape, dt)
+                       for name, shape, dt in nic_shapes(max_ports, max_flows, **sizes)})
+
+
+assert N_CFG == 4
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def psn_recon(p32, ref):
+    """The 64-bit PSN nearest to `ref` whose low 32 bits are p32."""
+    d = (np.int64(p32) - ref) & np.int64(0xFFFFFFFF)
+    if d >= np.int64(1) << 31:
+        d -= np.int64(1) << 32
+    return ref + d
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def unit_recon(v, ref, bits):
+    """Same for a `bits`-wide counter (credit units, ooo counts)."""
+    m = (np.int64(1) << bits) - 1
+    d = (np.int64(v) - ref) & m
+    if d >= np.int64(1) << (bits - 1):
+        d -= np.int64(1) << bits
+    return ref + d
+
+
+@hot
+def rx_lookup(N, n, ip, spdcid, create):
+    """Receive PDC of (NIC n, peer ip, peer PDC id): open addressing over a
+    zero-filled table (keys stored +1).  create: allocate one when missing;
+    returns 0 when missing (or the tables are full)."""
+    key = ((np.int64(n) << 48) | ((np.int64(ip) & 0xFFFFFFFF) << 16) | (spdcid & 0xFFFF)) + 1
+    mask = N.hkey.shape[0] - 1
+    h = (key * np.int64(-7046029254386353131)) >> 20
+    for k in range(N.hkey.shape[0]):
+        s = (h + k) & mask
+        if N.hkey[s] == key:
+            return N.hval[s]
+        if N.hkey[s] == 0:
+            if not create:
+                return 0
+            r = N.meta[M_NRP] + 1
+            if (r >= N.rp.shape[0] or N.nr[n, NR_RXCAP] <= 0
+                    or N.meta[M_RX_BUMP] + N.nr[n, NR_RXCAP] > N.rxbuf.shape[0]):
+                return 0
+            N.meta[M_NRP] = r
+            N.hkey[s] = key
+            N.hval[s] = r
+            N.rp[r, RP_BUFOFF] = N.meta[M_RX_BUMP]
+            N.rp[r, RP_BUFCAP] = N.nr[n, NR_RXCAP]
+            N.meta[M_RX_BUMP] += N.nr[n, NR_RXCAP]
+            return r
+    return 0
+
+
+@hot
+def cq_push(N, n, kind, ident, msg, end, now):
+    """A completion record on NIC n's CQ; a full ring is counted, never silent.
+    The app may be another process: publish the head with release order."""
+    b = n * N_QC
+    h = N.qc[b + QC_CQ_HEAD]
+    if h - load_acquire_u64(N.qc, b + QC_CQ_TAIL) >= np.uint64(N.cq.shape[1]):
+        N.ncnt[n, C_CQ_OVERFLOW] += 1
+        return
+    row = np.int64(h) & (N.cq.shape[1] - 1)
+    N.cq[n, row, CQ_KIND] = kind
+    N.cq[n, row, CQ_NIC] = n
+    N.cq[n, row, CQ_ID] = ident
+    N.cq[n, row, CQ_MSG] = msg
+    N.cq[n, row, CQ_END] = end
+    N.cq[n, row, CQ_TIME] = now
+    store_release_u64(N.qc, b + QC_CQ_HEAD, h + np.uint64(1))

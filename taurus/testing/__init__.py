@@ -1,0 +1,1 @@
+"""Test doubles that installed users need too (benchmarks, their own tests)."""
