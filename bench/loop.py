@@ -14,11 +14,7 @@ adds at most window/rate (16 us) to the configured delays.
 Last line: `loop: X it/s idle, Y it/s busy, srtt Z us (configured W us)`.
 """
 import argparse
-import os
-import sys
 import time
-
-# the script's folder holds bench/taurus.py: put the package first
 
 from taurus.datapath.devices.nic.setup import add_flow, flow_stats, nic_post
 from taurus.datapath.engine import ITERS, Engine

@@ -33,3 +33,25 @@ def test_native_waits_for_a_full_window_and_rto_collapses():
     assert cwnd[0] == int(10 * MSS * (1 - 1 / 32))
     dctcp_on_rto(S, cwnd, 0)
     assert cwnd[0] == MSS
+
+
+def test_an_engine_runs_the_native_algorithm_it_is_handed():
+    """The datapath names no algorithm: a flow is native only on an engine
+    that was handed one, and then the engine's callbacks are that algorithm's."""
+    from taurus.cc_algorithms.native.dctcp import native_dctcp
+    from taurus.datapath.ccnative import cc_native_ack
+    from taurus.datapath.devices.nic.setup import add_flow, add_nic, set_flow_mode
+    from taurus.datapath.engine import Engine
+    for native in (None, native_dctcp(8, alpha_init=0.0)):
+        with Engine(clock="virtual", max_flows=8, native=native) as eng:
+            a, b = eng.add_mem_link("h1", "h2")
+            d = add_nic(eng, a, "02:00:00:00:00:01", "10.0.0.1", mss=1024)
+            f = add_flow(eng, d, "02:00:00:00:00:02", "10.0.0.2", cwnd_bytes=10 * 1024)
+            if native is None:
+                with pytest.raises(ValueError, match="no native algorithm"):
+                    set_flow_mode(eng, f, "native")
+                continue
+            set_flow_mode(eng, f, "native")
+            assert eng.E.alg.par[0] == 1024                   # the NIC's MSS
+            cc_native_ack(eng.E, f, 10 * 1024, 10 * 1024)     # one window, all marked
+            assert eng.cc.cwnd[f] == int(10 * 1024 * (1 - 1 / 32))

@@ -108,10 +108,10 @@ def test_sigkilled_engine_is_cleaned_up(line):
 import sys, time
 sys.path.insert(0, {os.path.dirname(__file__)!r})
 from test_engine_netns import _line
-from taurus.tools import procs
+from taurus import pidfiles
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import attach_switches
-with procs.pidfile("engine", pid_dir={pid_dir!r}):
+with pidfiles.pidfile("engine", pid_dir={pid_dir!r}):
     eng = Engine(clock="wall", name={name!r})
     attach_switches(eng, _line({PREFIX!r}), port_kind="auto")
     print("ready", flush=True)

@@ -5,10 +5,9 @@ would, so the NIC's gates read one place whatever the mode.
 
 The datapath names no algorithm: whoever builds the engine hands it one
 (``Engine(native=...)``) as a ``NativeCC``, per-flow state in a float64
-matrix and two compiled callbacks.  The callbacks are Numba first-class
-functions (called through a pointer), so the engine's cached machine code
-is the same for every algorithm; an engine without one has no-ops and
-refuses native flows.
+matrix and two compiled callbacks.  The engine calls them through their
+addresses, so its cached machine code is the same for every algorithm; an
+engine without one has no-ops and refuses native flows.
 
     on_ack(st, par, cwnd, flow, acked_bytes, marked_bytes)
     on_rto(st, par, cwnd, flow)
@@ -22,31 +21,55 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 from numba import types
-from numba.core.types import WrapperAddressProtocol
-from numba.experimental.function_type import _get_wrapper_address
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from . import ccshm as C
 
-NativeCC = namedtuple("NativeCC", ["st", "par", "on_ack", "on_rto"])
+NativeCC = namedtuple("NativeCC", ["st", "par", "fn"])
+"""st, par: the algorithm's state and parameters; fn int64[2]: the machine
+addresses of its compiled on_ack and on_rto (only arrays, so that calling
+the engine from Python stays on Numba's fast argument path)."""
 PAR_MSS = 0
+ON_ACK, ON_RTO = 0, 1
 
 ACK_SIG = types.void(types.float64[:, :], types.float64[:], types.int64[:], types.int64,
                      types.int64, types.int64)
 RTO_SIG = types.void(types.float64[:, :], types.float64[:], types.int64[:], types.int64)
 
 
-class _Callback(WrapperAddressProtocol):
-    """A compiled function as a pointer of a fixed signature: the engine is
-    compiled (and cached) against the signature, not the function."""
+def _entry(fn, sig) -> int:
+    """The address of `fn` compiled for `sig`, in Numba's own calling
+    convention (what a first-class function's jit_addr holds)."""
+    if sig.args not in fn.overloads:
+        fn.compile(sig.args)
+    cres = fn.overloads[sig.args]
+    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
 
-    def __init__(self, fn, sig):
-        self.fn, self.sig = fn, sig
 
-    def __wrapper_address__(self):
-        return _get_wrapper_address(self.fn, self.sig)
+def _codegen(sig):
+    """Call the entry address in the first argument with the rest, cast to
+    `sig`'s types; an exception raised in the callee propagates."""
+    def codegen(context, builder, signature, llargs):
+        fnty = context.call_conv.get_function_type(sig.return_type, sig.args)
+        ptr = builder.inttoptr(llargs[0], fnty.as_pointer())
+        vals = [context.cast(builder, v, t, want)
+                for v, t, want in zip(llargs[1:], signature.args[1:], sig.args)]
+        status, _ = context.call_conv.call_function(builder, ptr, sig.return_type, sig.args, vals)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
+    return codegen
 
-    def signature(self):
-        return self.sig
+
+@intrinsic
+def _call_ack(typingctx, addr, st, par, cwnd, flow, acked, marked):
+    return types.void(addr, st, par, cwnd, flow, acked, marked), _codegen(ACK_SIG)
+
+
+@intrinsic
+def _call_rto(typingctx, addr, st, par, cwnd, flow):
+    return types.void(addr, st, par, cwnd, flow), _codegen(RTO_SIG)
 
 
 def native_cc(st: np.ndarray, par: np.ndarray, on_ack, on_rto) -> NativeCC:
@@ -54,7 +77,7 @@ def native_cc(st: np.ndarray, par: np.ndarray, on_ack, on_rto) -> NativeCC:
     are njit functions of ACK_SIG and RTO_SIG."""
     return NativeCC(st=np.ascontiguousarray(st, np.float64),
                     par=np.ascontiguousarray(par, np.float64),
-                    on_ack=_Callback(on_ack, ACK_SIG), on_rto=_Callback(on_rto, RTO_SIG))
+                    fn=np.array([_entry(on_ack, ACK_SIG), _entry(on_rto, RTO_SIG)], np.int64))
 
 
 @nb.njit(ACK_SIG, cache=True)
@@ -75,10 +98,10 @@ def no_native() -> NativeCC:
 @nb.njit(cache=True)
 def cc_native_ack(E, f, acked_bytes, marked_bytes):
     if E.rep.flags[f] & C.FL_NATIVE:
-        E.alg.on_ack(E.alg.st, E.alg.par, E.rep.cwnd, f, acked_bytes, marked_bytes)
+        _call_ack(E.alg.fn[ON_ACK], E.alg.st, E.alg.par, E.rep.cwnd, f, acked_bytes, marked_bytes)
 
 
 @nb.njit(cache=True)
 def cc_native_rto(E, f):
     if E.rep.flags[f] & C.FL_NATIVE:
-        E.alg.on_rto(E.alg.st, E.alg.par, E.rep.cwnd, f)
+        _call_rto(E.alg.fn[ON_RTO], E.alg.st, E.alg.par, E.rep.cwnd, f)
