@@ -7,4 +7,6 @@ results.py summary.json, CSV time series, FCT slowdown bins, fairness
 plots.py   PNG plots of a run directory
 report.py  `taurus report`: runs side by side
 cli.py     `taurus run` and `taurus report`
+demo.py    `taurus demo`: the DCTCP dumbbell experiment
+hog.py     host load: a CPU/memory hog in a cgroup inside a host's namespace
 """

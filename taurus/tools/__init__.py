@@ -1,1 +1,2 @@
-"""Network namespaces, topologies, traffic and experiment tools."""
+"""Tools over the datapath and the agent: namespaces, topologies, the fabric
+builder, `taurus topo`, `taurus engine`, `taurus perf`, processes, workloads."""
