@@ -1,4 +1,4 @@
-"""The datapath <-> agent contract (DESIGN.md "Datapath <-> agent contract").
+"""The datapath <-> agent contract (overview: docs/DESIGN.md).
 
 Each NIC device shares three things with its agent, in one shared-memory
 segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):

@@ -1,7 +1,7 @@
 """Sender side of the host NIC: scheduler, pacing, window and credit gates,
 retransmission and RTO.
 
-Scheduling (DESIGN.md step 6).  A flow is in one of three states: IDLE,
+Scheduling (docs/DESIGN.md).  A flow is in one of three states: IDLE,
 QUEUED on its NIC's ready list, or TIMED (its pacing timer is armed on the
 wheel for its next eligible time, the WF2Q+ virtual start).  The NIC serves
 its ready list round-robin, one packet per turn, while its line is free.

@@ -160,7 +160,7 @@ def _rate(v, field):
 
 def ton_max_ns(pfc: dict, rate: int, delay: int) -> int:
     """TCD's max(T_on): (X_off - X_on) / (eps * C) plus the PFC reaction time
-    (a round trip on the link and one MTU frame) -- PROTOCOLS.md's
+    (a round trip on the link and one MTU frame) -- docs/PROTOCOLS.md's
     reconstruction; `ton_max` in the config overrides it."""
     if "ton_max_ns" in pfc:
         return pfc["ton_max_ns"]
