@@ -188,7 +188,7 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
 
 @hot
 def send_probe(E, n, f, now):
-    """An independent probe packet (seed 000 §3.3, "on software-initiated
+    """An independent probe packet (TAURUS §3.3, "on software-initiated
     commands"): a CONTROL PROBE with our timestamp; the receiver answers at
     once with an ACK echoing it, so an RTT sample comes back even while the
     flow has nothing to send.  Needs the receiver's PDC id (known from the

@@ -16,7 +16,7 @@ So departure times come from the wheel, not from loop speed: in virtual time
 rates and delays are exact; in wall time they carry the loop's jitter only.
 A port whose timer comes late (the process was descheduled) keeps its
 schedule, sending the backlog back to back, as long as it is less than the
-port's slack late (default 2 ms: this machine's worst stalls); beyond that it
+port's slack late (default 2 ms; stalls: docs/PLATFORM.md); beyond that it
 restarts from now and counts `late`.
 """
 import numba as nb
