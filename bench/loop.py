@@ -18,8 +18,6 @@ import os
 import sys
 import time
 
-# the script's folder holds bench/taurus.py: put the package first
-
 from taurus.datapath.devices.nic.setup import add_flow, flow_stats, nic_post
 from taurus.datapath.engine import ITERS, Engine
 from taurus.tools.fabric import build_virtual, nic_host

@@ -154,7 +154,7 @@ def send_nack(E, n, r, psn, code, vendor, payload, now):
 
 @hot
 def rx_control(E, n, i, now):
-    """CONTROL: a probe request (nic_tx.send_probe) is answered at once by an
+    """CONTROL: a probe request (tx.send_probe) is answered at once by an
     ACK echoing its timestamp; other control types are not this NIC's
     business (counted as drop_bad_type)."""
     N = E.nic

@@ -123,7 +123,7 @@ def rwnd_end(N, f):
     """The receiver's window right edge as the sender sees it: optimistic
     (ACKed + the receiver's ring capacity: the app keeps up) until the
     receiver says otherwise with a NO_PKT_BUFFER NACK; then that edge, until
-    a window update or an RTO probe (nic_ack.rx_nack, rto_fire)."""
+    a window update or an RTO probe (ack.rx_nack, rto_fire)."""
     if N.fl[f, FL_WBLOCK] != 0:
         return N.fl[f, FL_WEND]
     return N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND]
