@@ -8,11 +8,11 @@ cc_algorithms/dctcp_jit.py: same decisions, a fraction of the CPU) and
 per-event (the agent with aggregation off, CCP-like; DCTCP in Python) --
 for N in 1, 2, 4, 8, 16, 32.
 
-    python bench/agent_overhead.py                      # virtual time (default), ~11 s
+    python bench/agent_overhead.py              # virtual time (default), ~11 s
     python bench/agent_overhead.py --flows 1,32 --modes agent-jit
-    python bench/agent_overhead.py --clock wall         # wall clock, agent in its own process
-    sudo python bench/agent_overhead.py --clock wall --ports af_xdp   # ... and real packets
-    python bench/agent_overhead.py --delay 2us          # a ~10 us base RTT instead (see below)
+    python bench/agent_overhead.py --clock wall # wall clock, agent in its own process
+    sudo python bench/agent_overhead.py --clock wall --ports af_xdp  # ... and real packets
+    python bench/agent_overhead.py --delay 2us  # a ~10 us base RTT instead (see below)
 
     h1 --10 Gbit/s, 100 us-- s1 --bottleneck (2 Gbit/s, 100 us, ECN K = 20 KB)-- h2
 

@@ -8,14 +8,13 @@ once per RTT); `agent-jit` the same with the compiled DCTCP twin (the
 agent's fast path: it must decide exactly as the Python one); `per-event`
 turns aggregation off; `native` runs DCTCP compiled into the engine, per ACK.
 
-Fairness in agent mode was 19.5% apart in session 1 (2 us periods, ECN as
-its own event, 10 us batch deadline).  Measured since, with the second flow
-starting 0, 2 or 11 us later: over 12 ms the gap is mostly where the run
-ends in DCTCP's slow convergence (native alone spans 1.7-13.6%), so the run
-is 40 ms.  Over 40 ms the agent's gap followed how late its decisions land:
-with per-RTT reports every message waited the whole 10 us batch deadline
-(of an 85 us RTT) and the mean gap was 10.0% against native's 5.3%; with
-the agent's 1 us deadline it is 2.9% (per-event 7.1%)."""
+The run is 40 ms: DCTCP converges slowly, and over a shorter run the gap
+between the two flows mostly says where the run ends.  The agent's gap also
+follows how late its decisions land: with per-RTT reports a message waits up
+to the batch deadline (the agent's 1 us, against an ~85 us RTT).
+``pytest -s tests/test_dctcp_e2e.py`` prints each mode's gap over 40 ms --
+native 4.5%, agent and agent-jit 2.5%, per-event 2.7% -- and the messages:
+845 in agent mode against 8847 per-event (90.4% fewer)."""
 import functools
 
 import numpy as np

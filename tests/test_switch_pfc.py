@@ -1,5 +1,5 @@
 """Lossless class in virtual time: PFC on an 8:1 incast loses nothing (and
-drops without it); TCD on seed 002's head-of-line victim topology marks the
+drops without it); TCD on the TCD paper's head-of-line victim topology marks the
 victim UE at the paused port and the root port CE, while plain ECN marks the
 victim CE."""
 import pytest

@@ -128,7 +128,7 @@ _CHILD = textwrap.dedent("""
     import sys, numpy as np, numba as nb
     assert nb.config.BOUNDSCHECK, "NUMBA_BOUNDSCHECK not active"
 
-    @nb.njit(_nrt=False)              # compiled like the parser (codec.hot)
+    @nb.njit(_nrt=False)              # compiled like the parser (datapath/hot.py)
     def _overrun(a):
         return a[a.shape[0]]          # must raise with bounds checking on
     try:

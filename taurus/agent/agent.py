@@ -12,8 +12,9 @@ The nap after work is a plain timer (it gathers the rest of a burst;
 doorbell (doorbell.py) instead, which the engine's next publication ends,
 and counts the empty steps the timer would have taken meanwhile (pacing.py),
 and so does a busy one when the engine publishes less often than it naps.
-Why: a wake-up costs ~30-80 us of CPU on this VM whether or not it finds
-records (``python bench/agent_wakeup.py``), and most timer wake-ups found none.
+Why: a wake-up costs ~30-80 us of CPU on the development machines whether or
+not it finds records (``python bench/agent_wakeup.py``), and an idle agent's
+timer wake-ups find none.
 With a compiled algorithm, the busy phase -- nap, step, nap, ... -- runs
 inside one Numba loop (busyloop.py) until a step needs Python.
 """

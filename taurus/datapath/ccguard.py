@@ -1,5 +1,5 @@
 """What the engine does with the agent's decisions: read them, and survive a
-silent agent (DESIGN.md "Datapath <-> agent contract").
+silent agent (docs/DESIGN.md, "The datapath <-> agent contract").
 
 ``cc_watch`` runs once per NIC poll.  Once an agent has shown a heartbeat,
 silence past CTL_HB_TIMEOUT_NS puts its NIC in fallback: every flow it owns

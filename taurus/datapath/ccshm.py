@@ -1,4 +1,4 @@
-"""The datapath <-> agent contract (DESIGN.md "Datapath <-> agent contract").
+"""The datapath <-> agent contract (overview: docs/DESIGN.md).
 
 Each NIC device shares three things with its agent, in one shared-memory
 segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
@@ -118,7 +118,7 @@ PROBE_PKTS / PROBE_NS: RTT probes reach the agent every PROBE_PKTS samples or
 PROBE_NS ns, whichever comes first (both 0: every sample); PROBE_CMD counts
 probes reported on the agent's command (the per-flow ``probe`` column).
 PROBE_DOORBELL: the agent adds 1 after setting ``probe`` of some flows; the
-NIC then sends each of them a probe packet at once (nic_tx.probe_commands).
+NIC then sends each of them a probe packet at once (nic/tx.py: probe_commands).
 SEG_SHORT: custom segments that did not fit their packet (not reported)."""
 
 DEFAULTS = {CTL_BATCH_BYTES: 512, CTL_DEADLINE_NS: 10_000, CTL_HB_TIMEOUT_NS: 100_000_000,

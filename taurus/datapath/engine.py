@@ -50,7 +50,7 @@ Engine_ = namedtuple("Engine_", ["clk", "pool", "ports", "wheel", "devs", "ctl",
                                  "burst", "expired", "sw", "nic", "rep", "alg"])
 """Everything the loop touches, passed to every device as `E`.  `sw` and
 `nic` hold the state of every switch / host NIC of this engine (each kind
-sizes its own arrays; see devices/switch.py and devices/nic.py); `rep` is the
+sizes its own arrays; see devices/switch/ and devices/nic/); `rep` is the
 report engine with its views on the agent contract segment (report.py);
 `alg` the native (in-engine) algorithm handed to the engine (ccnative.py)."""
 
@@ -61,7 +61,7 @@ assert YIELD == CTL_YIELD
 """YIELD: set by a device to end the current chunk at once, so that the
 Python apps between chunks (Engine.on_chunk) act now rather than up to a
 chunk later (a NIC does on each message it delivers, when asked:
-nic_setup.nic_yield_on_message)."""
+devices/nic/setup.py: nic_yield_on_message)."""
 ST_INIT, ST_RUNNING, ST_STOPPED = 0, 1, 2
 # Why engine_run returned.
 R_UNTIL, R_STOP, R_IDLE, R_CHUNK = 1, 2, 3, 4

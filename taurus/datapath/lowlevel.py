@@ -14,7 +14,7 @@ start-up JIT cost paid once per machine instead of once per process.
   engine can hold any number of rings in an int64 register table.  They are
   plain LLVM loads and stores, not array views: a view is an array the
   function did not receive, which Numba refuses to build without reference
-  counting, and the port paths are compiled without it (see wire.codec.hot).
+  counting, and the port paths are compiled without it (see datapath/hot.py).
 - ``sys_sendto`` / ``sys_poll`` / ``sys_recvfrom``: kicks and wake-ups.
 - ``monotonic_ns`` / ``nap``: CLOCK_MONOTONIC (what time.monotonic_ns reads)
   and a sleep, for compiled loops that sleep between passes (the agent's).

@@ -45,7 +45,7 @@ messages staged per NIC and when the oldest was staged; dl_timer int32[K];
 hdr uint64[8] (a dummy ring header); fallback int64[K]: 1 while NIC k's
 agent is silent (ccguard.py); probe_n / probe_t int64[F]: RTT samples since,
 and time of, the last one reported; probe_seen int64[K]: the last probe
-doorbell NIC k acted on (nic_tx.probe_commands); the rest are views on the
+doorbell NIC k acted on (nic/tx.py: probe_commands); the rest are views on the
 CcShm."""
 
 A_COUNT, A_FIRST, A_LAST, A_V = 0, 1, 2, 3

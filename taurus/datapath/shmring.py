@@ -3,7 +3,7 @@
 The one queue shape between the engine and other processes: the report ring
 (engine -> agent), application submission/completion queues (app <-> NIC).
 Either end may be Numba code or Python; Python moves records in batches
-(numpy slices), because per-record Python costs ~1 us here (PLATFORM.md).
+(numpy slices), because per-record Python costs ~1 us (docs/PLATFORM.md).
 
 Layout of a segment (every counter on its own cache line):
     header  u64[8]: magic, capacity, width (int64 words per record)

@@ -10,7 +10,7 @@ reacts to completions (RPC responses, FCTs), steps the agents and samples.
 Agents run in-process, one per sending host NIC, stepped after every slice
 (as in the e2e tests).  That is the TAURUS picture with the PCIe queue
 replaced by the slice: a decision lands within one step.  A separate `taurus
-agent` process per host is the DESIGN.md picture for long wall-clock runs;
+agent` process per host is the docs/DESIGN.md picture for long wall-clock runs;
 here in-process stepping keeps one busy process on a 2-core machine.
 
 Teardown always runs (finally): agents, host loads, engine (its shared

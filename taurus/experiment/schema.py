@@ -18,7 +18,7 @@ is optional; unknown keys and bad values are errors that name the key, as
     defaults = { rate = "10Gbit" } # parameters: over the topology's [defaults]
     [[topology.switches]]          # with a base topology: the named switch's features
     name = "s1"
-    ecn = { k = "20KB" }           # switch features (switch_config.py): ecn, csig,
+    ecn = { k = "20KB" }           # switch features (switch/config.py): ecn, csig,
     [[topology.links]]             #   int, pfc, trim, classes, buffer, telemetry
     endpoints = ["s1", "h3"]       # with a base: the link between these two nodes;
     rate = "2Gbit"                 #   its rate/delay/buffer/mtu and per-port features

@@ -20,7 +20,7 @@
   fabric over real packets.
 
 Per-port features come from the topology (switch table, overridden by the
-link's; switch_config.py documents them).
+link's; datapath/devices/switch/config.py documents them).
 """
 from taurus.datapath.devices.switch import config as F
 from taurus.datapath.devices.switch.setup import add_switch, install_switch_state

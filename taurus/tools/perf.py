@@ -4,7 +4,7 @@ a running topology (`taurus topo up two_hosts`).
     taurus perf -s --topo two_hosts            # the engine + receiving sink
     taurus perf -c h2 --topo two_hosts -t 10 -P 4 [-n BYTES] [-l MSGSIZE] [--rpc SIZE] [-J]
 
-Process model (DESIGN.md): `perf -s` is the one engine process; it opens an
+Process model (docs/DESIGN.md): `perf -s` is the one engine process; it opens an
 AF_XDP port (steering only Taurus traffic, so the kernel keeps ping and TCP)
 on every host's interface, inside that host's namespace, puts a host NIC on
 each, and drains every receive connection (the sink, through the same app

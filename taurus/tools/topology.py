@@ -106,7 +106,7 @@ class Node:
     prefixlen: int | None = None
     ifaces: list = dataclasses.field(default_factory=list)
     field: str = ""               # where it was defined (for messages)
-    features: dict = dataclasses.field(default_factory=dict)   # switches: switch_config
+    features: dict = dataclasses.field(default_factory=dict)   # switches: switch/config.py
 
     @property
     def is_host(self) -> bool:
@@ -228,7 +228,7 @@ class Topology:
     def add_switch(self, name: str, features: dict | None = None, *,
                    _field: str | None = None) -> str:
         """`features`: the switch's fabric features (see
-        taurus/datapath/devices/switch_config.py), e.g. {"ecn": {"k": "30KB"}}."""
+        taurus/datapath/devices/switch/config.py), e.g. {"ecn": {"k": "30KB"}}."""
         node = self._add_node(name, "switch", _field)
         try:
             node.features = self._features(features, node.field, True)

@@ -1,4 +1,4 @@
-"""The app side of a host NIC, over shared memory (DESIGN.md: app -> shm
+"""The app side of a host NIC, over shared memory (docs/DESIGN.md: app -> shm
 SQ/CQ -> engine).  Works from another process (by engine name) or in the
 engine's own process against a virtual engine (pass the Engine object:
 waiting then runs the engine instead of sleeping).

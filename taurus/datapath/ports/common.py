@@ -5,7 +5,7 @@ services it; its registers (one int64 row, ``regs[p]``) hold whatever that
 kind needs between loop iterations: file descriptor, ring addresses, cached
 ring indices, cursors.  ``lists[p]`` is one int64 row of per-port scratch
 (e.g. AF_XDP's free TX frame addresses), because frames kept in flight across
-loop calls need state that persists (PLATFORM.md).  Counters live in shared
+loop calls need state that persists (docs/PLATFORM.md).  Counters live in shared
 memory so another process can read them while the engine runs.
 """
 import numpy as np

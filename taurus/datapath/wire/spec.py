@@ -2,9 +2,9 @@
 
 Scapy layers (``layers.py``), Numba codecs (``codec.py``) and the frame
 parser (``parse.py``) are all derived from the ``Header`` descriptions below;
-nothing else states an offset.  Sources: /work/shared/PROTOCOLS.md (UET as
-seen by Wireshark/xdp2, CSIG from the OCP spec).  Where public material is
-silent, the choice is ours and is marked **ours** below.
+nothing else states an offset.  docs/PROTOCOLS.md summarises it and names
+the sources (UET as seen by Wireshark/xdp2, CSIG from the OCP spec).  Where
+public material is silent, the choice is ours and is marked **ours** below.
 
 For each header ``H`` with constant prefix ``P`` this module exports:
 ``P_<FIELD>`` — the field's location tuple ``(byte_off, nbytes, shift, width,
@@ -27,7 +27,7 @@ Our layout choices (not from public material):
   size equals the tag size (4/8 B).
 - SES standard request: ``header_data`` when SOM is set, else
   payload_length + message_offset (xdp2's union, SOM as selector).
-- ``sack_bitmap`` bit i (LSB first) = sack base + i (PROTOCOLS.md).
+- ``sack_bitmap`` bit i (LSB first) = sack base + i (docs/PROTOCOLS.md).
 - Receive window: a NACK NO_PKT_BUFFER (0x07) carries the receiver's window
   right edge in ``nack_payload``; vendor_code 1 marks a pure window update.
 """
@@ -234,7 +234,7 @@ PFC = Header("PFCPause", "PFC", (
 # checksum changes: ... IP datagram | hop 1 | ... | hop n | INTTail.  The
 # sender appends an INTTail with nhop = 0 to ask for INT; each switch inserts
 # its hop record before the tail, up to max_hop.  Hop fields as HPCC's ns-3
-# code (PROTOCOLS.md): line-rate code (3), ts (24, ns), tx_bytes (20, 128 B
+# code (docs/PROTOCOLS.md): line-rate code (3), ts (24, ns), tx_bytes (20, 128 B
 # units), qlen (17, 80 B units).
 INT_MAGIC = 0x1A7E
 INT_MAX_HOPS = 5

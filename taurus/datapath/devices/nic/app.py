@@ -1,5 +1,5 @@
 """The Python ends of a NIC's app queues and stream rings, shared by the
-in-process API (nic_setup) and apps in other processes (taurus.transport).
+in-process API (setup.py) and apps in other processes (taurus.transport).
 
 The SQ has one producer and the CQ one consumer per NIC: one app (process
 or thread) per host NIC at a time.  Stores from numpy are plain; x86 keeps

@@ -6,7 +6,7 @@ Coalescing: one ACK per NR_ACK_EVERY data packets or NR_ACK_DELAY ns after
 the first unacknowledged one (a wheel timer per PDC), and at once on CE, on
 an out-of-order or duplicate packet, or when the sender sets AR.
 
-ACK format (ours, from PROTOCOLS.md): ACK_CC (NSCC state: rcvd_bytes,
+ACK format (ours, docs/PROTOCOLS.md): ACK_CC (NSCC state: rcvd_bytes,
 ooo_count) by default; ACK_CC with cc_type CREDIT for a PDC opened by
 RUD_CC_REQ; ACK_CCX (ccx_type CSIG) when a CSIG tag arrived since the last
 ACK (a credit PDC keeps ACK_CC: credit wins).  cack_psn = the last PSN of the
@@ -154,7 +154,7 @@ def send_nack(E, n, r, psn, code, vendor, payload, now):
 
 @hot
 def rx_control(E, n, i, now):
-    """CONTROL: a probe request (nic_tx.send_probe) is answered at once by an
+    """CONTROL: a probe request (tx.send_probe) is answered at once by an
     ACK echoing its timestamp; other control types are not this NIC's
     business (counted as drop_bad_type)."""
     N = E.nic

@@ -10,14 +10,14 @@
     nic_completions(eng)                      [(kind, nic, flow-or-pdc, msg, end, time)]
     nic_counters(eng, d), flow_stats(eng, f), flow_done(eng, f)
 
-Streams are rings (nic_state.py): a flow holds at most ``buf_bytes`` posted
+Streams are rings (state.py): a flow holds at most ``buf_bytes`` posted
 but unACKed bytes, a receive PDC ``rx_buf_bytes`` delivered but unconsumed
 bytes.  ``nic_delivered`` peeks at the unconsumed bytes (the whole stream
 while nothing was taken and it fits in the ring); ``nic_take_delivered``
 consumes them, which reopens the receiver's window (through the NIC's SQ,
-exactly as an app in another process does: nic_app.py).
+exactly as an app in another process does: app.py).
 
-The tables live in the shared segment ``<engine>-nic`` (nic_shm.py); apps
+The tables live in the shared segment ``<engine>-nic`` (shm.py); apps
 ask for connections through its request rows, which ``nic_service`` answers
 (the engine calls it between run chunks).
 """
@@ -361,7 +361,7 @@ def nic_neighbour(eng, ip, mac) -> None:
 
 
 def nic_service(eng) -> int:
-    """Answer apps' connection requests (nic_state REQ_* rows): open a flow
+    """Answer apps' connection requests (state.py REQ_* rows): open a flow
     from the asking NIC to the peer IP.  Returns how many were answered."""
     N = eng.E.nic
     done = 0

@@ -5,7 +5,7 @@ byte arenas (txbuf/rxbuf), the per-NIC submission and completion queues
 and, read-only by convention, the flow and PDC tables.  Writes from an app
 go only to its own ring bytes and to the SQ; everything else is the
 engine's.  Layout: a header (magic, the sizes ``nic_shapes`` takes, per-NIC
-names), then every array of ``nic_state.nic_shapes`` in order, each 64-byte
+names), then every array of ``state.nic_shapes`` in order, each 64-byte
 aligned.  ``ftruncate`` makes the segment sparse: untouched capacity costs
 no memory.
 """

@@ -1,7 +1,7 @@
-"""Out-of-line calls into nic_signal for the NIC's hot path.
+"""Out-of-line calls into signals.py for the NIC's hot path.
 
 The NIC's packet functions are compiled without reference counting
-(``wire.codec.hot``), but the signal path inlines the report engine, which
+(``datapath/hot.py``), but the signal path inlines the report engine, which
 allocates; so it runs in small reference-counted functions.  Those would
 take a reference on every array of the engine tuple on each call (the cost
 perf showed as ``lock incq/decq``), so they receive only what signals use:

@@ -1,4 +1,4 @@
-"""Signal collection: the one call site per transport event (DESIGN.md step 4).
+"""Signal collection: the one call site per transport event (docs/DESIGN.md).
 
 Each signal updates the per-flow counters in ``N.sig`` (tests and
 ``flow_stats`` read them) and hands the event to the TAURUS report engine

@@ -9,7 +9,7 @@ A peer may have many PDCs.  Rows are int64 tables with named columns:
 - ``fl[f, FL_*]``   per sending flow: PSNs, in-flight, RTT, message queue, ...
 - ``ctx[f, CX_*]``  rate / cwnd / credit / version: the future shared CC
                     context table the agent writes; the scheduler reads only it.
-- ``sig[f, SG_*]``  per-flow signals (nic_signal.py fills them).
+- ``sig[f, SG_*]``  per-flow signals (signals.py fills them).
 - ``sl_*[f, psn % W]`` per-PSN sender slots (state, stream offset, length).
 - ``rp[r, RP_*]``, ``rs_*[r, psn % W]`` per receive PDC.
 - ``mq[f, k, (end, id)]`` per-flow message ring (filled from the SQ).
@@ -19,10 +19,10 @@ A peer may have many PDCs.  Rows are int64 tables with named columns:
   overwrites bytes not yet ACKed (posting beyond ACKED_OFF + TXCAP would
   block); the receiver never overwrites bytes the app has not consumed
   (RP_READ): data beyond READ + BUFCAP is dropped and counted.
-- Per NIC, the app queues (nic_sq.py): ``sq[n, k, SQ_*]`` submissions
+- Per NIC, the app queues (sq.py): ``sq[n, k, SQ_*]`` submissions
   (app -> engine) and ``cq[n, k, CQ_*]`` completions (engine -> app), SPSC
   rings whose head/tail counters live in ``qc`` (one cache line each).
-Every array may live in one shared-memory segment (nic_shm.py), so an app in
+Every array may live in one shared-memory segment (shm.py), so an app in
 another process reaches the byte arenas and queues.
 PSNs are 64-bit inside, 32-bit on the wire (``psn_recon``).
 """
@@ -159,7 +159,7 @@ def nic_shapes(max_ports: int, max_flows: int, win: int = 64, tx_bytes: int = 1 
 
 def make_nic_state(max_ports: int, max_flows: int, alloc=None, **sizes) -> NicState:
     """Zero-filled (so untouched pages cost nothing).  ``alloc(name, shape,
-    dtype)`` places each array (default: private memory; nic_shm.py: one
+    dtype)`` places each array (default: private memory; shm.py: one
     shared segment).  Sizes: see ``nic_shapes``."""
     alloc = alloc or (lambda name, shape, dtype: np.zeros(shape, dtype))
     return NicState(**{name: make_parse_config() if shape is None else alloc(name, shape, dt)

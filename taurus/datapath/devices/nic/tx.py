@@ -1,7 +1,7 @@
 """Sender side of the host NIC: scheduler, pacing, window and credit gates,
 retransmission and RTO.
 
-Scheduling (DESIGN.md step 6).  A flow is in one of three states: IDLE,
+Scheduling (docs/DESIGN.md).  A flow is in one of three states: IDLE,
 QUEUED on its NIC's ready list, or TIMED (its pacing timer is armed on the
 wheel for its next eligible time, the WF2Q+ virtual start).  The NIC serves
 its ready list round-robin, one packet per turn, while its line is free.
@@ -123,7 +123,7 @@ def rwnd_end(N, f):
     """The receiver's window right edge as the sender sees it: optimistic
     (ACKed + the receiver's ring capacity: the app keeps up) until the
     receiver says otherwise with a NO_PKT_BUFFER NACK; then that edge, until
-    a window update or an RTO probe (nic_ack.rx_nack, rto_fire)."""
+    a window update or an RTO probe (ack.rx_nack, rto_fire)."""
     if N.fl[f, FL_WBLOCK] != 0:
         return N.fl[f, FL_WEND]
     return N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND]
@@ -188,7 +188,7 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
 
 @hot
 def send_probe(E, n, f, now):
-    """An independent probe packet (seed 000 §3.3, "on software-initiated
+    """An independent probe packet (TAURUS §3.3, "on software-initiated
     commands"): a CONTROL PROBE with our timestamp; the receiver answers at
     once with an ACK echoing it, so an RTT sample comes back even while the
     flow has nothing to send.  Needs the receiver's PDC id (known from the

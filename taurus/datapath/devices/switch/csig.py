@@ -1,4 +1,4 @@
-"""CSIG compare-and-replace (OCP CSIG; seed 003).
+"""CSIG compare-and-replace (OCP CSIG specification; CSIG tutorial, SIGCOMM 2025).
 
 Each egress port knows its local value for the four signal types:
   ABW    available bandwidth C - departure rate over the ABW interval (Mbit/s)  min

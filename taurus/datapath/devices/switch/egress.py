@@ -11,12 +11,12 @@ something), the port
   3. hands every frame whose arrival time has come to the port, in one burst;
   4. re-arms its timer for the earliest of: next delay-line frame, next
      arrival, link free with a queue waiting, end of a pause, renewal of a
-     PAUSE it sent (switch_pfc).
+     PAUSE it sent (pfc.py).
 So departure times come from the wheel, not from loop speed: in virtual time
 rates and delays are exact; in wall time they carry the loop's jitter only.
 A port whose timer comes late (the process was descheduled) keeps its
 schedule, sending the backlog back to back, as long as it is less than the
-port's slack late (default 2 ms: this machine's worst stalls); beyond that it
+port's slack late (default 2 ms; stalls: docs/PLATFORM.md); beyond that it
 restarts from now and counts `late`.
 """
 import numba as nb

@@ -1,6 +1,6 @@
 """Congestion marks on departing packets: ECN (step K or RED-like
 Kmin/Kmax/Pmax) and TCD's ternary detection on lossless ports (TCD,
-SIGCOMM'21; seed 002).
+SIGCOMM'21).
 
 TCD, per egress port of a lossless class, at dequeue, with q the bytes still
 queued in the class:

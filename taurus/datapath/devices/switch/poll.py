@@ -62,6 +62,6 @@ def switch_timer(E, d, timer, now):
 
 
 def add_switch(eng, ports, config=None, name=None) -> int:
-    """Python entry: a switch device on these engine ports (see switch_setup)."""
+    """Python entry: a switch device on these engine ports (see setup.py)."""
     from .setup import add_switch as _add
     return _add(eng, ports, config, name)

@@ -11,7 +11,7 @@ routes and telemetry, register the device.
 Port keys: rate (bit/s; 0 or absent = unlimited), delay, in_delay (a delay
 applied on the way in: real ports on a host's link, see fabric.py), buffer
 (egress queue limit per class), mac, locator_compact / locator_wide, plus the
-features of switch_config (ecn, csig, int, pfc, trim, classes).
+features of config.py (ecn, csig, int, pfc, trim, classes).
 """
 import ipaddress
 
@@ -32,7 +32,7 @@ from ..table import SWITCH
 from .route import group_add, route_add
 
 DEFAULT_BUFFER = 256_000
-SLACK_DEFAULT = 2_000_000       # ns a late port may catch up (switch_port.py)
+SLACK_DEFAULT = 2_000_000       # ns a late port may catch up (egress.py)
 MTU_FRAME = 1514
 _PORT_KEYS = ("rate", "delay", "in_delay", "buffer", "mac", "locator_compact",
               "locator_wide", "slack") + F.PORT_KEYS
@@ -160,7 +160,7 @@ def _rate(v, field):
 
 def ton_max_ns(pfc: dict, rate: int, delay: int) -> int:
     """TCD's max(T_on): (X_off - X_on) / (eps * C) plus the PFC reaction time
-    (a round trip on the link and one MTU frame) -- PROTOCOLS.md's
+    (a round trip on the link and one MTU frame) -- docs/PROTOCOLS.md's
     reconstruction; `ton_max` in the config overrides it."""
     if "ton_max_ns" in pfc:
         return pfc["ton_max_ns"]

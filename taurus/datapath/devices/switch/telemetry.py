@@ -1,7 +1,7 @@
 """Per-port telemetry: every `interval` ns a record per port of each switch
 (time, queue bytes, bytes sent, departure rate over the interval, marks,
 drops, paused time) goes into a ring, sw.tel[p, k % len], k = sw.telh[p].
-With shared memory (switch_setup.install_switch_state(telemetry_shm=True)),
+With shared memory (setup.install_switch_state(telemetry_shm=True)),
 tools read it while the engine runs: a record is complete once telh has
 passed it (the engine writes the record, then bumps telh)."""
 import numba as nb
