@@ -254,11 +254,13 @@ def load(path: str | None) -> AgentConfig:
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+        raise ConfigError(f"not valid TOML: {e}", file=path) from None
     except OSError as e:
-        raise ConfigError(f"{path}: {e.strerror}") from None
+        raise ConfigError(f"{e.strerror}", file=path) from None
     try:
         return parse(data)
     except ConfigError as e:
-        raise ConfigError(f"{path}: {e}") from None
+        if e.file:
+            raise ConfigError(f"{path}: {e}") from None
+        raise ConfigError(e.message, file=path, key=e.key) from None
 

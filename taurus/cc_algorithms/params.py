@@ -9,9 +9,12 @@ import math
 import types
 import typing
 
+from taurus import errors
 
-class ConfigError(ValueError):
-    """A config or parameter value that cannot be used (the message says where)."""
+
+class ConfigError(errors.ConfigError):
+    """A parameter or agent config value that cannot be used; ``key`` says
+    where (``[agent.params].g``)."""
 
 
 def _type_name(t) -> str:
@@ -31,20 +34,20 @@ def _coerce(value, typ, where: str):
                 return _coerce(value, t, where)
             except ConfigError:
                 pass
-        raise ConfigError(f"{where}: expected {' or '.join(_type_name(a) for a in args)}, "
-                          f"got {type(value).__name__} {value!r}")
+        raise ConfigError(f"expected {' or '.join(_type_name(a) for a in args)}, "
+                          f"got {type(value).__name__} {value!r}", key=where)
     if dataclasses.is_dataclass(typ):
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a table, got {type(value).__name__}")
+            raise ConfigError(f"expected a table, got {type(value).__name__}", key=where)
         return build(typ, value, where)
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: expected a list, got {type(value).__name__} {value!r}")
+            raise ConfigError(f"expected a list, got {type(value).__name__} {value!r}", key=where)
         (item,) = typing.get_args(typ)[:1] or (typing.Any,)
         return [_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict or typ is dict:
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a table, got {type(value).__name__}")
+            raise ConfigError(f"expected a table, got {type(value).__name__}", key=where)
         args = typing.get_args(typ)
         if len(args) == 2:
             return {k: _coerce(v, args[1], f"{where}.{k}") for k, v in value.items()}
@@ -53,26 +56,28 @@ def _coerce(value, typ, where: str):
         return value
     if typ is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true/false, got {type(value).__name__} {value!r}")
+            raise ConfigError(f"expected true/false, got {type(value).__name__} {value!r}",
+                              key=where)
         return value
     if typ is int:
         # TOML writes big numbers as floats (1e9): accept whole floats.
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {type(value).__name__} {value!r}")
+            raise ConfigError(f"expected an integer, got {type(value).__name__} {value!r}",
+                              key=where)
         return value
     if typ is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected a number, got {type(value).__name__} {value!r}")
+            raise ConfigError(f"expected a number, got {type(value).__name__} {value!r}", key=where)
         if not math.isfinite(value):
-            raise ConfigError(f"{where}: must be finite, got {value!r}")
+            raise ConfigError(f"must be finite, got {value!r}", key=where)
         return float(value)
     if typ is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {type(value).__name__} {value!r}")
+            raise ConfigError(f"expected a string, got {type(value).__name__} {value!r}", key=where)
         return value
-    raise ConfigError(f"{where}: unsupported parameter type {_type_name(typ)}")
+    raise ConfigError(f"unsupported parameter type {_type_name(typ)}", key=where)
 
 
 def build(cls, data: dict | None, where: str):
@@ -83,7 +88,7 @@ def build(cls, data: dict | None, where: str):
     names = [f.name for f in dataclasses.fields(cls) if f.init]
     for k in data:
         if k not in names:
-            raise ConfigError(f"{where}: unknown key {k!r} (known: {', '.join(names) or 'none'})")
+            raise ConfigError(f"unknown key {k!r} (known: {', '.join(names) or 'none'})", key=where)
     kwargs = {k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()}
     obj = cls(**kwargs)
     check = getattr(obj, "check", None)
@@ -91,6 +96,8 @@ def build(cls, data: dict | None, where: str):
         try:
             check()
         except ConfigError as e:
+            if e.key and not e.file:
+                raise ConfigError(e.message, key=f"{where}.{e.key}") from None
             raise ConfigError(f"{where}.{e}") from None
     return obj
 
@@ -98,7 +105,7 @@ def build(cls, data: dict | None, where: str):
 def require(cond: bool, key: str, why: str) -> None:
     """For ``check()`` methods: ``require(self.g > 0, "g", "must be > 0")``."""
     if not cond:
-        raise ConfigError(f"{key}: {why}")
+        raise ConfigError(why, key=key)
 
 
 @dataclasses.dataclass

@@ -28,7 +28,9 @@ from .byref import byref
 from .clock import WALL, clock_advance_to, clock_is_virtual, clock_now, clock_resync, make_clock
 from .devices.dispatch import device_poll, device_timer
 from .devices import pktgen
+from .devices.nic import setup as nic_setup
 from .devices.nic.poll import make_nic_state
+from .devices.switch import setup as switch_setup
 from .devices.switch.poll import make_switch_state
 from .devices.table import (CTL_YIELD, KIND_NAMES as DEV_KIND_NAMES, L2FWD, PKTGEN,
                             make_devices)
@@ -180,6 +182,11 @@ class Engine:
     >>> c, d = eng.add_mem_link("fwd1", "h2")
     >>> eng.add_l2fwd(b, c)
     >>> eng.inject(a, frame); eng.run_for(10_000); eng.collect(d)
+
+    Devices are added through its methods (add_l2fwd, add_pktgen, add_nic,
+    add_switch); a kind with state of its own puts it into ``E`` with
+    ``install``.  ``nics`` and ``switches`` hold what only Python needs of
+    those kinds (devices/nic/setup.py, devices/switch/setup.py).
     """
 
     def __init__(self, clock: str = "virtual", name: str | None = None, n_frames: int = 16384,
@@ -202,6 +209,8 @@ class Engine:
         self._dev_names: list[str] = []
         self._closed = False
         self.on_chunk = []          # Python work between run chunks (apps' requests)
+        self.nics = nic_setup.NicTables()
+        self.switches = switch_setup.SwitchTables()
         self.has_native = native is not None
         h, c, n, nm, kd, size = _layout(max_ports)
         self.shm = Shm.create(self.name, size)
@@ -307,8 +316,48 @@ class Engine:
                  ifname, f" (netns {netns})" if netns else "")
         return p
 
+    def install(self, field: str, state, handle=None, first: bool = False) -> None:
+        """Put a device kind's state into ``E.<field>`` in place of the small
+        default (before the first device of that kind and the first run), and
+        close `handle` (its shared segment, ...) with the engine; handles
+        close in reverse order, `first` puts this one first, so it closes
+        last.  The state must have the default's Numba type: the compiled
+        loop would recompile for another."""
+        if handle is not None:
+            if first:
+                self._handles.insert(0, handle)
+            else:
+                self._handles.append(handle)
+        old = getattr(self.E, field)
+        if nb.typeof(state) != nb.typeof(old):
+            raise AssertionError(f"E.{field}: state layout changed: the compiled loop "
+                                 "would recompile")
+        self.E = self.E._replace(**{field: state})
+
     def add_l2fwd(self, port_a: int, port_b: int, name: str | None = None) -> int:
+        """Forward every frame from port_a to port_b and back."""
         return self.add_device(L2FWD, [port_a, port_b], name)
+
+    def reserve_nics(self, **sizes) -> None:
+        """Size the NIC tables before the first add_nic (nic/setup.py
+        nic_reserve: max_flows, win, tx_bytes, rx_bytes, msgs, cq, sq)."""
+        nic_setup.nic_reserve(self, **sizes)
+
+    def add_nic(self, port: int, mac, ip, **opts) -> int:
+        """A host NIC on `port`; returns its device index (nic/setup.py
+        add_nic for the options)."""
+        return nic_setup.add_nic(self, port, mac, ip, **opts)
+
+    def reserve_switches(self, **sizes):
+        """Size the switch tables before the first add_switch (switch/setup.py
+        install_switch_state: qcap, fcap, tel_len, telemetry_shm, seed)."""
+        return switch_setup.install_switch_state(self, **sizes)
+
+    def add_switch(self, ports: list[int], config: dict | None = None,
+                   name: str | None = None) -> int:
+        """A switch on these ports; returns its device index (switch/setup.py
+        for the config)."""
+        return switch_setup.add_switch(self, ports, config, name)
 
     def add_pktgen(self, port: int, frame: bytes, rate_pps: float, count: int = -1,
                    burst: int = 1, start_ns: int | None = None, name: str | None = None) -> int:
@@ -411,6 +460,14 @@ class Engine:
     # ---- observing ------------------------------------------------------
     def port_index(self, name: str) -> int:
         return self._port_names.index(name)
+
+    def port_name(self, p: int) -> str:
+        return self._port_names[p]
+
+    @property
+    def port_names(self) -> tuple[str, ...]:
+        """Port names by port index."""
+        return tuple(self._port_names)
 
     def counters(self) -> dict[str, dict[str, int]]:
         return read_counters(self.ctl, self.E.ports.cnt, self._port_names,

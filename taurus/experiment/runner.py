@@ -113,7 +113,7 @@ class Runner:
                                 max_devices=max(32, len(topo.hosts) + len(topo.switches) + 2),
                                 timers=max(1 << 16, 4 * nflows + 1024),
                                 native=native_dctcp(nflows + 2))
-        NS.nic_reserve(eng, max_flows=nflows + 1, tx_bytes=tx, rx_bytes=rx, cq=1 << 16)
+        eng.reserve_nics(max_flows=nflows + 1, tx_bytes=tx, rx_bytes=rx, cq=1 << 16)
 
         def host(eng, topo, h, port):
             return nic_host(eng, topo, h, port, mss=x.host_cc(h).mss, rx_buf_bytes=cap[h])
@@ -126,17 +126,17 @@ class Runner:
             topo.up()
             self.topo_up = True
             placed = attach_switches(eng, topo, port_kind=self.port_kind)
-            self.sw_ports = {eng._port_names[p]: p for ps in placed.values() for p in ps}
+            self.sw_ports = {eng.port_name(p): p for ps in placed.values() for p in ps}
             self.nics = {}
             for h in topo.hosts:
                 i = topo.ifaces_of(h)[0]
                 p = eng.add_port(i.name, i.name, netns=topo.ns_of(h), kind=self.port_kind)
                 # The engine pauses while Python acts between slices: an RTO
                 # shorter than a few steps would fire on ACKs waiting in the ring.
-                self.nics[h] = NS.add_nic(eng, p, topo.mac_of(h), topo.ip_of(h),
-                                          line_rate_bps=link_rate(x, h), mss=x.host_cc(h).mss,
-                                          rx_buf_bytes=cap[h], rto_min_ns=WALL_RTO_STEPS * self.step,
-                                          rto_init_ns=2 * WALL_RTO_STEPS * self.step)
+                self.nics[h] = eng.add_nic(p, topo.mac_of(h), topo.ip_of(h),
+                                           line_rate_bps=link_rate(x, h), mss=x.host_cc(h).mss,
+                                           rx_buf_bytes=cap[h], rto_min_ns=WALL_RTO_STEPS * self.step,
+                                           rto_init_ns=2 * WALL_RTO_STEPS * self.step)
         self._start_agents()
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)

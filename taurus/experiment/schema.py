@@ -95,7 +95,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 
-from taurus import units as U
+from taurus import errors, units as U
 from taurus.tools import topology as T
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
@@ -104,12 +104,15 @@ KINDS = ("bulk", "incast", "rpc", "workload")
 _REQ = object()
 
 
-class ExperimentError(Exception):
-    """str() is "<source>: <key>: <message>"."""
+class ExperimentError(errors.ConfigError):
+    """A bad experiment file; str() is "<source>: <key>: <message>"."""
 
     def __init__(self, source: str, key: str | None, message: str):
-        self.source, self.key, self.message = source, key, message
-        super().__init__(f"{source}: {key}: {message}" if key else f"{source}: {message}")
+        super().__init__(message, file=source, key=key)
+
+    @property
+    def source(self) -> str:
+        return self.file
 
 
 # ---------------------------------------------------------------- plain values

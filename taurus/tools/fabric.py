@@ -23,7 +23,6 @@ Per-port features come from the topology (switch table, overridden by the
 link's; datapath/devices/switch/config.py documents them).
 """
 from taurus.datapath.devices.switch import config as F
-from taurus.datapath.devices.switch.setup import add_switch, install_switch_state
 from taurus.datapath.engine import Engine
 from taurus.datapath.ports import memlink
 from taurus.tools.topology import Topology
@@ -56,12 +55,12 @@ def attach_switches(eng: Engine, topo: Topology, port_kind: str = "auto",
                     port_overrides: dict | None = None, **state_opts) -> dict:
     """Open the ports and add one switch device per topology switch; returns
     {switch: [engine port indices]} (in the switch's interface order)."""
-    install_switch_state(eng, **state_opts)
+    eng.reserve_switches(**state_opts)
     placed = {}
     for sw in topo.switches:
         ports = [eng.add_port(i.name, i.name, netns=topo.ns_of(sw), kind=port_kind)
                  for i in topo.ifaces_of(sw)]
-        add_switch(eng, ports, _switch_config(topo, sw, ports, True, port_overrides), name=sw)
+        eng.add_switch(ports, _switch_config(topo, sw, ports, True, port_overrides), name=sw)
         placed[sw] = ports
     return placed
 
@@ -75,7 +74,7 @@ def build_virtual(eng: Engine, topo: Topology, host_factory=open_end,
                   port_overrides: dict | None = None, **state_opts) -> dict:
     """Build `topo` on memory links; returns {"switches": {name: device},
     "ports": {iface: engine port}, "hosts": {host: host_factory result}}."""
-    install_switch_state(eng, **state_opts)
+    eng.reserve_switches(**state_opts)
     ports, hosts = {}, {}
     for lk in topo.links:
         a, b = eng.add_mem_link(lk.a_iface, lk.b_iface)
@@ -91,8 +90,8 @@ def build_virtual(eng: Engine, topo: Topology, host_factory=open_end,
     switches = {}
     for sw in topo.switches:
         sp = [ports[i.name] for i in topo.ifaces_of(sw)]
-        switches[sw] = add_switch(eng, sp, _switch_config(topo, sw, sp, False, port_overrides),
-                                  name=sw)
+        switches[sw] = eng.add_switch(sp, _switch_config(topo, sw, sp, False, port_overrides),
+                                      name=sw)
     for h in topo.hosts:
         hosts[h] = host_factory(eng, topo, h, ports[topo.ifaces_of(h)[0].name])
     return {"switches": switches, "ports": ports, "hosts": hosts}
@@ -107,7 +106,7 @@ def build_netns(eng: Engine, topo: Topology, host_factory=open_end, port_kind: s
     host_factory result}}.  Host factories for real ports: open_end,
     netns_nic_host."""
     placed = attach_switches(eng, topo, port_kind=port_kind, **state_opts)
-    ports = {eng._port_names[p]: p for ps in placed.values() for p in ps}
+    ports = {eng.port_name(p): p for ps in placed.values() for p in ps}
     hosts = {}
     for h in topo.hosts:
         i = topo.ifaces_of(h)[0]
@@ -119,10 +118,9 @@ def build_netns(eng: Engine, topo: Topology, host_factory=open_end, port_kind: s
 def netns_nic_host(eng, topo, host, port, mss: int = 1024, **nic_opts):
     """A host factory for build_netns: the transport NIC on the host's real
     port, pacing at its link's rate (a veth has none of its own)."""
-    from taurus.datapath.devices.nic.setup import add_nic
     lk = topo.ifaces_of(host)[0].link
-    return add_nic(eng, port, topo.mac_of(host), topo.ip_of(host),
-                   line_rate_bps=lk.rate or 0, mss=mss, **nic_opts)
+    return eng.add_nic(port, topo.mac_of(host), topo.ip_of(host),
+                       line_rate_bps=lk.rate or 0, mss=mss, **nic_opts)
 
 
 def _mac_shim(eng, topo, host, port, buffer):
@@ -134,7 +132,7 @@ def _mac_shim(eng, topo, host, port, buffer):
     eng.E.ports.regs[port, memlink.RATE] = 0       # the shim models the link now
     eng.E.ports.regs[port, memlink.DELAY] = 0
     ip = topo.ip_of(host)
-    add_switch(eng, [nic_in, port], {
+    eng.add_switch([nic_in, port], {
         "ports": [{"buffer": buffer}, {"rate": lk.rate or 0, "delay": lk.delay or 0,
                                        "buffer": buffer, "classes": {"control_high": False}}],
         "routes": {ip: [nic_in]}, "default": [port], "buffer": 2 * buffer}, name=f"{host}-mac")
@@ -152,10 +150,9 @@ def nic_host(eng, topo, host, port, mss: int = 1024, pfc: bool = False,
     """A host factory: the transport NIC on the host's link.  The NIC paces
     at its own line rate, so the wire itself keeps only the delay.  pfc: the
     NIC sends through a MAC that honours PFC pause frames from the fabric."""
-    from taurus.datapath.devices.nic.setup import add_nic
     lk = topo.ifaces_of(host)[0].link
     if pfc:
         port = _mac_shim(eng, topo, host, port, mac_buffer)
     eng.E.ports.regs[port, memlink.RATE] = 0
-    return add_nic(eng, port, topo.mac_of(host), topo.ip_of(host),
-                   line_rate_bps=lk.rate or 0, mss=mss, **nic_opts)
+    return eng.add_nic(port, topo.mac_of(host), topo.ip_of(host),
+                       line_rate_bps=lk.rate or 0, mss=mss, **nic_opts)

@@ -88,7 +88,7 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
     on `hosts` only: one engine per host, each in its own process, is a NIC
     per host with its own CPU).  xdp_mode: the ports' XDP attach mode
     (open_xdp_port); nic: more add_nic settings (ack_every, ...)."""
-    from taurus.datapath.devices.nic.setup import DATA_HDR, add_nic, nic_reserve
+    from taurus.datapath.devices.nic.setup import DATA_HDR
     from taurus.datapath.engine import Engine
     from taurus.datapath.wire import spec as S
     # RTO floor 1 ms, not the NIC default 50 us: a peer that is a process on
@@ -96,13 +96,13 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
     nic = {"rto_min_ns": RTO_MIN_NS, **nic}
     eng = Engine(clock="wall", name=name, chunk_ms=2.0)
     try:
-        nic_reserve(eng, max_flows=256, tx_bytes=256 << 20, rx_bytes=1 << 30)
+        eng.reserve_nics(max_flows=256, tx_bytes=256 << 20, rx_bytes=1 << 30)
         for h in (hosts or t.hosts):
             itf = t.ifaces_of(h)[0]
             port = eng.add_port(h, itf.name, netns=t.ns_of(h), kind=port_kind,
                                 xdp=dict(steer="taurus", rx_frames=2048, xdp_mode=xdp_mode))
-            add_nic(eng, port, itf.mac, t.ip_of(h), mss=itf.link.mtu + S.ETH_SIZE - DATA_HDR,
-                    rx_buf_bytes=rx_ring, name=h, **nic)
+            eng.add_nic(port, itf.mac, t.ip_of(h), mss=itf.link.mtu + S.ETH_SIZE - DATA_HDR,
+                        rx_buf_bytes=rx_ring, name=h, **nic)
     except BaseException:
         eng.close()
         raise

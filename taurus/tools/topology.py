@@ -72,6 +72,7 @@ from collections import deque
 from pyroute2 import IPRoute, NetlinkError
 from pyroute2.ethtool import Ethtool
 
+from taurus import errors
 from taurus.tools import netns
 from taurus.pidfiles import PID_DIR
 from taurus.units import parse_delay, parse_rate, parse_size, quote as _q
@@ -86,13 +87,20 @@ _NUD_PERMANENT = 0x80
 _RT_SCOPE_LINK = 253
 
 
-class TopologyError(Exception):
+class TopologyError(errors.ConfigError):
     """Bad topology description or failed build; str() is
     "<source>: <field>: <what was expected / what went wrong>"."""
 
     def __init__(self, source: str, field: str | None, message: str):
-        self.source, self.field, self.message = source, field, message
-        super().__init__(f"{source}: {field}: {message}" if field else f"{source}: {message}")
+        super().__init__(message, file=source, key=field)
+
+    @property
+    def source(self) -> str:
+        return self.file
+
+    @property
+    def field(self) -> str | None:
+        return self.key
 
 
 # ------------------------------------------------------------------ model

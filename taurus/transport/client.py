@@ -51,7 +51,7 @@ class Endpoint:
             self.eng, self._seg = None, NicShm.attach(engine + "-nic")
             self._lockpath = "/dev/shm/" + engine + "-nic"
         else:                               # in-process Engine (tests, virtual time)
-            self.eng, self._seg = engine, engine._nic_shm
+            self.eng, self._seg = engine, engine.nics.shm
             self._lockpath = None
         self.N = self._seg.state
         self.n = self._find(host)

@@ -1,7 +1,7 @@
 """Python API of the host NIC (build, feed, observe).  Call between runs.
 
-    nic_reserve(eng, max_flows=..., win=256, tx_bytes=..., rx_bytes=...)   optional, first
-    d = add_nic(eng, port, mac, ip, line_rate_bps=..., ...)
+    eng.reserve_nics(max_flows=..., win=256, tx_bytes=..., rx_bytes=...)   optional, first
+    d = eng.add_nic(port, mac, ip, line_rate_bps=..., ...)
     f = add_flow(eng, d, peer_mac, peer_ip, rate_bps=..., cwnd_bytes=..., credit=False)
     nic_post(eng, d, f, data)                 one message (WouldBlock when the ring is full)
     v = nic_send_buffer(eng, d, f, n); ...; nic_commit(eng, d, f, n)    the same, written in place
@@ -19,7 +19,8 @@ exactly as an app in another process does: app.py).
 
 The tables live in the shared segment ``<engine>-nic`` (shm.py); apps
 ask for connections through its request rows, which ``nic_service`` answers
-(the engine calls it between run chunks).
+(the engine calls it between run chunks).  What only Python needs (the
+segment, neighbours, read marks) is the engine's ``nics`` (NicTables).
 """
 import ipaddress
 
@@ -51,6 +52,20 @@ DATA_HDR = (S.ETH_SIZE + S.IPV4_SIZE + S.UDP_SIZE + S.RUD_CC_REQ_SIZE + S.PROBE_
             + S.SES_STD_SIZE)
 
 
+class NicTables:
+    """The Python side of an engine's NICs (``Engine.nics``)."""
+
+    def __init__(self):
+        self.shm = None     # the NicShm segment holding E.nic, once reserved
+        self.neigh = {}     # peer IP -> MAC, for apps' connection requests (nic_service)
+        self.rx_read = {}   # rx PDC -> stream offset taken here (its OP_READ may be unserved)
+        self.rx_pdc = {}    # (device, src ip, flow) -> receive PDC, once found
+
+    @property
+    def reserved(self) -> bool:
+        return self.shm is not None
+
+
 def mac_int(mac) -> int:
     return mac if isinstance(mac, int) else int(str(mac).replace(":", ""), 16)
 
@@ -66,21 +81,15 @@ def nic_reserve(eng, max_flows: int | None = None, win: int = 256, tx_bytes: int
     the first run) and place them in the shared segment ``<engine>-nic``,
     released with the engine.  Zero-filled and sparse: unused capacity costs
     no memory.  msgs: messages queued per flow; cq/sq: queue depth per NIC."""
-    if getattr(eng, "_nic_reserved", False):
+    if eng.nics.reserved:
         raise ValueError("nic_reserve must come before the first add_nic")
     old = eng.E.nic
     F = old.fl.shape[0] if max_flows is None else max_flows + 1
     seg = NicShm.create(eng.name + "-nic", max_ports=old.nr.shape[0], max_flows=F, win=win,
                         tx_bytes=tx_bytes, rx_bytes=rx_bytes, msgs=msgs, cq=cq, sq=sq)
-    eng._handles.append(seg)            # closed (and unlinked) with the engine
-    eng.E = eng.E._replace(nic=seg.state)
-    eng._nic_shm = seg
-    eng._nic_neigh = {}
-    eng._rx_read = {}
-    eng._rx_pdc = {}
-    eng._nic_reserved = True
-    if hasattr(eng, "on_chunk"):
-        eng.on_chunk.append(lambda: nic_service(eng))
+    eng.install("nic", seg.state, handle=seg)     # closed (and unlinked) with the engine
+    eng.nics.shm = seg
+    eng.on_chunk.append(lambda: nic_service(eng))
 
 
 def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
@@ -92,7 +101,7 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     ``rto_min_ns`` floors the RTO's variance margin: RTO = srtt +
     max(4 rttvar, rto_min) (as Linux does), ``rto_init_ns`` is the RTO
     before the first RTT sample."""
-    if not getattr(eng, "_nic_reserved", False):
+    if not eng.nics.reserved:
         nic_reserve(eng)
     N = eng.E.nic
     n = int(N.meta[M_NNIC])
@@ -113,8 +122,8 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     r[NR_DUPTHRESH], r[NR_BUDGET] = dupthresh, budget
     if rx_buf_bytes < mss:
         raise ValueError("rx_buf_bytes must hold at least one MSS")
-    eng._nic_shm.set_name(n, name or f"nic{n}")
-    eng._nic_neigh[ip_int(ip)] = mac_int(mac)
+    eng.nics.shm.set_name(n, name or f"nic{n}")
+    eng.nics.neigh[ip_int(ip)] = mac_int(mac)
     t = wheel_alloc(eng.E.wheel, d, (TK_TX << TK_SHIFT) | n)
     if t < 0:
         raise ValueError("timing wheel full (Engine(timers=...))")
@@ -284,18 +293,18 @@ def _rx_pdc(eng, d, src_ip, f):
     are never reused: one found is remembered (a lookup from Python costs
     microseconds of argument checks; a sink asks every run chunk)."""
     key = (d, src_ip, f)
-    r = eng._rx_pdc.get(key)
+    r = eng.nics.rx_pdc.get(key)
     if r is None:
         r = int(rx_lookup(eng.E.nic, int(eng.E.devs.regs[d, 0]), ip_int(src_ip), f, False))
         if r:
-            eng._rx_pdc[key] = r
+            eng.nics.rx_pdc[key] = r
     return r or 0
 
 
 def _unread(eng, r):
     """Stream offsets [a, b) delivered at rx PDC r and not yet taken."""
     N = eng.E.nic
-    return max(eng._rx_read.get(r, 0), int(N.rp[r, RP_READ])), int(N.rp[r, RP_DELIV])
+    return max(eng.nics.rx_read.get(r, 0), int(N.rp[r, RP_READ])), int(N.rp[r, RP_DELIV])
 
 
 def _read(eng, r, a, b) -> bytes:
@@ -308,7 +317,7 @@ def _release(eng, d, r, a, b) -> int:
     served at the next run)."""
     if b > a:
         sq_submit(eng.E.nic, int(eng.E.devs.regs[d, 0]), OP_READ, r, b)
-        eng._rx_read[r] = b
+        eng.nics.rx_read[r] = b
     return b - a
 
 
@@ -357,7 +366,7 @@ def nic_completions(eng) -> list[tuple]:
 
 def nic_neighbour(eng, ip, mac) -> None:
     """The MAC to use for a peer that is not a NIC of this engine."""
-    eng._nic_neigh[ip_int(ip)] = mac_int(mac)
+    eng.nics.neigh[ip_int(ip)] = mac_int(mac)
 
 
 def nic_service(eng) -> int:
@@ -372,7 +381,7 @@ def nic_service(eng) -> int:
         try:
             if not 0 <= n < int(N.meta[M_NNIC]):
                 raise ValueError(f"no NIC {n}")
-            mac = eng._nic_neigh.get(ip)
+            mac = eng.nics.neigh.get(ip)
             if mac is None:
                 raise ValueError(f"no MAC known for {ipaddress.IPv4Address(ip)}")
             row[REQ_RESULT] = add_flow(eng, int(N.nr[n, NR_DEV]), mac, ip)

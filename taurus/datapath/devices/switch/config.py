@@ -21,6 +21,7 @@ handles every type and both formats on whatever arrives).  TCD needs `ecn`
 (its threshold is K, or Kmin).  `false` turns a switch-level feature off on
 one link.
 """
+from ....errors import ConfigError
 from ....units import parse_delay, parse_size
 
 SWITCH_ONLY = ("buffer", "telemetry")
@@ -34,10 +35,20 @@ DEFAULT_CSIG_INTERVAL = 256_000
 DEFAULT_EPSILON = 0.05
 
 
-class FeatureError(ValueError):
+class FeatureError(ConfigError):
+    """A bad switch feature; str() is "<field>: <msg>" (the caller knows the
+    file, see topology.py)."""
+
     def __init__(self, field, msg):
-        self.field, self.msg = field, msg
-        super().__init__(f"{field}: {msg}")
+        super().__init__(msg, key=field)
+
+    @property
+    def field(self) -> str:
+        return self.key
+
+    @property
+    def msg(self) -> str:
+        return self.message
 
 
 def _size(v, f):

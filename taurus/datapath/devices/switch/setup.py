@@ -1,7 +1,7 @@
 """Switch set-up from Python: size and install the state, configure ports,
 routes and telemetry, register the device.
 
-    d = add_switch(eng, [p0, p1, p2], {
+    d = eng.add_switch([p0, p1, p2], {
         "ports": [{"rate": "2Gbit", "delay": "5us", "buffer": "200KB",
                    "ecn": {"k": "30KB"}}, ...],        # one dict per port, or one for all
         "routes": {"10.0.0.2": [p1], "10.0.0.3": [p1, p2]},   # ECMP when several
@@ -12,6 +12,9 @@ Port keys: rate (bit/s; 0 or absent = unlimited), delay, in_delay (a delay
 applied on the way in: real ports on a host's link, see fabric.py), buffer
 (egress queue limit per class), mac, locator_compact / locator_wide, plus the
 features of config.py (ecn, csig, int, pfc, trim, classes).
+
+What only Python needs (which ports are switch ports, the telemetry
+segment's name rows) is the engine's ``switches`` (SwitchTables).
 """
 import ipaddress
 
@@ -39,34 +42,45 @@ _PORT_KEYS = ("rate", "delay", "in_delay", "buffer", "mac", "locator_compact",
 SHM_MAGIC = 0x5441555255535357      # "TAURUSSW"
 
 
+class SwitchTables:
+    """The Python side of an engine's switches (``Engine.switches``)."""
+
+    def __init__(self):
+        self.installed = False  # install_switch_state sized E.sw
+        self.ports = set()      # engine ports that belong to a switch
+        self.names = None       # the telemetry segment's port-name rows (None without one)
+
+
 def install_switch_state(eng, qcap=4096, fcap=2048, tel_len=1024, telemetry_shm=True,
                          seed=1):
     """Replace the engine's small default switch state by one sized for real
     use, before the first switch is added and before the engine runs.  With
     telemetry_shm, counters and telemetry live in shared memory named
     `<engine name>-sw` (read with `read_switch_telemetry`)."""
-    if getattr(eng, "_sw_installed", False):
+    if eng.switches.installed:
         return eng.E.sw
     P = eng.max_ports
-    stats = tel = telh = None
+    shm = stats = tel = telh = names = None
     if telemetry_shm:
         hdr, st_off, tel_off, h_off, nm_off, size = _shm_layout(P, tel_len)
         shm = Shm.create(eng.name + "-sw", size)
-        eng._handles.insert(0, shm)            # closed last
-        h = shm.array(hdr, np.int64, (8,))
-        h[:4] = (SHM_MAGIC, P, tel_len, N_TEL)
-        stats = shm.array(st_off, np.int64, (P, N_STAT))
-        tel = shm.array(tel_off, np.int64, (P, tel_len, N_TEL))
-        telh = shm.array(h_off, np.int64, (P,))
-        eng._sw_names = shm.array(nm_off, np.uint8, (P, 32))
-    old = eng.E.sw
-    sw = make_switch_state(P, qcap=qcap, fcap=fcap, tel_len=tel_len, stats=stats, tel=tel,
-                           telh=telh, seed=seed)
-    for a, b in zip(old, sw):
-        if a.dtype != b.dtype or a.ndim != b.ndim:
-            raise AssertionError("switch state layout changed: the compiled loop would recompile")
-    eng.E = eng.E._replace(sw=sw)
-    eng._sw_installed = True
+    try:
+        if shm is not None:
+            h = shm.array(hdr, np.int64, (8,))
+            h[:4] = (SHM_MAGIC, P, tel_len, N_TEL)
+            stats = shm.array(st_off, np.int64, (P, N_STAT))
+            tel = shm.array(tel_off, np.int64, (P, tel_len, N_TEL))
+            telh = shm.array(h_off, np.int64, (P,))
+            names = shm.array(nm_off, np.uint8, (P, 32))
+        sw = make_switch_state(P, qcap=qcap, fcap=fcap, tel_len=tel_len, stats=stats, tel=tel,
+                               telh=telh, seed=seed)
+    except BaseException:
+        if shm is not None:
+            shm.close()
+        raise
+    eng.install("sw", sw, handle=shm, first=True)   # the segment is closed last
+    eng.switches.names = names
+    eng.switches.installed = True
     return sw
 
 
@@ -113,12 +127,12 @@ def _rows(ring, head):
 def switch_stats(eng, ports=None) -> dict:
     """{port name: {counter: value}} of the switch ports of this engine."""
     sw = eng.E.sw
-    names = eng._port_names
+    names = eng.port_names
     out = {}
     for p in range(len(names)):
         if ports is not None and p not in ports:
             continue
-        if p in getattr(eng, "_sw_ports", ()):
+        if p in eng.switches.ports:
             out[names[p]] = dict(zip(STAT_NAMES, map(int, sw.stats[p])))
     return out
 
@@ -235,11 +249,12 @@ def configure_port(eng, d, k, p, cfg: dict, field: str, switch_id: int) -> None:
     st[S_PAUSE_START] = -1
     st[S_TEL_T] = st[S_ABW_T0] = eng.now()
     sw.qh[p] = sw.qt[p] = sw.qb[p] = sw.ing[p] = sw.pausu[p] = 0
-    eng._sw_ports = getattr(eng, "_sw_ports", set()) | {p}
-    if getattr(eng, "_sw_names", None) is not None:
-        raw = eng._port_names[p].encode()[:31]
-        eng._sw_names[p, :] = 0
-        eng._sw_names[p, :len(raw)] = np.frombuffer(raw, np.uint8)
+    eng.switches.ports.add(p)
+    names = eng.switches.names
+    if names is not None:
+        raw = eng.port_name(p).encode()[:31]
+        names[p, :] = 0
+        names[p, :len(raw)] = np.frombuffer(raw, np.uint8)
 
 
 def add_switch(eng, ports, config=None, name=None) -> int:
@@ -255,7 +270,7 @@ def add_switch(eng, ports, config=None, name=None) -> int:
     install_switch_state(eng)
     sw = eng.E.sw
     for p in ports:
-        if p in getattr(eng, "_sw_ports", ()):
+        if p in eng.switches.ports:
             raise ValueError(f"switch: port {p} already belongs to a switch")
     pcfgs = config.get("ports", {})
     if isinstance(pcfgs, dict):
