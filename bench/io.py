@@ -392,8 +392,7 @@ class Bench:
         self.a = eng.add_port("s1-eth0", "s1-eth0", netns=ns, kind=kind)
         self.b = eng.add_port("s1-eth1", "s1-eth1", netns=ns, kind=kind)
         eng.add_l2fwd(self.a, self.b, name="s1")
-        # Engine keeps its socket handles private; port p's is the p-th.
-        self.ha, self.hb = eng._handles[self.a], eng._handles[self.b]
+        self.ha, self.hb = eng.port_handle(self.a), eng.port_handle(self.b)
         return eng
 
     # -- measurements

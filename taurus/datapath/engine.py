@@ -205,6 +205,7 @@ class Engine:
         self.chunk_ns = int(chunk_ms * 1e6)
         self.max_ports = max_ports
         self._handles = []          # open sockets etc., closed in reverse order
+        self._port_handles = {}     # real port -> its socket's handle
         self._port_names: list[str] = []
         self._dev_names: list[str] = []
         self._closed = False
@@ -311,6 +312,7 @@ class Engine:
                 raise
         self._kinds[p] = self.E.ports.kind[p]
         self._handles.append(handle)
+        self._port_handles[p] = handle
         self._commit_port()
         log.info("port %d %s: %s on %s%s", p, name, KIND_NAMES[int(self.E.ports.kind[p])],
                  ifname, f" (netns {netns})" if netns else "")
@@ -463,6 +465,11 @@ class Engine:
 
     def port_name(self, p: int) -> str:
         return self._port_names[p]
+
+    def port_handle(self, p: int):
+        """The socket object behind real port `p` (XdpPortHandle or PacketPortHandle:
+        its ring counters and statistics), for benchmarks and diagnostics."""
+        return self._port_handles[p]
 
     @property
     def port_names(self) -> tuple[str, ...]:
