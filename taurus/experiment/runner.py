@@ -293,7 +293,7 @@ class Runner:
         for i, st in enumerate(self.rpc_state):
             rp = self.plan.rpcs[i]
             if rp.response and st["resolved"] < 0 and self._slot(rp.server) == n:
-                got = NS._rx_pdc(self.eng, self.nics[rp.server], self.x.topo.ip_of(rp.client),
+                got = NS.rx_pdc(self.eng, self.nics[rp.server], self.x.topo.ip_of(rp.client),
                                  int(self.fid[rp.req_flow]))
                 if got:
                     st["resolved"] = got

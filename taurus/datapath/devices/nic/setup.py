@@ -288,7 +288,7 @@ def nic_post(eng, d: int, f: int, data, msg_id: int | None = None) -> int:
     return nic_commit(eng, d, f, len(buf), msg_id)
 
 
-def _rx_pdc(eng, d, src_ip, f):
+def rx_pdc(eng, d, src_ip, f):
     """The receive PDC of flow f of src_ip at NIC d, or 0 while none.  PDCs
     are never reused: one found is remembered (a lookup from Python costs
     microseconds of argument checks; a sink asks every run chunk)."""
@@ -324,14 +324,14 @@ def _release(eng, d, r, a, b) -> int:
 def nic_delivered(eng, d: int, src_ip, f: int) -> bytes:
     """The bytes flow f of host src_ip delivered in order at NIC d and not
     yet taken (the whole stream while nothing was taken)."""
-    r = _rx_pdc(eng, d, src_ip, f)
+    r = rx_pdc(eng, d, src_ip, f)
     return _read(eng, r, *_unread(eng, r)) if r else b""
 
 
 def nic_take_delivered(eng, d: int, src_ip, f: int) -> bytes:
     """The in-order bytes delivered since the last take; frees their ring
     space."""
-    r = _rx_pdc(eng, d, src_ip, f)
+    r = rx_pdc(eng, d, src_ip, f)
     if r == 0:
         return b""
     a, b = _unread(eng, r)
@@ -343,7 +343,7 @@ def nic_take_delivered(eng, d: int, src_ip, f: int) -> bytes:
 def nic_skip_delivered(eng, d: int, src_ip, f: int) -> int:
     """Like nic_take_delivered for a sink that does not look at the bytes:
     frees their ring space without copying them; returns how many."""
-    r = _rx_pdc(eng, d, src_ip, f)
+    r = rx_pdc(eng, d, src_ip, f)
     return _release(eng, d, r, *_unread(eng, r)) if r else 0
 
 

@@ -60,8 +60,3 @@ def switch_timer(E, d, timer, now):
     w = port_run(E, p, now)
     return w + switch_flush(E, d, now)
 
-
-def add_switch(eng, ports, config=None, name=None) -> int:
-    """Python entry: a switch device on these engine ports (see setup.py)."""
-    from .setup import add_switch as _add
-    return _add(eng, ports, config, name)
