@@ -19,7 +19,7 @@ import numpy as np
 
 from . import spec as S
 from .codec import get_field
-from ..hot import hot
+from ..hot import hot, hot_stage
 from .desc import *  # noqa: F401,F403  (statuses, D_*, CFG_*: Numba reads them as globals)
 
 
@@ -66,8 +66,35 @@ _IPV4_MIN = S.IPV4_SIZE
 _MF = 0x1                                          # IPv4 flags: more fragments
 
 
+# _parse and _parse_uet run stages named after the header they read.  The
+# stages are inlined by Numba (hot_stage), so each of the two still
+# compiles to one function.  A stage that can fail returns its status first
+# (P_OK = 0), then what the next stage needs.
 @hot
 def _parse(buf, base, length, cfg, d):
+    st = _frame(buf, base, length, d)
+    if st != P_OK:
+        return st
+    end = base + length
+    st, off = _ethernet(buf, base, end, cfg, d)
+    if st != P_OK:
+        return st
+    st, l4, ip_end, native = _ipv4(buf, off, end, cfg, d)
+    if st != P_OK:
+        return st
+    if native:
+        st, pds, dend = _entropy(buf, l4, ip_end, d)
+    else:
+        st, pds, dend = _udp(buf, l4, ip_end, cfg, d)
+    if st != P_OK:
+        return st
+    d[D_DGRAM_END] = dend
+    return _parse_uet(buf, pds, dend, d)
+
+
+@hot_stage
+def _frame(buf, base, length, d):
+    """Start the descriptor (no header present yet) and check the frame's bounds."""
     d[D_FRAME_OFF] = base
     d[D_FRAME_LEN] = length
     d[D_CSIG_FMT] = 0
@@ -81,54 +108,88 @@ def _parse(buf, base, length, cfg, d):
     d[D_PAYLOAD_LEN] = 0
     if base < 0 or length < 0 or base + length > buf.shape[0]:
         return P_BAD_FRAME_BOUNDS
-    end = base + length
+    return P_OK
 
-    # Ethernet and CSIG tag
-    if length < S.ETH_SIZE:
-        return P_TRUNCATED_ETH
+
+@hot_stage
+def _ethernet(buf, base, end, cfg, d):
+    """Ethernet and an optional CSIG tag; returns (status, offset of the IP header)."""
+    if end - base < S.ETH_SIZE:
+        return P_TRUNCATED_ETH, 0
     etype = get_field(buf, base, S.ETH_TYPE)
     off = base + S.ETH_SIZE
     if etype == cfg[CFG_TPID_COMPACT]:
         if off + S.CSIGC_SIZE > end:
-            return P_TRUNCATED_CSIG
-        d[D_CSIG_FMT] = S.CSIG_COMPACT
-        d[D_CSIG_OFF] = off
-        d[D_CSIG_T] = get_field(buf, off, S.CSIGC_T)
-        d[D_CSIG_S] = get_field(buf, off, S.CSIGC_S)
-        d[D_CSIG_LM] = get_field(buf, off, S.CSIGC_LM)
-        d[D_CSIG_D] = get_field(buf, off, S.CSIGC_D)
-        etype = get_field(buf, off, S.CSIGC_TYPE)
+            return P_TRUNCATED_CSIG, 0
+        etype = _csig_compact(buf, off, d)
         off += S.CSIGC_SIZE
     elif etype == cfg[CFG_TPID_WIDE]:
         if off + S.CSIGW_SIZE > end:
-            return P_TRUNCATED_CSIG
-        d[D_CSIG_FMT] = S.CSIG_WIDE
-        d[D_CSIG_OFF] = off
-        d[D_CSIG_T] = get_field(buf, off, S.CSIGW_T)
-        d[D_CSIG_S] = get_field(buf, off, S.CSIGW_S)
-        d[D_CSIG_LM] = get_field(buf, off, S.CSIGW_LM)
-        d[D_CSIG_D] = get_field(buf, off, S.CSIGW_D)
-        etype = get_field(buf, off, S.CSIGW_TYPE)
+            return P_TRUNCATED_CSIG, 0
+        etype = _csig_wide(buf, off, d)
         off += S.CSIGW_SIZE
     d[D_ETHERTYPE] = etype
     if etype != S.ETH_P_IP:
-        return P_NOT_TAURUS
+        return P_NOT_TAURUS, 0
+    return P_OK, off
 
-    # IPv4
+
+@hot_stage
+def _csig_compact(buf, off, d):
+    """A compact CSIG tag at ``off``; returns the EtherType it carries."""
+    d[D_CSIG_FMT] = S.CSIG_COMPACT
+    d[D_CSIG_OFF] = off
+    d[D_CSIG_T] = get_field(buf, off, S.CSIGC_T)
+    d[D_CSIG_S] = get_field(buf, off, S.CSIGC_S)
+    d[D_CSIG_LM] = get_field(buf, off, S.CSIGC_LM)
+    d[D_CSIG_D] = get_field(buf, off, S.CSIGC_D)
+    return get_field(buf, off, S.CSIGC_TYPE)
+
+
+@hot_stage
+def _csig_wide(buf, off, d):
+    """A wide CSIG tag at ``off``; returns the EtherType it carries."""
+    d[D_CSIG_FMT] = S.CSIG_WIDE
+    d[D_CSIG_OFF] = off
+    d[D_CSIG_T] = get_field(buf, off, S.CSIGW_T)
+    d[D_CSIG_S] = get_field(buf, off, S.CSIGW_S)
+    d[D_CSIG_LM] = get_field(buf, off, S.CSIGW_LM)
+    d[D_CSIG_D] = get_field(buf, off, S.CSIGW_D)
+    return get_field(buf, off, S.CSIGW_TYPE)
+
+
+@hot_stage
+def _ipv4(buf, off, end, cfg, d):
+    """The IPv4 header at ``off``; returns (status, L4 offset, end of the
+    datagram, whether it is native UET over IP rather than UDP)."""
     if off + _IPV4_MIN > end:
-        return P_TRUNCATED_IP
+        return P_TRUNCATED_IP, 0, 0, False
     if get_field(buf, off, S.IPV4_VERSION) != 4:
-        return P_BAD_IP_VERSION
+        return P_BAD_IP_VERSION, 0, 0, False
     hlen = get_field(buf, off, S.IPV4_IHL) * 4
     if hlen < _IPV4_MIN:
-        return P_BAD_IHL
+        return P_BAD_IHL, 0, 0, False
     if off + hlen > end:
-        return P_TRUNCATED_IP
+        return P_TRUNCATED_IP, 0, 0, False
     tot = get_field(buf, off, S.IPV4_LEN)
     if tot < hlen:
-        return P_BAD_IP_LEN
+        return P_BAD_IP_LEN, 0, 0, False
     if off + tot > end:
-        return P_IP_LEN_EXCEEDS_FRAME
+        return P_IP_LEN_EXCEEDS_FRAME, 0, 0, False
+    proto = _ipv4_fields(buf, off, hlen, tot, d)
+    native = proto == cfg[CFG_IP_PROTO]
+    if proto != S.IPPROTO_UDP and not native:
+        return P_NOT_TAURUS, 0, 0, False
+    if (get_field(buf, off, S.IPV4_FLAGS) & _MF) != 0 or get_field(buf, off, S.IPV4_FRAG) != 0:
+        return P_IP_FRAGMENT, 0, 0, False
+    l4 = off + hlen
+    d[D_L4_OFF] = l4
+    return P_OK, l4, off + tot, native
+
+
+@hot_stage
+def _ipv4_fields(buf, off, hlen, tot, d):
+    """Record a checked IPv4 header; returns its protocol."""
     d[D_IP_OFF] = off
     d[D_IP_HLEN] = hlen
     d[D_IP_LEN] = tot
@@ -139,47 +200,67 @@ def _parse(buf, base, length, cfg, d):
     d[D_IP_PROTO] = proto
     d[D_IP_SRC] = get_field(buf, off, S.IPV4_SRC)
     d[D_IP_DST] = get_field(buf, off, S.IPV4_DST)
-    native = proto == cfg[CFG_IP_PROTO]
-    if proto != S.IPPROTO_UDP and not native:
-        return P_NOT_TAURUS
-    if (get_field(buf, off, S.IPV4_FLAGS) & _MF) != 0 or get_field(buf, off, S.IPV4_FRAG) != 0:
-        return P_IP_FRAGMENT
-    ip_end = off + tot
-    l4 = off + hlen
-    d[D_L4_OFF] = l4
+    return proto
 
-    # UDP or native-IP entropy header
-    if native:
-        if l4 + S.ENT_SIZE > ip_end:
-            return P_TRUNCATED_ENTROPY
-        d[D_SPORT] = 0
-        d[D_DPORT] = 0
-        d[D_ENTROPY] = get_field(buf, l4, S.ENT_ENTROPY)
-        pds = l4 + S.ENT_SIZE
-        dend = ip_end
-    else:
-        if l4 + S.UDP_SIZE > ip_end:
-            return P_TRUNCATED_UDP
-        sport = get_field(buf, l4, S.UDP_SPORT)
-        dport = get_field(buf, l4, S.UDP_DPORT)
-        d[D_SPORT] = sport
-        d[D_DPORT] = dport
-        if dport != cfg[CFG_UDP_PORT]:
-            return P_NOT_TAURUS
-        ulen = get_field(buf, l4, S.UDP_LEN)
-        if ulen < S.UDP_SIZE or l4 + ulen > ip_end:
-            return P_BAD_UDP_LEN
-        d[D_ENTROPY] = sport
-        pds = l4 + S.UDP_SIZE
-        dend = l4 + ulen
-    d[D_DGRAM_END] = dend
-    return _parse_uet(buf, pds, dend, d)
+
+@hot_stage
+def _entropy(buf, l4, ip_end, d):
+    """Native UET over IP: the entropy header; returns (status, PDS offset, datagram end)."""
+    if l4 + S.ENT_SIZE > ip_end:
+        return P_TRUNCATED_ENTROPY, 0, 0
+    d[D_SPORT] = 0
+    d[D_DPORT] = 0
+    d[D_ENTROPY] = get_field(buf, l4, S.ENT_ENTROPY)
+    return P_OK, l4 + S.ENT_SIZE, ip_end
+
+
+@hot_stage
+def _udp(buf, l4, ip_end, cfg, d):
+    """UET over UDP: the UDP header; returns (status, PDS offset, datagram end)."""
+    if l4 + S.UDP_SIZE > ip_end:
+        return P_TRUNCATED_UDP, 0, 0
+    sport = get_field(buf, l4, S.UDP_SPORT)
+    dport = get_field(buf, l4, S.UDP_DPORT)
+    d[D_SPORT] = sport
+    d[D_DPORT] = dport
+    if dport != cfg[CFG_UDP_PORT]:
+        return P_NOT_TAURUS, 0, 0
+    ulen = get_field(buf, l4, S.UDP_LEN)
+    if ulen < S.UDP_SIZE or l4 + ulen > ip_end:
+        return P_BAD_UDP_LEN, 0, 0
+    d[D_ENTROPY] = sport
+    return P_OK, l4 + S.UDP_SIZE, l4 + ulen
 
 
 @hot
 def _parse_uet(buf, pds, dend, d):
+    st, t, nh, flags, plen = _pds(buf, pds, dend, d)
+    if st != P_OK:
+        return st
+    _pds_fields(buf, pds, t, flags, plen, d)
+    q = pds + plen
+    if flags & S.F_TP:
+        if q + S.PROBE_SIZE > dend:
+            return P_TRUNCATED_PROBE
+        _probe(buf, q, d)
+        q += S.PROBE_SIZE
+    if t != S.T_CONTROL and nh != S.NH_NONE:
+        slen = SES_LEN_TAB[nh]
+        if q + slen > dend:
+            return P_TRUNCATED_SES
+        _ses(buf, q, nh, slen, d)
+        q += slen
+    d[D_PAYLOAD_OFF] = q
+    d[D_PAYLOAD_LEN] = dend - q
+    return P_OK
+
+
+@hot_stage
+def _pds(buf, pds, dend, d):
+    """The PDS prologue and the length of its header; returns (status,
+    type, next header, flags, header length)."""
     if pds + S.PROLOGUE_SIZE > dend:
-        return P_TRUNCATED_PDS
+        return P_TRUNCATED_PDS, 0, 0, 0, 0
     t = get_field(buf, pds, S.PROLOGUE_TYPE)
     nh = get_field(buf, pds, S.PROLOGUE_NEXT_HDR)
     flags = get_field(buf, pds, S.PROLOGUE_FLAGS)
@@ -188,17 +269,21 @@ def _parse_uet(buf, pds, dend, d):
     d[D_PDS_FLAGS] = flags
     plen = PDS_LEN_TAB[t]
     if plen < 0:
-        return P_UNSUPPORTED_PDS_TYPE
+        return P_UNSUPPORTED_PDS_TYPE, 0, 0, 0, 0
     if plen == 0:
-        return P_BAD_PDS_TYPE
+        return P_BAD_PDS_TYPE, 0, 0, 0, 0
     if pds + plen > dend:
-        return P_TRUNCATED_PDS
+        return P_TRUNCATED_PDS, 0, 0, 0, 0
     if (NH_OK_TAB[t] >> nh) & 1 == 0:
-        return P_BAD_NEXT_HDR
+        return P_BAD_NEXT_HDR, 0, 0, 0, 0
     d[D_PDS_OFF] = pds
     d[D_PDS_LEN] = plen
+    return P_OK, t, nh, flags, plen
 
-    # Per-type fields (layouts share these positions; asserted at import).
+
+@hot_stage
+def _pds_fields(buf, pds, t, flags, plen, d):
+    """Per-type fields (layouts share these positions; asserted at import)."""
     d[D_PSN_OFFSET] = 0
     d[D_PROBE_OPAQUE] = 0
     d[D_NACK_CODE] = 0
@@ -225,36 +310,30 @@ def _parse_uet(buf, pds, dend, d):
             d[D_CC_TYPE] = get_field(buf, pds, S.NACK_CCX_NCCX_TYPE)
     elif t == S.T_CONTROL:
         d[D_PROBE_OPAQUE] = get_field(buf, pds, S.CONTROL_PROBE_OPAQUE)
-    q = pds + plen
 
-    if flags & S.F_TP:
-        if q + S.PROBE_SIZE > dend:
-            return P_TRUNCATED_PROBE
-        d[D_PROBE_OFF] = q
-        d[D_PROBE_MODE] = get_field(buf, q, S.PROBE_MODE)
-        d[D_PROBE_TS] = get_field(buf, q, S.PROBE_TS)
-        d[D_PROBE_SEQ] = get_field(buf, q, S.PROBE_SEQ)
-        q += S.PROBE_SIZE
 
-    if t != S.T_CONTROL and nh != S.NH_NONE:
-        slen = SES_LEN_TAB[nh]
-        if q + slen > dend:
-            return P_TRUNCATED_SES
-        d[D_SES_OFF] = q
-        d[D_SES_TYPE] = nh
-        d[D_SES_LEN] = slen
-        d[D_SES_OPCODE] = get_field(buf, q, S.SES_STD_OPCODE)
-        d[D_SES_FLAGS] = get_field(buf, q, S.SES_STD_FLAGS)
-        d[D_SES_JOB_ID] = get_field(buf, q, S.SES_STD_JOB_ID)
-        if nh == S.NH_SES_RESP_DATA_SMALL:
-            d[D_SES_MSG_ID] = -1
-        else:
-            d[D_SES_MSG_ID] = get_field(buf, q, S.SES_STD_MESSAGE_ID)
-        q += slen
+@hot_stage
+def _probe(buf, q, d):
+    """The Taurus probe header at ``q`` (bounds checked by the caller)."""
+    d[D_PROBE_OFF] = q
+    d[D_PROBE_MODE] = get_field(buf, q, S.PROBE_MODE)
+    d[D_PROBE_TS] = get_field(buf, q, S.PROBE_TS)
+    d[D_PROBE_SEQ] = get_field(buf, q, S.PROBE_SEQ)
 
-    d[D_PAYLOAD_OFF] = q
-    d[D_PAYLOAD_LEN] = dend - q
-    return P_OK
+
+@hot_stage
+def _ses(buf, q, nh, slen, d):
+    """The SES header of type ``nh`` at ``q`` (bounds checked by the caller)."""
+    d[D_SES_OFF] = q
+    d[D_SES_TYPE] = nh
+    d[D_SES_LEN] = slen
+    d[D_SES_OPCODE] = get_field(buf, q, S.SES_STD_OPCODE)
+    d[D_SES_FLAGS] = get_field(buf, q, S.SES_STD_FLAGS)
+    d[D_SES_JOB_ID] = get_field(buf, q, S.SES_STD_JOB_ID)
+    if nh == S.NH_SES_RESP_DATA_SMALL:
+        d[D_SES_MSG_ID] = -1
+    else:
+        d[D_SES_MSG_ID] = get_field(buf, q, S.SES_STD_MESSAGE_ID)
 
 
 @hot
