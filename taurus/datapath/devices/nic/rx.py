@@ -209,7 +209,8 @@ def _pdc_of(E, n, i, now):
 @hot
 def rx_data(E, n, i, now):
     """A RUD request (data) arrived: frame i, already parsed into N.desc.
-    The stages are hot_stage (inlined: this is still one function)."""
+    The stages are hot_stage (inlined: this is still one function); they
+    take d and rp from here rather than load them again after a call."""
     N = E.nic
     d = N.desc
     r = _pdc_of(E, n, i, now)
@@ -220,7 +221,8 @@ def rx_data(E, n, i, now):
         return
     W = N.rs_bits.shape[1]
     msk = W - 1
-    nxt = N.rp[r, RP_NXT]
+    rp = N.rp
+    nxt = rp[r, RP_NXT]
     p = psn_recon(d[D_PSN], nxt)
     if p - nxt >= W:
         N.ncnt[n, C_DROP_PSN_OOR] += 1
@@ -233,16 +235,16 @@ def rx_data(E, n, i, now):
         N.ncnt[n, C_RX_DUP] += 1              # re-ACK: our last ACK may be lost
         now_ack = True
     else:
-        if not _rx_place(E, n, r, i, p, msk, now):
+        if not _rx_place(E, N, d, rp, n, r, i, p, msk, now):
             return
         if p == nxt:
-            _rx_deliver(E, n, r, nxt, msk, now)
+            _rx_deliver(E, N, rp, n, r, nxt, msk, now)
         else:
-            _rx_ooo(E, n, r, nxt, now)
+            _rx_ooo(E, N, rp, n, r, nxt, now)
             now_ack = True
-    if _rx_echo(N, n, r):
+    if _rx_echo(N, d, rp, n, r):
         now_ack = True
-    _rx_ack_due(E, n, r, p, now_ack, now)
+    _rx_ack_due(E, N, rp, n, r, p, now_ack, now)
 
 
 @hot_stage
@@ -256,12 +258,9 @@ def _rx_trimmed(E, n, r, p, nxt, msk, now):
 
 
 @hot_stage
-def _rx_place(E, n, r, i, p, msk, now):
+def _rx_place(E, N, d, rp, n, r, i, p, msk, now):
     """Copy the payload of PSN p into the PDC's ring and mark it received;
     False if it cannot be (dropped, counted; a full ring NACKs)."""
-    N = E.nic
-    d = N.desc
-    rp = N.rp
     buf = E.pool.data[i]
     off = get_field(buf, d[D_SES_OFF], S.SES_STD_BUFFER_OFFSET)
     ln = d[D_PAYLOAD_LEN]
@@ -291,10 +290,8 @@ def _rx_place(E, n, r, i, p, msk, now):
 
 
 @hot_stage
-def _rx_deliver(E, n, r, nxt, msk, now):
+def _rx_deliver(E, N, rp, n, r, nxt, msk, now):
     """Deliver the in-order prefix from nxt: a completion per message end."""
-    N = E.nic
-    rp = N.rp
     while N.rs_bits[r, nxt & msk] != 0:
         s = nxt & msk
         N.rs_bits[r, s] = 0
@@ -309,10 +306,8 @@ def _rx_deliver(E, n, r, nxt, msk, now):
 
 
 @hot_stage
-def _rx_ooo(E, n, r, nxt, now):
+def _rx_ooo(E, N, rp, n, r, nxt, now):
     """A packet beyond a hole at nxt: counted, and one NACK per hole."""
-    N = E.nic
-    rp = N.rp
     rp[r, RP_OOO] += 1
     N.ncnt[n, C_RX_OOO] += 1
     if rp[r, RP_NACKED] != nxt + 1:
@@ -321,11 +316,9 @@ def _rx_ooo(E, n, r, nxt, now):
 
 
 @hot_stage
-def _rx_echo(N, n, r):
+def _rx_echo(N, d, rp, n, r):
     """What the next ACK echoes (ECN, CSIG, the send timestamp); True on CE,
     which is acknowledged at once."""
-    d = N.desc
-    rp = N.rp
     ce = d[D_IP_ECN] == ECN_CE
     if ce:
         rp[r, RP_ECN] = 1
@@ -344,10 +337,8 @@ def _rx_echo(N, n, r):
 
 
 @hot_stage
-def _rx_ack_due(E, n, r, p, now_ack, now):
+def _rx_ack_due(E, N, rp, n, r, p, now_ack, now):
     """ACK now, or arm the coalescing timer (see the module docstring)."""
-    N = E.nic
-    rp = N.rp
     rp[r, RP_TRIG] = p
     rp[r, RP_PEND] += 1
     t = rp[r, RP_T_ACK] - 1

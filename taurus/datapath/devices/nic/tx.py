@@ -249,24 +249,27 @@ def _window_ok(E, N, f, ln):
 def send_one(E, n, f, now):
     """One packet of flow f if its gates allow: a lost packet first, else
     new data.  Returns 1 when a packet left.  The stages are hot_stage
-    (inlined: this is still one function)."""
+    (inlined: this is still one function); they take what is loaded here
+    rather than load it again after a call."""
     N = E.nic
     if N.fl[f, FL_STATE] != FS_ACTIVE:
         return 0
+    W = N.sl_state.shape[1]
+    msk = W - 1
+    una = N.fl[f, FL_UNA]
+    nxt = N.fl[f, FL_NXT]
     if N.fl[f, FL_NLOST] > 0:
-        p = _first_lost(N, f)
-        if p < N.fl[f, FL_NXT]:
-            return _send_retx(E, n, f, p, now)
+        p = _first_lost(N, f, una, nxt, msk)
+        if p < nxt:
+            return _send_retx(E, N, n, f, p, msk, now)
         N.fl[f, FL_NLOST] = 0            # nothing left to repair
-    return _send_new(E, n, f, now)
+    return _send_new(E, N, n, f, una, nxt, W, now)
 
 
 @hot_stage
-def _first_lost(N, f):
-    """The first lost PSN from the retransmission scan on (FL_NXT: none)."""
-    msk = N.sl_state.shape[1] - 1
-    nxt = N.fl[f, FL_NXT]
-    p = max(N.fl[f, FL_RETX_SCAN], N.fl[f, FL_UNA])
+def _first_lost(N, f, una, nxt, msk):
+    """The first lost PSN from the retransmission scan on (nxt: none)."""
+    p = max(N.fl[f, FL_RETX_SCAN], una)
     while p < nxt and N.sl_state[f, p & msk] != SL_LOST:
         p += 1
     N.fl[f, FL_RETX_SCAN] = p
@@ -274,19 +277,17 @@ def _first_lost(N, f):
 
 
 @hot_stage
-def _send_retx(E, n, f, p, now):
+def _send_retx(E, N, n, f, p, msk, now):
     """Resend lost PSN p if the window gates allow; 1 if it left."""
-    N = E.nic
-    s = p & (N.sl_state.shape[1] - 1)
-    ln = np.int64(N.sl_len[f, s])
+    ln = np.int64(N.sl_len[f, p & msk])
     if not _window_ok(E, N, f, ln):
         return 0
-    if (N.sl_off[f, s] & SLO_OFF) + ln > rwnd_end(N, f):
+    if (N.sl_off[f, p & msk] & SLO_OFF) + ln > rwnd_end(N, f):
         return 0
-    total = _data_frame(E, n, f, p, N.sl_off[f, s], ln, True, now)
+    total = _data_frame(E, n, f, p, N.sl_off[f, p & msk], ln, True, now)
     if total < 0:
         return 0
-    N.sl_state[f, s] = SL_RETX
+    N.sl_state[f, p & msk] = SL_RETX
     N.fl[f, FL_NLOST] -= 1
     N.fl[f, FL_INFL] += ln
     N.ncnt[n, C_TX_RETX] += 1
@@ -295,34 +296,31 @@ def _send_retx(E, n, f, p, now):
 
 
 @hot_stage
-def _send_new(E, n, f, now):
+def _send_new(E, N, n, f, una, nxt, W, now):
     """New data, cut at the MSS and at the end of the current message, if
     the gates allow; 1 if it left."""
-    N = E.nic
-    una = N.fl[f, FL_UNA]
-    nxt = N.fl[f, FL_NXT]
     off = N.fl[f, FL_SENT_OFF]
-    if off >= N.fl[f, FL_POSTED] or nxt - una >= N.sl_state.shape[1]:
+    if off >= N.fl[f, FL_POSTED] or nxt - una >= W:
         return 0
-    k = _message_at(N, f, off)
-    end = N.mq[f, k % N.mq.shape[1], 0]
+    M = N.mq.shape[1]
+    k = _message_at(N, f, off, M)
+    end = N.mq[f, k % M, 0]
     ln = min(N.nr[n, NR_MSS], end - off)
     if not _new_gates(E, N, f, off, ln, una, nxt, now):
         return 0
-    slo = _new_slo(N, f, k, off, ln, end)
+    slo = _new_slo(N, f, off, ln, end, N.mq[f, k % M, 1])
     total = _data_frame(E, n, f, nxt, slo, ln, False, now)
     if total < 0:
         return 0
-    _new_slot(N, n, f, nxt, slo, off, ln, now)
+    _new_slot(N, n, f, nxt & (W - 1), nxt, slo, off, ln, now)
     _sent(E, n, f, ln, total, False, now)
     return 1
 
 
 @hot_stage
-def _message_at(N, f, off):
-    """The message queue entry holding stream offset off (FL_MQ_TX moves up
-    to it; FL_MSG_OFF: where it starts)."""
-    M = N.mq.shape[1]
+def _message_at(N, f, off, M):
+    """The message queue entry (of M per flow) holding stream offset off:
+    FL_MQ_TX moves up to it, FL_MSG_OFF is where it starts."""
     k = N.fl[f, FL_MQ_TX]
     while k < N.fl[f, FL_MQ_TAIL] and N.mq[f, k % M, 0] <= off:
         N.fl[f, FL_MSG_OFF] = N.mq[f, k % M, 0]
@@ -346,9 +344,9 @@ def _new_gates(E, N, f, off, ln, una, nxt, now):
 
 
 @hot_stage
-def _new_slo(N, f, k, off, ln, end):
+def _new_slo(N, f, off, ln, end, msg_id):
     """The slot's sl_off: offset, message id, start and end of message."""
-    slo = off | ((N.mq[f, k % N.mq.shape[1], 1] & 0xFFFF) << 48)
+    slo = off | ((msg_id & 0xFFFF) << 48)
     if off == N.fl[f, FL_MSG_OFF]:
         slo |= SLO_SOM
     if off + ln == end:
@@ -357,9 +355,8 @@ def _new_slo(N, f, k, off, ln, end):
 
 
 @hot_stage
-def _new_slot(N, n, f, nxt, slo, off, ln, now):
-    """Account a new packet sent as PSN nxt."""
-    s = nxt & (N.sl_state.shape[1] - 1)
+def _new_slot(N, n, f, s, nxt, slo, off, ln, now):
+    """Account a new packet sent as PSN nxt (slot s)."""
     N.sl_state[f, s] = SL_INFL
     N.sl_off[f, s] = slo
     N.sl_len[f, s] = ln
