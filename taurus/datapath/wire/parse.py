@@ -66,35 +66,22 @@ _IPV4_MIN = S.IPV4_SIZE
 _MF = 0x1                                          # IPv4 flags: more fragments
 
 
-# _parse and _parse_uet run stages named after the header they read.  The
-# stages are inlined by Numba (hot_stage), so each of the two still
-# compiles to one function.  A stage that can fail returns its status first
-# (P_OK = 0), then what the next stage needs.
+# The parser is a chain of stages, one per header, each named after it:
+# a stage checks its header, records it in the descriptor and returns the
+# status of the next stage, which it calls (or its own error).  The stages
+# are inlined by Numba (hot_stage), so _parse and _parse_uet each still
+# compile to one function, with every status returned where it is found.
 @hot
 def _parse(buf, base, length, cfg, d):
-    st = _frame(buf, base, length, d)
-    if st != P_OK:
-        return st
-    end = base + length
-    st, off = _ethernet(buf, base, end, cfg, d)
-    if st != P_OK:
-        return st
-    st, l4, ip_end, native = _ipv4(buf, off, end, cfg, d)
-    if st != P_OK:
-        return st
-    if native:
-        st, pds, dend = _entropy(buf, l4, ip_end, d)
-    else:
-        st, pds, dend = _udp(buf, l4, ip_end, cfg, d)
-    if st != P_OK:
-        return st
-    d[D_DGRAM_END] = dend
-    return _parse_uet(buf, pds, dend, d)
+    _clear(d, base, length)
+    if base < 0 or length < 0 or base + length > buf.shape[0]:
+        return P_BAD_FRAME_BOUNDS
+    return _ethernet(buf, base, base + length, cfg, d)
 
 
 @hot_stage
-def _frame(buf, base, length, d):
-    """Start the descriptor (no header present yet) and check the frame's bounds."""
+def _clear(d, base, length):
+    """Start the descriptor: the frame, and no header present yet."""
     d[D_FRAME_OFF] = base
     d[D_FRAME_LEN] = length
     d[D_CSIG_FMT] = 0
@@ -106,32 +93,29 @@ def _frame(buf, base, length, d):
     d[D_SES_TYPE] = 0
     d[D_PAYLOAD_OFF] = -1
     d[D_PAYLOAD_LEN] = 0
-    if base < 0 or length < 0 or base + length > buf.shape[0]:
-        return P_BAD_FRAME_BOUNDS
-    return P_OK
 
 
 @hot_stage
 def _ethernet(buf, base, end, cfg, d):
-    """Ethernet and an optional CSIG tag; returns (status, offset of the IP header)."""
+    """Ethernet and an optional CSIG tag, then IPv4."""
     if end - base < S.ETH_SIZE:
-        return P_TRUNCATED_ETH, 0
+        return P_TRUNCATED_ETH
     etype = get_field(buf, base, S.ETH_TYPE)
     off = base + S.ETH_SIZE
     if etype == cfg[CFG_TPID_COMPACT]:
         if off + S.CSIGC_SIZE > end:
-            return P_TRUNCATED_CSIG, 0
+            return P_TRUNCATED_CSIG
         etype = _csig_compact(buf, off, d)
         off += S.CSIGC_SIZE
     elif etype == cfg[CFG_TPID_WIDE]:
         if off + S.CSIGW_SIZE > end:
-            return P_TRUNCATED_CSIG, 0
+            return P_TRUNCATED_CSIG
         etype = _csig_wide(buf, off, d)
         off += S.CSIGW_SIZE
     d[D_ETHERTYPE] = etype
     if etype != S.ETH_P_IP:
-        return P_NOT_TAURUS, 0
-    return P_OK, off
+        return P_NOT_TAURUS
+    return _ipv4(buf, off, end, cfg, d)
 
 
 @hot_stage
@@ -160,31 +144,32 @@ def _csig_wide(buf, off, d):
 
 @hot_stage
 def _ipv4(buf, off, end, cfg, d):
-    """The IPv4 header at ``off``; returns (status, L4 offset, end of the
-    datagram, whether it is native UET over IP rather than UDP)."""
+    """The IPv4 header, then UDP, or the entropy header of native UET over IP."""
     if off + _IPV4_MIN > end:
-        return P_TRUNCATED_IP, 0, 0, False
+        return P_TRUNCATED_IP
     if get_field(buf, off, S.IPV4_VERSION) != 4:
-        return P_BAD_IP_VERSION, 0, 0, False
+        return P_BAD_IP_VERSION
     hlen = get_field(buf, off, S.IPV4_IHL) * 4
     if hlen < _IPV4_MIN:
-        return P_BAD_IHL, 0, 0, False
+        return P_BAD_IHL
     if off + hlen > end:
-        return P_TRUNCATED_IP, 0, 0, False
+        return P_TRUNCATED_IP
     tot = get_field(buf, off, S.IPV4_LEN)
     if tot < hlen:
-        return P_BAD_IP_LEN, 0, 0, False
+        return P_BAD_IP_LEN
     if off + tot > end:
-        return P_IP_LEN_EXCEEDS_FRAME, 0, 0, False
+        return P_IP_LEN_EXCEEDS_FRAME
     proto = _ipv4_fields(buf, off, hlen, tot, d)
     native = proto == cfg[CFG_IP_PROTO]
     if proto != S.IPPROTO_UDP and not native:
-        return P_NOT_TAURUS, 0, 0, False
+        return P_NOT_TAURUS
     if (get_field(buf, off, S.IPV4_FLAGS) & _MF) != 0 or get_field(buf, off, S.IPV4_FRAG) != 0:
-        return P_IP_FRAGMENT, 0, 0, False
+        return P_IP_FRAGMENT
     l4 = off + hlen
     d[D_L4_OFF] = l4
-    return P_OK, l4, off + tot, native
+    if native:
+        return _entropy(buf, l4, off + tot, d)
+    return _udp(buf, l4, off + tot, cfg, d)
 
 
 @hot_stage
@@ -205,62 +190,40 @@ def _ipv4_fields(buf, off, hlen, tot, d):
 
 @hot_stage
 def _entropy(buf, l4, ip_end, d):
-    """Native UET over IP: the entropy header; returns (status, PDS offset, datagram end)."""
+    """Native UET over IP: the entropy header, then UET."""
     if l4 + S.ENT_SIZE > ip_end:
-        return P_TRUNCATED_ENTROPY, 0, 0
+        return P_TRUNCATED_ENTROPY
     d[D_SPORT] = 0
     d[D_DPORT] = 0
     d[D_ENTROPY] = get_field(buf, l4, S.ENT_ENTROPY)
-    return P_OK, l4 + S.ENT_SIZE, ip_end
+    d[D_DGRAM_END] = ip_end
+    return _parse_uet(buf, l4 + S.ENT_SIZE, ip_end, d)
 
 
 @hot_stage
 def _udp(buf, l4, ip_end, cfg, d):
-    """UET over UDP: the UDP header; returns (status, PDS offset, datagram end)."""
+    """UET over UDP: the UDP header, then UET."""
     if l4 + S.UDP_SIZE > ip_end:
-        return P_TRUNCATED_UDP, 0, 0
+        return P_TRUNCATED_UDP
     sport = get_field(buf, l4, S.UDP_SPORT)
     dport = get_field(buf, l4, S.UDP_DPORT)
     d[D_SPORT] = sport
     d[D_DPORT] = dport
     if dport != cfg[CFG_UDP_PORT]:
-        return P_NOT_TAURUS, 0, 0
+        return P_NOT_TAURUS
     ulen = get_field(buf, l4, S.UDP_LEN)
     if ulen < S.UDP_SIZE or l4 + ulen > ip_end:
-        return P_BAD_UDP_LEN, 0, 0
+        return P_BAD_UDP_LEN
     d[D_ENTROPY] = sport
-    return P_OK, l4 + S.UDP_SIZE, l4 + ulen
+    d[D_DGRAM_END] = l4 + ulen
+    return _parse_uet(buf, l4 + S.UDP_SIZE, l4 + ulen, d)
 
 
 @hot
 def _parse_uet(buf, pds, dend, d):
-    st, t, nh, flags, plen = _pds(buf, pds, dend, d)
-    if st != P_OK:
-        return st
-    _pds_fields(buf, pds, t, flags, plen, d)
-    q = pds + plen
-    if flags & S.F_TP:
-        if q + S.PROBE_SIZE > dend:
-            return P_TRUNCATED_PROBE
-        _probe(buf, q, d)
-        q += S.PROBE_SIZE
-    if t != S.T_CONTROL and nh != S.NH_NONE:
-        slen = SES_LEN_TAB[nh]
-        if q + slen > dend:
-            return P_TRUNCATED_SES
-        _ses(buf, q, nh, slen, d)
-        q += slen
-    d[D_PAYLOAD_OFF] = q
-    d[D_PAYLOAD_LEN] = dend - q
-    return P_OK
-
-
-@hot_stage
-def _pds(buf, pds, dend, d):
-    """The PDS prologue and the length of its header; returns (status,
-    type, next header, flags, header length)."""
+    """The PDS header, then the probe and SES headers and the payload."""
     if pds + S.PROLOGUE_SIZE > dend:
-        return P_TRUNCATED_PDS, 0, 0, 0, 0
+        return P_TRUNCATED_PDS
     t = get_field(buf, pds, S.PROLOGUE_TYPE)
     nh = get_field(buf, pds, S.PROLOGUE_NEXT_HDR)
     flags = get_field(buf, pds, S.PROLOGUE_FLAGS)
@@ -269,16 +232,17 @@ def _pds(buf, pds, dend, d):
     d[D_PDS_FLAGS] = flags
     plen = PDS_LEN_TAB[t]
     if plen < 0:
-        return P_UNSUPPORTED_PDS_TYPE, 0, 0, 0, 0
+        return P_UNSUPPORTED_PDS_TYPE
     if plen == 0:
-        return P_BAD_PDS_TYPE, 0, 0, 0, 0
+        return P_BAD_PDS_TYPE
     if pds + plen > dend:
-        return P_TRUNCATED_PDS, 0, 0, 0, 0
+        return P_TRUNCATED_PDS
     if (NH_OK_TAB[t] >> nh) & 1 == 0:
-        return P_BAD_NEXT_HDR, 0, 0, 0, 0
+        return P_BAD_NEXT_HDR
     d[D_PDS_OFF] = pds
     d[D_PDS_LEN] = plen
-    return P_OK, t, nh, flags, plen
+    _pds_fields(buf, pds, t, flags, plen, d)
+    return _after_pds(buf, pds + plen, dend, t, nh, flags, d)
 
 
 @hot_stage
@@ -310,6 +274,25 @@ def _pds_fields(buf, pds, t, flags, plen, d):
             d[D_CC_TYPE] = get_field(buf, pds, S.NACK_CCX_NCCX_TYPE)
     elif t == S.T_CONTROL:
         d[D_PROBE_OPAQUE] = get_field(buf, pds, S.CONTROL_PROBE_OPAQUE)
+
+
+@hot_stage
+def _after_pds(buf, q, dend, t, nh, flags, d):
+    """The Taurus probe header (flag TP), the SES header, the payload."""
+    if flags & S.F_TP:
+        if q + S.PROBE_SIZE > dend:
+            return P_TRUNCATED_PROBE
+        _probe(buf, q, d)
+        q += S.PROBE_SIZE
+    if t != S.T_CONTROL and nh != S.NH_NONE:
+        slen = SES_LEN_TAB[nh]
+        if q + slen > dend:
+            return P_TRUNCATED_SES
+        _ses(buf, q, nh, slen, d)
+        q += slen
+    d[D_PAYLOAD_OFF] = q
+    d[D_PAYLOAD_LEN] = dend - q
+    return P_OK
 
 
 @hot_stage
