@@ -70,7 +70,7 @@ _MF = 0x1                                          # IPv4 flags: more fragments
 # a stage checks its header, records it in the descriptor and returns the
 # status of the next stage, which it calls (or its own error).  The stages
 # are inlined by Numba (hot_stage), so _parse and _parse_uet each still
-# compile to one function, with every status returned where it is found.
+# compile to one function.
 @hot
 def _parse(buf, base, length, cfg, d):
     _clear(d, base, length)
