@@ -17,23 +17,37 @@ clock the loop takes agent-jit from ~20% to ~12% of a core at N=1 and from
 Numba cannot cache a closure, so the loop compiles (its callees come from
 the cache) when the agent starts, before it announces itself.
 """
+from collections import namedtuple
+
 import numba as nb
 import numpy as np
 
+from taurus.datapath.byref import byref
 from taurus.datapath.ccshm import CTL_BACKPRESSURE, CTL_HEARTBEAT_NS
 from taurus.datapath.lowlevel import monotonic_ns, nap
 from taurus.datapath.shmring import BELL, TAIL
 
 from .doorbell import OUTCOMES, bell_wait
-from .fastpath import READY, _poll
-from .filters import filter_write
-from .messages import S_MORE, S_TAIL_AFTER, _release
+from .fastpath import READY, FastArrays, _poll
+from .filters import WriteArrays, filter_write
+from .messages import S_MORE, S_TAIL_AFTER, PollArrays, _release
 from .pacing import cadence_sparse, cadence_update
 
 # The last step's result (res, float64) and the counts the loop keeps (cnt).
 R_STATUS, R_SLOT, R_LEN, R_OCC, R_GROUPS, R_FLOWS, R_FAULTS, R_STEPS, N_RES = range(9)
 K_CALLS, K_UNBOUND, K_NO_ALG = range(3)
 NO_REST, NAP, BELL_WAIT = range(3)
+
+LoopArrays = namedtuple("LoopArrays", "res cnt ts gen bells cad bell_on slack_ns")
+"""The loop's own: results, counts, clock scratch, the doorbell's and the
+cadence's state, whether there is a doorbell, the timer slack."""
+LoopArgs = namedtuple("LoopArgs", "poll fast write loop")
+"""Everything the loop reads and updates, by owner: the message handler
+(PollArrays), the fast path (FastArrays), the filters (WriteArrays), the
+BusyLoop (LoopArrays).  The loop is handed its four parts as plain tuples
+and names them again inside: Numba's dispatcher types a plain tuple in C
+but a namedtuple in Python, which for these ~40 arrays doubles the cost of
+a call (~4 us more)."""
 
 
 @nb.njit(cache=True, nogil=True)
@@ -51,41 +65,45 @@ def _rest(st, ctl, cad, bell_on, nap_ns, slack_ns):
 def make_loop(drain):
     """The busy loop compiled around one algorithm's ``drain``."""
     @nb.njit(nogil=True)
-    def loop(prod, cons, ring, ctl, bp, st, n, cap, batch_max, owner, nic, last_t, scratch,
-             mask, ok, known, out, S, P, stage, isset, lo, hi, last, counts, rate, cwnd,
-             credit, version, updated_ns, faults, res, cnt, ts, gen, bells, cad, bell_on,
-             slack_ns, nap_ns, until_ns):
-        res[R_STEPS] = 0
-        rest = _rest(st, ctl, cad, bell_on, nap_ns, slack_ns)
+    def loop(args, nap_ns, until_ns):
+        A = byref(LoopArgs(PollArrays(*args[0]), FastArrays(*args[1]), WriteArrays(*args[2]),
+                           LoopArrays(*args[3])))   # fields read in place
+        M, F, W, L = A.poll, A.fast, A.write, A.loop
+        L.res[R_STEPS] = 0
+        rest = _rest(M.st, M.ctl, L.cad, L.bell_on, nap_ns, L.slack_ns)
         while True:
             if rest == NAP:
-                nap(ts, nap_ns)
+                nap(L.ts, nap_ns)
             elif rest == BELL_WAIT:
-                bell_wait(prod, cons, gen, max(until_ns - monotonic_ns(ts), 0), ts, bells)
-            now = monotonic_ns(ts)
-            ctl[CTL_HEARTBEAT_NS] = now
+                bell_wait(M.prod, M.cons, L.gen, max(until_ns - monotonic_ns(L.ts), 0), L.ts,
+                          L.bells)
+            now = monotonic_ns(L.ts)
+            M.ctl[CTL_HEARTBEAT_NS] = now
             status, i, k, occ, ng, nu, unbound, no_alg = _poll(
-                prod, cons, ring, ctl, bp, st, n, cap, batch_max, now, owner, nic, last_t,
-                scratch, mask, ok, known, out)
+                M.prod, M.cons, M.ring, M.ctl, M.bp, M.st, M.n, M.cap, M.batch_max, now, M.owner,
+                M.nic, M.last_t, M.scratch, F.mask, F.ok, F.known, F.out)
+            res = L.res
             res[R_STATUS], res[R_SLOT], res[R_LEN], res[R_OCC] = status, i, k, occ
             res[R_GROUPS], res[R_FLOWS], res[R_FAULTS] = ng, nu, 0
             res[R_STEPS] += 1
             if status != READY:
                 return                    # nothing found, or Python's turn
-            cnt[K_UNBOUND] += unbound
-            cnt[K_NO_ALG] += no_alg
+            L.cnt[K_UNBOUND] += unbound
+            L.cnt[K_NO_ALG] += no_alg
             if nu > 0:
-                cnt[K_CALLS] += ng
-                drain(S, P, ring[i:i + k], out[0][:out[1][ng]], out[1][:ng + 1], stage, isset)
-                nf = filter_write(out[2][:nu], stage, isset, lo, hi, last, counts, rate, cwnd,
-                                  credit, version, updated_ns, now, faults)
+                L.cnt[K_CALLS] += ng
+                out = F.out
+                drain(F.S, F.P, M.ring[i:i + k], out[0][:out[1][ng]], out[1][:ng + 1], W.stage,
+                      W.isset)
+                nf = filter_write(out[2][:nu], W.stage, W.isset, W.lo, W.hi, W.last, W.n, W.rate,
+                                  W.cwnd, W.credit, W.version, W.updated_ns, now, W.faults)
                 if nf > 0:
                     res[R_FAULTS] = nf
                     return                # Python logs them
-            _release(cons, st)            # before resting
-            cadence_update(cad, now, np.int64(prod[BELL]))
-            rest = _rest(st, ctl, cad, bell_on, nap_ns, slack_ns)
-            if monotonic_ns(ts) >= until_ns:
+            _release(M.cons, M.st)        # before resting
+            cadence_update(L.cad, now, np.int64(M.prod[BELL]))
+            rest = _rest(M.st, M.ctl, L.cad, L.bell_on, nap_ns, L.slack_ns)
+            if monotonic_ns(L.ts) >= until_ns:
                 return
     return loop
 
@@ -106,30 +124,38 @@ class BusyLoop:
         self.cnt = np.zeros(3, np.int64)
         self.ts = np.zeros(2, np.int64)
         self.c = dict(runs=0, steps=0, raised=0)
+        self._own = LoopArrays(self.res, self.cnt, self.ts, self._gen, self._bells,
+                               cadence.a, bell is not None, slack_ns)
+        self._made = (None, None, None)        # (handler, fast path's out, the loop's args)
         self._loop = make_loop(fast.alg.drain)
 
-    def _args(self, m, alt=None):
-        f, cc, fp, a = self.fast.filter, self.fast.cc, self.fast, alt or {}
-        g = a.get
-        return (g("prod", m._prod), g("cons", m._cons), m._rec, g("ctl", m.ctl), m.bpa,
-                g("st", m.st), g("n", m.n), m._cap, m.batch_max, cc.owner, cc.nic,
-                g("last_t", m.last_t), g("scratch", m.scratch), fp.mask, fp.ok, fp.known,
-                fp.out, fp.S, fp.P, f.stage, f.isset, f.lo, f.hi, f.last, f.n, cc.rate,
-                cc.cwnd, cc.credit, cc.version, cc.updated_ns, f.faults, self.res, self.cnt,
-                self.ts, a.get("gen", self._gen), a.get("bells", self._bells),
-                a.get("cad", self.cadence.a), self.bell is not None, self.slack)
+    def _args(self, m, poll=None, loop=None) -> tuple:
+        """LoopArgs' parts as plain tuples (see LoopArgs)."""
+        fp = self.fast
+        return (tuple(m.poll_arrays() if poll is None else poll), tuple(fp.arrays()),
+                tuple(fp.filter.write_arrays(fp.cc)), tuple(self._own if loop is None else loop))
+
+    def _run_args(self, m) -> tuple:
+        """_args(m), made again only for another handler or when the fast path's
+        ``out`` was replaced (it grows): its owners allocate the rest once."""
+        h, out, args = self._made
+        if h is not m or out is not self.fast.out:
+            args = self._args(m)
+            self._made = (m, self.fast.out, args)
+        return args
 
     def warm(self, m) -> None:
         """Compile now, on copies (an empty ring: one step, then back)."""
-        st = np.zeros_like(m.st)
+        p = m.poll_arrays()
+        st = np.zeros_like(p.st)
         st[S_TAIL_AFTER] = -1
-        prod, cons = m._prod.copy(), m._cons.copy()
+        prod, cons = p.prod.copy(), p.cons.copy()
         cons[TAIL] = prod[0]
-        self._loop(*self._args(m, dict(prod=prod, cons=cons, ctl=m.ctl.copy(), st=st,
-                                       n=m.n.copy(), last_t=m.last_t.copy(),
-                                       scratch=m.scratch.copy(), gen=self._gen.copy(),
-                                       bells=self._bells.copy(),
-                                       cad=self.cadence.a.copy())), 0, 0)
+        p = p._replace(prod=prod, cons=cons, ctl=p.ctl.copy(), st=st, n=p.n.copy(),
+                       last_t=p.last_t.copy(), scratch=p.scratch.copy())
+        own = self._own._replace(gen=self._gen.copy(), bells=self._bells.copy(),
+                                 cad=self.cadence.a.copy())
+        self._loop(self._args(m, p, own), 0, 0)
         self.cnt[:] = 0
 
     def run(self, m, nap_ns: int, until_ns: int):
@@ -141,7 +167,7 @@ class BusyLoop:
         self.res[R_STATUS] = -1
         err = None
         try:
-            self._loop(*self._args(m), int(nap_ns), int(until_ns))
+            self._loop(self._run_args(m), int(nap_ns), int(until_ns))
         except Exception as e:
             err = e
         calls, unbound, no_alg = self.cnt.tolist()

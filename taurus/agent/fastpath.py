@@ -10,6 +10,8 @@ message handler's poll fused with the selection of what the algorithm binds
 closure per algorithm) measured no faster and cannot be cached: Numba's
 per-call cost is per argument, and after a nap every call runs cold.
 """
+from collections import namedtuple
+
 import numba as nb
 import numpy as np
 
@@ -18,6 +20,9 @@ from taurus.datapath.ccshm import FL_CC_ACTIVE, REC_WIDTH
 from .messages import B_EVICT, S_TAIL_AFTER, RecordBatch, _head, _prepare
 
 EMPTY, READY, NEW_FLOWS, OVERLOAD = range(4)     # how _poll ended
+
+FastArrays = namedtuple("FastArrays", "mask ok known out S P")
+"""_select's arrays and the algorithm's state (FastPath.arrays)."""
 
 
 @nb.njit(cache=True, nogil=True)
@@ -99,6 +104,11 @@ class FastPath:
         self.known = np.zeros(n, np.bool_)      # flows seen
         self.ok = np.zeros(n, np.bool_)         # ... and set up
         self.out = np.empty((3, 1025), np.int64)   # _select's rows, bounds, flows
+
+    def arrays(self) -> FastArrays:
+        """What _poll selects with and the algorithm's drain takes, for
+        compiled code that steps (the agent's busy loop)."""
+        return FastArrays(self.mask, self.ok, self.known, self.out, self.S, self.P)
 
     def warm(self, m) -> None:
         """Compile (or load from Numba's cache) every call now (``m``: the

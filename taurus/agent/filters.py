@@ -13,6 +13,7 @@ table in one compiled call, whether Python algorithms or a compiled one
 made them: one definition of the filters, and no per-decision Python.
 """
 import math
+from collections import namedtuple
 
 import numba as nb
 import numpy as np
@@ -22,6 +23,10 @@ from taurus.datapath.lowlevel import store_release_u64
 FIELDS = ("rate", "cwnd", "credit")
 KINDS = ("rejected", "clamped", "duplicate", "written")
 REJECTED, CLAMPED, DUPLICATE, WRITTEN = range(4)
+
+WriteArrays = namedtuple("WriteArrays", "stage isset lo hi last n rate cwnd credit version "
+                                        "updated_ns faults")
+"""filter_write's arrays, in its order (UpdateFilter.write_arrays)."""
 
 
 @nb.njit(cache=True, nogil=True)
@@ -96,6 +101,12 @@ class UpdateFilter:
             if v is not None:
                 st[j] = v if type(v) is float else _float(v)
                 s[j] = True
+
+    def write_arrays(self, cc) -> WriteArrays:
+        """What filter_write reads and writes, for compiled code that calls it
+        (the agent's busy loop): the stage, the filters' state and cc's columns."""
+        return WriteArrays(self.stage, self.isset, self.lo, self.hi, self.last, self.n, cc.rate,
+                           cc.cwnd, cc.credit, cc.version, cc.updated_ns, self.faults)
 
     def write(self, cc, flows, now_ns: int) -> np.ndarray:
         """Filter and write the staged decisions of ``flows`` (int64 array);

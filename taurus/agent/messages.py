@@ -36,6 +36,7 @@ handler's state and counters are arrays the compiled steps update):
 Conservation: producer attempts == drained + refused (+ still pending), and
 drained == delivered + merged + evicted + invalid.
 """
+from collections import namedtuple
 from operator import itemgetter
 
 import numba as nb
@@ -73,6 +74,10 @@ COUNTS = ("drained", "delivered", "merged", "evicted", "invalid", "gaps", "seq_b
  C_BP_LOWERED) = (COUNTS.index(k) for k in ("drained", "delivered", "invalid", "gaps", "seq_back",
                                            "late", "steps", "bp_raised", "bp_lowered"))
 B_HIGH, B_LOW, B_LAG_HIGH_NS, B_MAX_FACTOR, B_CALM_STEPS, B_EVICT = range(6)   # config
+
+PollArrays = namedtuple("PollArrays", "prod cons ring ctl bp st n cap batch_max owner nic "
+                                      "last_t scratch")
+"""What a compiled poll of the handler reads and updates (MessageHandler.poll_arrays)."""
 
 
 class Counts:
@@ -349,6 +354,14 @@ class MessageHandler:
         # rows, bounds, flows, events, first arrivals.
         self.scratch = np.empty((5, min(batch_max, self._cap) + 1), np.int64)
         self._rows, self._bounds, self._flows, self._events, self._firsts = self.scratch
+
+    def poll_arrays(self) -> PollArrays:
+        """The handler's state for compiled code that polls it (the agent's
+        busy loop): the ring, the state and counters, the config, the checks'
+        owner table and the scratch the drain is prepared in."""
+        return PollArrays(self._prod, self._cons, self._rec, self.ctl, self.bpa, self.st, self.n,
+                          self._cap, self.batch_max, self.cc.owner, self.cc.nic, self.last_t,
+                          self.scratch)
 
     @property
     def more(self) -> bool:

@@ -14,3 +14,12 @@ import numba as nb
 def hot(fn):
     """njit(cache=True) without reference counting, for code that never allocates."""
     return nb.njit(cache=True, _nrt=False)(fn)
+
+
+def hot_stage(fn):
+    """``hot``, inlined by Numba into every caller (``inline="always"``): a
+    named stage of a longer per-packet function.  LLVM inlines only small
+    callees, and a stage of a few header fields is not small to it; called
+    rather than inlined, the parser's stages cost twice as much per frame
+    (``python bench/parse.py``)."""
+    return nb.njit(cache=True, _nrt=False, inline="always")(fn)

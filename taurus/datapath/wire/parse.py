@@ -19,7 +19,7 @@ import numpy as np
 
 from . import spec as S
 from .codec import get_field
-from ..hot import hot
+from ..hot import hot, hot_stage
 from .desc import *  # noqa: F401,F403  (statuses, D_*, CFG_*: Numba reads them as globals)
 
 
@@ -66,8 +66,22 @@ _IPV4_MIN = S.IPV4_SIZE
 _MF = 0x1                                          # IPv4 flags: more fragments
 
 
+# The parser is a chain of stages, one per header, each named after it:
+# a stage checks its header, records it in the descriptor and returns the
+# status of the next stage, which it calls (or its own error).  The stages
+# are inlined by Numba (hot_stage), so _parse and _parse_uet each still
+# compile to one function.
 @hot
 def _parse(buf, base, length, cfg, d):
+    _clear(d, base, length)
+    if base < 0 or length < 0 or base + length > buf.shape[0]:
+        return P_BAD_FRAME_BOUNDS
+    return _ethernet(buf, base, base + length, cfg, d)
+
+
+@hot_stage
+def _clear(d, base, length):
+    """Start the descriptor: the frame, and no header present yet."""
     d[D_FRAME_OFF] = base
     d[D_FRAME_LEN] = length
     d[D_CSIG_FMT] = 0
@@ -79,42 +93,58 @@ def _parse(buf, base, length, cfg, d):
     d[D_SES_TYPE] = 0
     d[D_PAYLOAD_OFF] = -1
     d[D_PAYLOAD_LEN] = 0
-    if base < 0 or length < 0 or base + length > buf.shape[0]:
-        return P_BAD_FRAME_BOUNDS
-    end = base + length
 
-    # Ethernet and CSIG tag
-    if length < S.ETH_SIZE:
+
+@hot_stage
+def _ethernet(buf, base, end, cfg, d):
+    """Ethernet and an optional CSIG tag, then IPv4."""
+    if end - base < S.ETH_SIZE:
         return P_TRUNCATED_ETH
     etype = get_field(buf, base, S.ETH_TYPE)
     off = base + S.ETH_SIZE
     if etype == cfg[CFG_TPID_COMPACT]:
         if off + S.CSIGC_SIZE > end:
             return P_TRUNCATED_CSIG
-        d[D_CSIG_FMT] = S.CSIG_COMPACT
-        d[D_CSIG_OFF] = off
-        d[D_CSIG_T] = get_field(buf, off, S.CSIGC_T)
-        d[D_CSIG_S] = get_field(buf, off, S.CSIGC_S)
-        d[D_CSIG_LM] = get_field(buf, off, S.CSIGC_LM)
-        d[D_CSIG_D] = get_field(buf, off, S.CSIGC_D)
-        etype = get_field(buf, off, S.CSIGC_TYPE)
+        etype = _csig_compact(buf, off, d)
         off += S.CSIGC_SIZE
     elif etype == cfg[CFG_TPID_WIDE]:
         if off + S.CSIGW_SIZE > end:
             return P_TRUNCATED_CSIG
-        d[D_CSIG_FMT] = S.CSIG_WIDE
-        d[D_CSIG_OFF] = off
-        d[D_CSIG_T] = get_field(buf, off, S.CSIGW_T)
-        d[D_CSIG_S] = get_field(buf, off, S.CSIGW_S)
-        d[D_CSIG_LM] = get_field(buf, off, S.CSIGW_LM)
-        d[D_CSIG_D] = get_field(buf, off, S.CSIGW_D)
-        etype = get_field(buf, off, S.CSIGW_TYPE)
+        etype = _csig_wide(buf, off, d)
         off += S.CSIGW_SIZE
     d[D_ETHERTYPE] = etype
     if etype != S.ETH_P_IP:
         return P_NOT_TAURUS
+    return _ipv4(buf, off, end, cfg, d)
 
-    # IPv4
+
+@hot_stage
+def _csig_compact(buf, off, d):
+    """A compact CSIG tag at ``off``; returns the EtherType it carries."""
+    d[D_CSIG_FMT] = S.CSIG_COMPACT
+    d[D_CSIG_OFF] = off
+    d[D_CSIG_T] = get_field(buf, off, S.CSIGC_T)
+    d[D_CSIG_S] = get_field(buf, off, S.CSIGC_S)
+    d[D_CSIG_LM] = get_field(buf, off, S.CSIGC_LM)
+    d[D_CSIG_D] = get_field(buf, off, S.CSIGC_D)
+    return get_field(buf, off, S.CSIGC_TYPE)
+
+
+@hot_stage
+def _csig_wide(buf, off, d):
+    """A wide CSIG tag at ``off``; returns the EtherType it carries."""
+    d[D_CSIG_FMT] = S.CSIG_WIDE
+    d[D_CSIG_OFF] = off
+    d[D_CSIG_T] = get_field(buf, off, S.CSIGW_T)
+    d[D_CSIG_S] = get_field(buf, off, S.CSIGW_S)
+    d[D_CSIG_LM] = get_field(buf, off, S.CSIGW_LM)
+    d[D_CSIG_D] = get_field(buf, off, S.CSIGW_D)
+    return get_field(buf, off, S.CSIGW_TYPE)
+
+
+@hot_stage
+def _ipv4(buf, off, end, cfg, d):
+    """The IPv4 header, then UDP, or the entropy header of native UET over IP."""
     if off + _IPV4_MIN > end:
         return P_TRUNCATED_IP
     if get_field(buf, off, S.IPV4_VERSION) != 4:
@@ -129,6 +159,22 @@ def _parse(buf, base, length, cfg, d):
         return P_BAD_IP_LEN
     if off + tot > end:
         return P_IP_LEN_EXCEEDS_FRAME
+    proto = _ipv4_fields(buf, off, hlen, tot, d)
+    native = proto == cfg[CFG_IP_PROTO]
+    if proto != S.IPPROTO_UDP and not native:
+        return P_NOT_TAURUS
+    if (get_field(buf, off, S.IPV4_FLAGS) & _MF) != 0 or get_field(buf, off, S.IPV4_FRAG) != 0:
+        return P_IP_FRAGMENT
+    l4 = off + hlen
+    d[D_L4_OFF] = l4
+    if native:
+        return _entropy(buf, l4, off + tot, d)
+    return _udp(buf, l4, off + tot, cfg, d)
+
+
+@hot_stage
+def _ipv4_fields(buf, off, hlen, tot, d):
+    """Record a checked IPv4 header; returns its protocol."""
     d[D_IP_OFF] = off
     d[D_IP_HLEN] = hlen
     d[D_IP_LEN] = tot
@@ -139,45 +185,43 @@ def _parse(buf, base, length, cfg, d):
     d[D_IP_PROTO] = proto
     d[D_IP_SRC] = get_field(buf, off, S.IPV4_SRC)
     d[D_IP_DST] = get_field(buf, off, S.IPV4_DST)
-    native = proto == cfg[CFG_IP_PROTO]
-    if proto != S.IPPROTO_UDP and not native:
-        return P_NOT_TAURUS
-    if (get_field(buf, off, S.IPV4_FLAGS) & _MF) != 0 or get_field(buf, off, S.IPV4_FRAG) != 0:
-        return P_IP_FRAGMENT
-    ip_end = off + tot
-    l4 = off + hlen
-    d[D_L4_OFF] = l4
+    return proto
 
-    # UDP or native-IP entropy header
-    if native:
-        if l4 + S.ENT_SIZE > ip_end:
-            return P_TRUNCATED_ENTROPY
-        d[D_SPORT] = 0
-        d[D_DPORT] = 0
-        d[D_ENTROPY] = get_field(buf, l4, S.ENT_ENTROPY)
-        pds = l4 + S.ENT_SIZE
-        dend = ip_end
-    else:
-        if l4 + S.UDP_SIZE > ip_end:
-            return P_TRUNCATED_UDP
-        sport = get_field(buf, l4, S.UDP_SPORT)
-        dport = get_field(buf, l4, S.UDP_DPORT)
-        d[D_SPORT] = sport
-        d[D_DPORT] = dport
-        if dport != cfg[CFG_UDP_PORT]:
-            return P_NOT_TAURUS
-        ulen = get_field(buf, l4, S.UDP_LEN)
-        if ulen < S.UDP_SIZE or l4 + ulen > ip_end:
-            return P_BAD_UDP_LEN
-        d[D_ENTROPY] = sport
-        pds = l4 + S.UDP_SIZE
-        dend = l4 + ulen
-    d[D_DGRAM_END] = dend
-    return _parse_uet(buf, pds, dend, d)
+
+@hot_stage
+def _entropy(buf, l4, ip_end, d):
+    """Native UET over IP: the entropy header, then UET."""
+    if l4 + S.ENT_SIZE > ip_end:
+        return P_TRUNCATED_ENTROPY
+    d[D_SPORT] = 0
+    d[D_DPORT] = 0
+    d[D_ENTROPY] = get_field(buf, l4, S.ENT_ENTROPY)
+    d[D_DGRAM_END] = ip_end
+    return _parse_uet(buf, l4 + S.ENT_SIZE, ip_end, d)
+
+
+@hot_stage
+def _udp(buf, l4, ip_end, cfg, d):
+    """UET over UDP: the UDP header, then UET."""
+    if l4 + S.UDP_SIZE > ip_end:
+        return P_TRUNCATED_UDP
+    sport = get_field(buf, l4, S.UDP_SPORT)
+    dport = get_field(buf, l4, S.UDP_DPORT)
+    d[D_SPORT] = sport
+    d[D_DPORT] = dport
+    if dport != cfg[CFG_UDP_PORT]:
+        return P_NOT_TAURUS
+    ulen = get_field(buf, l4, S.UDP_LEN)
+    if ulen < S.UDP_SIZE or l4 + ulen > ip_end:
+        return P_BAD_UDP_LEN
+    d[D_ENTROPY] = sport
+    d[D_DGRAM_END] = l4 + ulen
+    return _parse_uet(buf, l4 + S.UDP_SIZE, l4 + ulen, d)
 
 
 @hot
 def _parse_uet(buf, pds, dend, d):
+    """The PDS header, then the probe and SES headers and the payload."""
     if pds + S.PROLOGUE_SIZE > dend:
         return P_TRUNCATED_PDS
     t = get_field(buf, pds, S.PROLOGUE_TYPE)
@@ -197,8 +241,13 @@ def _parse_uet(buf, pds, dend, d):
         return P_BAD_NEXT_HDR
     d[D_PDS_OFF] = pds
     d[D_PDS_LEN] = plen
+    _pds_fields(buf, pds, t, flags, plen, d)
+    return _after_pds(buf, pds + plen, dend, t, nh, flags, d)
 
-    # Per-type fields (layouts share these positions; asserted at import).
+
+@hot_stage
+def _pds_fields(buf, pds, t, flags, plen, d):
+    """Per-type fields (layouts share these positions; asserted at import)."""
     d[D_PSN_OFFSET] = 0
     d[D_PROBE_OPAQUE] = 0
     d[D_NACK_CODE] = 0
@@ -225,36 +274,49 @@ def _parse_uet(buf, pds, dend, d):
             d[D_CC_TYPE] = get_field(buf, pds, S.NACK_CCX_NCCX_TYPE)
     elif t == S.T_CONTROL:
         d[D_PROBE_OPAQUE] = get_field(buf, pds, S.CONTROL_PROBE_OPAQUE)
-    q = pds + plen
 
+
+@hot_stage
+def _after_pds(buf, q, dend, t, nh, flags, d):
+    """The Taurus probe header (flag TP), the SES header, the payload."""
     if flags & S.F_TP:
         if q + S.PROBE_SIZE > dend:
             return P_TRUNCATED_PROBE
-        d[D_PROBE_OFF] = q
-        d[D_PROBE_MODE] = get_field(buf, q, S.PROBE_MODE)
-        d[D_PROBE_TS] = get_field(buf, q, S.PROBE_TS)
-        d[D_PROBE_SEQ] = get_field(buf, q, S.PROBE_SEQ)
+        _probe(buf, q, d)
         q += S.PROBE_SIZE
-
     if t != S.T_CONTROL and nh != S.NH_NONE:
         slen = SES_LEN_TAB[nh]
         if q + slen > dend:
             return P_TRUNCATED_SES
-        d[D_SES_OFF] = q
-        d[D_SES_TYPE] = nh
-        d[D_SES_LEN] = slen
-        d[D_SES_OPCODE] = get_field(buf, q, S.SES_STD_OPCODE)
-        d[D_SES_FLAGS] = get_field(buf, q, S.SES_STD_FLAGS)
-        d[D_SES_JOB_ID] = get_field(buf, q, S.SES_STD_JOB_ID)
-        if nh == S.NH_SES_RESP_DATA_SMALL:
-            d[D_SES_MSG_ID] = -1
-        else:
-            d[D_SES_MSG_ID] = get_field(buf, q, S.SES_STD_MESSAGE_ID)
+        _ses(buf, q, nh, slen, d)
         q += slen
-
     d[D_PAYLOAD_OFF] = q
     d[D_PAYLOAD_LEN] = dend - q
     return P_OK
+
+
+@hot_stage
+def _probe(buf, q, d):
+    """The Taurus probe header at ``q`` (bounds checked by the caller)."""
+    d[D_PROBE_OFF] = q
+    d[D_PROBE_MODE] = get_field(buf, q, S.PROBE_MODE)
+    d[D_PROBE_TS] = get_field(buf, q, S.PROBE_TS)
+    d[D_PROBE_SEQ] = get_field(buf, q, S.PROBE_SEQ)
+
+
+@hot_stage
+def _ses(buf, q, nh, slen, d):
+    """The SES header of type ``nh`` at ``q`` (bounds checked by the caller)."""
+    d[D_SES_OFF] = q
+    d[D_SES_TYPE] = nh
+    d[D_SES_LEN] = slen
+    d[D_SES_OPCODE] = get_field(buf, q, S.SES_STD_OPCODE)
+    d[D_SES_FLAGS] = get_field(buf, q, S.SES_STD_FLAGS)
+    d[D_SES_JOB_ID] = get_field(buf, q, S.SES_STD_JOB_ID)
+    if nh == S.NH_SES_RESP_DATA_SMALL:
+        d[D_SES_MSG_ID] = -1
+    else:
+        d[D_SES_MSG_ID] = get_field(buf, q, S.SES_STD_MESSAGE_ID)
 
 
 @hot

@@ -8,7 +8,7 @@ in-flight count and wait in the flow's slots for ``send_one``; each is
 retransmitted once per loss event (the RTO covers a lost retransmission).
 """
 import numba as nb
-from ...hot import hot  # compiled without reference counting (the hot path)
+from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
 
 from ...ccnative import cc_native_ack
 import numpy as np
@@ -99,6 +99,8 @@ def _rtt_sample(E, n, f, ts, now):
 
 @hot
 def rx_ack(E, n, i, now):
+    """An ACK, ACK_CC or ACK_CCX: frame i, already parsed into N.desc.  The
+    stages are hot_stage (inlined: this is still one function)."""
     N = E.nic
     d = N.desc
     f = _flow_of(N, n)
@@ -117,9 +119,25 @@ def rx_ack(E, n, i, now):
     q = d[D_PDS_OFF]
     t = d[D_PDS_TYPE]
     signal_custom(E, f, i, q, E.pool.length[i], t, now)   # segments the agent asked for
-    freed = np.int64(0)
     advanced = cack + 1 > una
-    for p in range(una, cack + 1):             # cumulative part
+    freed = _ack_cumulative(N, f, una, cack, msk)
+    if advanced:
+        una = _ack_advance(N, f, cack)
+    if t == S.T_ACK and advanced and N.fl[f, FL_FRTO] != 0:
+        _frto_ack(N, f, cack, 0, msk)
+    if t != S.T_ACK:                           # ACK_CC / ACK_CCX carry a SACK bitmap
+        freed += _ack_cc(E, N, n, f, buf, q, t, cack, una, nxt, advanced, msk, now)
+    _ack_signals(E, N, n, f, freed, now)
+    if advanced:
+        _ack_timers(E, N, n, f, una, nxt, now)
+    flow_wake(E, f, now)
+
+
+@hot_stage
+def _ack_cumulative(N, f, una, cack, msk):
+    """Free the slots up to cack; returns the bytes that left flight."""
+    freed = np.int64(0)
+    for p in range(una, cack + 1):
         s = p & msk
         st = N.sl_state[f, s]
         if st == SL_INFL or st == SL_RETX:
@@ -129,62 +147,99 @@ def rx_ack(E, n, i, now):
             N.fl[f, FL_NLOST] -= 1
         N.fl[f, FL_ACKED_OFF] = (N.sl_off[f, s] & SLO_OFF) + N.sl_len[f, s]
         N.sl_state[f, s] = SL_EMPTY
-    if advanced:
-        una = cack + 1
-        N.fl[f, FL_UNA] = una
-        N.fl[f, FL_RETRIES] = 0
-        N.fl[f, FL_BACKOFF] = 1
-        if N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND] <= N.fl[f, FL_WEND]:
-            N.fl[f, FL_WBLOCK] = 0
-    if t == S.T_ACK and advanced and N.fl[f, FL_FRTO] != 0:
-        _frto_ack(N, f, cack, 0, msk)
-    if t != S.T_ACK:                           # ACK_CC / ACK_CCX carry a SACK bitmap
-        base = cack + get_field(buf, q, S.ACK_CC_SACK_PSN_OFFSET)
-        bm = get_field(buf, q, S.ACK_CC_SACK_BITMAP)
-        hi = np.int64(0)
-        for k in range(64):
-            if (bm >> k) & 1:
-                p = base + k
-                if una <= p < nxt:
-                    s = p & msk
-                    st = N.sl_state[f, s]
-                    if st == SL_INFL or st == SL_RETX:
-                        N.fl[f, FL_INFL] -= N.sl_len[f, s]
-                        freed += N.sl_len[f, s]
-                        N.sl_state[f, s] = SL_SACKED
-                    elif st == SL_LOST:
-                        N.fl[f, FL_NLOST] -= 1
-                        N.sl_state[f, s] = SL_SACKED
-                    hi = p + 1
-        lim = hi - N.nr[n, NR_DUPTHRESH]       # SACK holes below lim are lost
-        p = max(una, N.fl[f, FL_LOST_SCAN])
-        while p < lim:
-            if N.sl_state[f, p & msk] == SL_INFL:
-                _mark_lost(N, f, p, msk)
-                N.ncnt[n, C_RETX_SACK] += 1
-            p += 1
-        if lim > N.fl[f, FL_LOST_SCAN]:
-            N.fl[f, FL_LOST_SCAN] = lim
-        if advanced and N.fl[f, FL_FRTO] != 0:
-            _frto_ack(N, f, cack, hi, msk)
-        cct = get_field(buf, q, S.ACK_CC_CC_TYPE)
-        if t == S.T_ACK_CC:
-            o = unit_recon(get_field(buf, q, S.ACK_CC_OOO_COUNT), N.fl[f, FL_OOO_LAST], 16)
-            if o > N.fl[f, FL_OOO_LAST]:
-                signal_ooo(E, N, f, o - N.fl[f, FL_OOO_LAST], now)
-                N.fl[f, FL_OOO_LAST] = o
-            if cct == S.CC_CREDIT:
-                cur = N.ctx[f, CX_CREDIT] // S.CREDIT_UNIT_BYTES
-                c = unit_recon(get_field(buf, q, S.ACK_CC_CREDIT), cur, 24) \
-                    * S.CREDIT_UNIT_BYTES
-                if c > N.ctx[f, CX_CREDIT]:
-                    N.ctx[f, CX_CREDIT] = c
-                    signal_credit(E, N, f, c, now)
-        elif cct == S.CCX_CSIG and get_field(buf, q, S.ACK_CCX_RCSIG_FMT) != 0:
-            signal_csig(E, N, f, get_field(buf, q, S.ACK_CCX_RCSIG_T),
-                        get_field(buf, q, S.ACK_CCX_RCSIG_S),
-                        get_field(buf, q, S.ACK_CCX_RCSIG_LM),
-                        get_field(buf, q, S.ACK_CCX_RCSIG_D), now)
+    return freed
+
+
+@hot_stage
+def _ack_advance(N, f, cack):
+    """The cumulative ACK moved: new una (returned), and proof of life."""
+    una = cack + 1
+    N.fl[f, FL_UNA] = una
+    N.fl[f, FL_RETRIES] = 0
+    N.fl[f, FL_BACKOFF] = 1
+    if N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND] <= N.fl[f, FL_WEND]:
+        N.fl[f, FL_WBLOCK] = 0
+    return una
+
+
+@hot_stage
+def _ack_cc(E, N, n, f, buf, q, t, cack, una, nxt, advanced, msk, now):
+    """ACK_CC / ACK_CCX: the SACK bitmap, the losses it reveals, then the CC
+    fields; returns the bytes the bitmap took out of flight."""
+    sacked, hi = _sack_bitmap(N, f, buf, q, cack, una, nxt, msk)
+    _sack_losses(N, n, f, una, hi, msk)
+    if advanced and N.fl[f, FL_FRTO] != 0:
+        _frto_ack(N, f, cack, hi, msk)
+    _ack_cc_fields(E, N, f, buf, q, t, now)
+    return sacked
+
+
+@hot_stage
+def _sack_bitmap(N, f, buf, q, cack, una, nxt, msk):
+    """Mark what the SACK bitmap covers; returns (bytes that left flight,
+    1 + the highest PSN SACKed, or 0)."""
+    base = cack + get_field(buf, q, S.ACK_CC_SACK_PSN_OFFSET)
+    bm = get_field(buf, q, S.ACK_CC_SACK_BITMAP)
+    freed = np.int64(0)
+    hi = np.int64(0)
+    for k in range(64):
+        if (bm >> k) & 1:
+            p = base + k
+            if una <= p < nxt:
+                s = p & msk
+                st = N.sl_state[f, s]
+                if st == SL_INFL or st == SL_RETX:
+                    N.fl[f, FL_INFL] -= N.sl_len[f, s]
+                    freed += N.sl_len[f, s]
+                    N.sl_state[f, s] = SL_SACKED
+                elif st == SL_LOST:
+                    N.fl[f, FL_NLOST] -= 1
+                    N.sl_state[f, s] = SL_SACKED
+                hi = p + 1
+    return freed, hi
+
+
+@hot_stage
+def _sack_losses(N, n, f, una, hi, msk):
+    """SACK holes more than NR_DUPTHRESH below the highest SACKed PSN are lost."""
+    lim = hi - N.nr[n, NR_DUPTHRESH]
+    p = max(una, N.fl[f, FL_LOST_SCAN])
+    while p < lim:
+        if N.sl_state[f, p & msk] == SL_INFL:
+            _mark_lost(N, f, p, msk)
+            N.ncnt[n, C_RETX_SACK] += 1
+        p += 1
+    if lim > N.fl[f, FL_LOST_SCAN]:
+        N.fl[f, FL_LOST_SCAN] = lim
+
+
+@hot_stage
+def _ack_cc_fields(E, N, f, buf, q, t, now):
+    """ACK_CC: out-of-order count and credit; ACK_CCX: a reflected CSIG."""
+    cct = get_field(buf, q, S.ACK_CC_CC_TYPE)
+    if t == S.T_ACK_CC:
+        o = unit_recon(get_field(buf, q, S.ACK_CC_OOO_COUNT), N.fl[f, FL_OOO_LAST], 16)
+        if o > N.fl[f, FL_OOO_LAST]:
+            signal_ooo(E, N, f, o - N.fl[f, FL_OOO_LAST], now)
+            N.fl[f, FL_OOO_LAST] = o
+        if cct == S.CC_CREDIT:
+            cur = N.ctx[f, CX_CREDIT] // S.CREDIT_UNIT_BYTES
+            c = unit_recon(get_field(buf, q, S.ACK_CC_CREDIT), cur, 24) \
+                * S.CREDIT_UNIT_BYTES
+            if c > N.ctx[f, CX_CREDIT]:
+                N.ctx[f, CX_CREDIT] = c
+                signal_credit(E, N, f, c, now)
+    elif cct == S.CCX_CSIG and get_field(buf, q, S.ACK_CCX_RCSIG_FMT) != 0:
+        signal_csig(E, N, f, get_field(buf, q, S.ACK_CCX_RCSIG_T),
+                    get_field(buf, q, S.ACK_CCX_RCSIG_S),
+                    get_field(buf, q, S.ACK_CCX_RCSIG_LM),
+                    get_field(buf, q, S.ACK_CCX_RCSIG_D), now)
+
+
+@hot_stage
+def _ack_signals(E, N, n, f, freed, now):
+    """ECN echo, the RTT sample, the ACK itself: to the agent and the native CC."""
+    d = N.desc
     marked = freed if d[D_PDS_FLAGS] & S.F_ACK_M else 0
     if marked or d[D_PDS_FLAGS] & S.F_ACK_M:
         signal_ecn(E, N, f, marked, now)
@@ -192,13 +247,16 @@ def rx_ack(E, n, i, now):
         _rtt_sample(E, n, f, d[D_PROBE_TS], now)
     signal_ack(E, N, f, freed, N.fl[f, FL_UNA], now)
     cc_native_ack(E, f, freed, marked)
-    if advanced:
-        _complete(N, n, f, now)
-        if una < nxt:
-            rto_arm(E, f, now, True)
-        else:
-            wheel_cancel(E.wheel, N.fl[f, FL_T_RTO])
-    flow_wake(E, f, now)
+
+
+@hot_stage
+def _ack_timers(E, N, n, f, una, nxt, now):
+    """After una advanced: send completions, then the RTO restarts or stops."""
+    _complete(N, n, f, now)
+    if una < nxt:
+        rto_arm(E, f, now, True)
+    else:
+        wheel_cancel(E.wheel, N.fl[f, FL_T_RTO])
 
 
 @hot

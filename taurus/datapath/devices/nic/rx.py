@@ -15,7 +15,7 @@ triggering packet lies beyond 64 PSNs.  Every ACK echoes, in a Taurus probe
 field, the send timestamp of the last data packet that arrived.
 """
 import numba as nb
-from ...hot import hot  # compiled without reference counting (the hot path)
+from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
 import numpy as np
 
 from ...wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
@@ -208,83 +208,121 @@ def _pdc_of(E, n, i, now):
 
 @hot
 def rx_data(E, n, i, now):
-    """A RUD request (data) arrived: frame i, already parsed into N.desc."""
+    """A RUD request (data) arrived: frame i, already parsed into N.desc.
+    The stages are hot_stage (inlined: this is still one function); they
+    take d and rp from here rather than load them again after a call."""
     N = E.nic
     d = N.desc
     r = _pdc_of(E, n, i, now)
     if r == 0:
         return
-    rp = N.rp
     if d[D_SES_TYPE] != S.NH_SES_STD:
         N.ncnt[n, C_DROP_BAD_SES] += 1
         return
     W = N.rs_bits.shape[1]
     msk = W - 1
+    rp = N.rp
     nxt = rp[r, RP_NXT]
     p = psn_recon(d[D_PSN], nxt)
     if p - nxt >= W:
         N.ncnt[n, C_DROP_PSN_OOR] += 1
         return
     if d[D_PAYLOAD_LEN] == 0:
-        # Our senders never send an empty data packet: a switch trimmed this
-        # one.  NACK it (TRIMMED) so the sender retransmits it at once.
-        N.ncnt[n, C_RX_TRIMMED] += 1
-        if p >= nxt and N.rs_bits[r, p & msk] == 0:
-            send_nack(E, n, r, p, S.NACK_TRIMMED, 0, 0, now)
+        _rx_trimmed(E, n, r, p, nxt, msk, now)
         return
-    buf = E.pool.data[i]
     now_ack = (d[D_PDS_FLAGS] & S.F_AR) != 0
     if p < nxt or N.rs_bits[r, p & msk] != 0:
         N.ncnt[n, C_RX_DUP] += 1              # re-ACK: our last ACK may be lost
         now_ack = True
     else:
-        off = get_field(buf, d[D_SES_OFF], S.SES_STD_BUFFER_OFFSET)
-        ln = d[D_PAYLOAD_LEN]
-        cap = rp[r, RP_BUFCAP]
-        edge = rp[r, RP_READ] + cap       # the ring holds [READ, READ + cap)
-        if off < rp[r, RP_DELIV] or off + ln > edge + cap or ln > cap:
-            N.ncnt[n, C_DROP_BAD_OFFSET] += 1  # no sender we answer could send this
+        if not _rx_place(E, N, d, rp, n, r, i, p, msk, now):
             return
-        if off + ln > edge:                    # the app is behind: no room
-            N.ncnt[n, C_DROP_RX_WINDOW] += 1
-            rp[r, RP_WBLOCK] = 1
-            rp[r, RP_WADV] = edge
-            send_nack(E, n, r, p, S.NACK_NO_PKT_BUFFER, 0, edge, now)
-            return
-        _ring_put(N.rxbuf, rp[r, RP_BUFOFF], cap, off, buf, d[D_PAYLOAD_OFF], ln)
-        s = p & msk
-        N.rs_bits[r, s] = 1
-        N.rs_end[r, s] = off + ln
-        N.rs_msg[r, s] = d[D_SES_MSG_ID] + 1 if (d[D_SES_FLAGS] & S.SF_EOM) else 0
-        rp[r, RP_RCVD] += ln
-        N.ncnt[n, C_RX_DATA] += 1
-        if d[D_PDS_TYPE] == S.T_RUD_CC_REQ:
-            rp[r, RP_CC] = 1
-            rp[r, RP_TARGET] = get_field(buf, d[D_PDS_OFF], S.RUD_CC_REQ_CREDIT_TARGET) \
-                * S.CREDIT_UNIT_BYTES
         if p == nxt:
-            while N.rs_bits[r, nxt & msk] != 0:    # deliver the in-order prefix
-                s = nxt & msk
-                N.rs_bits[r, s] = 0
-                rp[r, RP_DELIV] = N.rs_end[r, s]
-                if N.rs_msg[r, s] != 0:
-                    cq_push(N, n, CQ_RX, r, N.rs_msg[r, s] - 1, N.rs_end[r, s], now)
-                    N.rs_msg[r, s] = 0
-                    if N.meta[M_YIELD_RX] != 0:
-                        E.ctl[CTL_YIELD] = 1    # an app between chunks answers it
-                nxt += 1
-            rp[r, RP_NXT] = nxt
+            _rx_deliver(E, N, rp, n, r, nxt, msk, now)
         else:
-            rp[r, RP_OOO] += 1
-            N.ncnt[n, C_RX_OOO] += 1
+            _rx_ooo(E, N, rp, n, r, nxt, now)
             now_ack = True
-            if rp[r, RP_NACKED] != nxt + 1:        # one NACK per hole
-                rp[r, RP_NACKED] = nxt + 1
-                send_nack(E, n, r, nxt, S.NACK_RCVR_INFER_LOSS, 0, 0, now)
-    if d[D_IP_ECN] == ECN_CE:
+    if _rx_echo(N, d, rp, n, r):
+        now_ack = True
+    _rx_ack_due(E, N, rp, n, r, p, now_ack, now)
+
+
+@hot_stage
+def _rx_trimmed(E, n, r, p, nxt, msk, now):
+    """Our senders never send an empty data packet: a switch trimmed this
+    one.  NACK it (TRIMMED) so the sender retransmits it at once."""
+    N = E.nic
+    N.ncnt[n, C_RX_TRIMMED] += 1
+    if p >= nxt and N.rs_bits[r, p & msk] == 0:
+        send_nack(E, n, r, p, S.NACK_TRIMMED, 0, 0, now)
+
+
+@hot_stage
+def _rx_place(E, N, d, rp, n, r, i, p, msk, now):
+    """Copy the payload of PSN p into the PDC's ring and mark it received;
+    False if it cannot be (dropped, counted; a full ring NACKs)."""
+    buf = E.pool.data[i]
+    off = get_field(buf, d[D_SES_OFF], S.SES_STD_BUFFER_OFFSET)
+    ln = d[D_PAYLOAD_LEN]
+    cap = rp[r, RP_BUFCAP]
+    edge = rp[r, RP_READ] + cap       # the ring holds [READ, READ + cap)
+    if off < rp[r, RP_DELIV] or off + ln > edge + cap or ln > cap:
+        N.ncnt[n, C_DROP_BAD_OFFSET] += 1  # no sender we answer could send this
+        return False
+    if off + ln > edge:                    # the app is behind: no room
+        N.ncnt[n, C_DROP_RX_WINDOW] += 1
+        rp[r, RP_WBLOCK] = 1
+        rp[r, RP_WADV] = edge
+        send_nack(E, n, r, p, S.NACK_NO_PKT_BUFFER, 0, edge, now)
+        return False
+    _ring_put(N.rxbuf, rp[r, RP_BUFOFF], cap, off, buf, d[D_PAYLOAD_OFF], ln)
+    s = p & msk
+    N.rs_bits[r, s] = 1
+    N.rs_end[r, s] = off + ln
+    N.rs_msg[r, s] = d[D_SES_MSG_ID] + 1 if (d[D_SES_FLAGS] & S.SF_EOM) else 0
+    rp[r, RP_RCVD] += ln
+    N.ncnt[n, C_RX_DATA] += 1
+    if d[D_PDS_TYPE] == S.T_RUD_CC_REQ:
+        rp[r, RP_CC] = 1
+        rp[r, RP_TARGET] = get_field(buf, d[D_PDS_OFF], S.RUD_CC_REQ_CREDIT_TARGET) \
+            * S.CREDIT_UNIT_BYTES
+    return True
+
+
+@hot_stage
+def _rx_deliver(E, N, rp, n, r, nxt, msk, now):
+    """Deliver the in-order prefix from nxt: a completion per message end."""
+    while N.rs_bits[r, nxt & msk] != 0:
+        s = nxt & msk
+        N.rs_bits[r, s] = 0
+        rp[r, RP_DELIV] = N.rs_end[r, s]
+        if N.rs_msg[r, s] != 0:
+            cq_push(N, n, CQ_RX, r, N.rs_msg[r, s] - 1, N.rs_end[r, s], now)
+            N.rs_msg[r, s] = 0
+            if N.meta[M_YIELD_RX] != 0:
+                E.ctl[CTL_YIELD] = 1    # an app between chunks answers it
+        nxt += 1
+    rp[r, RP_NXT] = nxt
+
+
+@hot_stage
+def _rx_ooo(E, N, rp, n, r, nxt, now):
+    """A packet beyond a hole at nxt: counted, and one NACK per hole."""
+    rp[r, RP_OOO] += 1
+    N.ncnt[n, C_RX_OOO] += 1
+    if rp[r, RP_NACKED] != nxt + 1:
+        rp[r, RP_NACKED] = nxt + 1
+        send_nack(E, n, r, nxt, S.NACK_RCVR_INFER_LOSS, 0, 0, now)
+
+
+@hot_stage
+def _rx_echo(N, d, rp, n, r):
+    """What the next ACK echoes (ECN, CSIG, the send timestamp); True on CE,
+    which is acknowledged at once."""
+    ce = d[D_IP_ECN] == ECN_CE
+    if ce:
         rp[r, RP_ECN] = 1
         N.ncnt[n, C_RX_CE] += 1
-        now_ack = True
     if d[D_CSIG_FMT] != 0:
         rp[r, RP_CSIG_FMT] = d[D_CSIG_FMT]
         rp[r, RP_CSIG_T] = d[D_CSIG_T]
@@ -295,6 +333,12 @@ def rx_data(E, n, i, now):
         rp[r, RP_TS] = d[D_PROBE_TS]
         rp[r, RP_TSSEQ] = d[D_PROBE_SEQ]
         rp[r, RP_HAS_TS] = 1
+    return ce
+
+
+@hot_stage
+def _rx_ack_due(E, N, rp, n, r, p, now_ack, now):
+    """ACK now, or arm the coalescing timer (see the module docstring)."""
     rp[r, RP_TRIG] = p
     rp[r, RP_PEND] += 1
     t = rp[r, RP_T_ACK] - 1

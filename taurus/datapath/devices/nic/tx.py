@@ -21,7 +21,7 @@ cumulative; retransmissions are not charged, they replace bytes already
 charged).  The NIC line (NR_LINE) caps the aggregate.
 """
 import numba as nb
-from ...hot import hot  # compiled without reference counting (the hot path)
+from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
 
 from ...ccguard import cc_cwnd, cc_rate
 from ...ccnative import cc_native_rto
@@ -248,7 +248,9 @@ def _window_ok(E, N, f, ln):
 @hot
 def send_one(E, n, f, now):
     """One packet of flow f if its gates allow: a lost packet first, else
-    new data.  Returns 1 when a packet left."""
+    new data.  Returns 1 when a packet left.  The stages are hot_stage
+    (inlined: this is still one function); they take what is loaded here
+    rather than load it again after a call."""
     N = E.nic
     if N.fl[f, FL_STATE] != FS_ACTIVE:
         return 0
@@ -257,56 +259,104 @@ def send_one(E, n, f, now):
     una = N.fl[f, FL_UNA]
     nxt = N.fl[f, FL_NXT]
     if N.fl[f, FL_NLOST] > 0:
-        p = max(N.fl[f, FL_RETX_SCAN], una)
-        while p < nxt and N.sl_state[f, p & msk] != SL_LOST:
-            p += 1
-        N.fl[f, FL_RETX_SCAN] = p
-        if p >= nxt:
-            N.fl[f, FL_NLOST] = 0            # nothing left to repair
-        else:
-            ln = np.int64(N.sl_len[f, p & msk])
-            if not _window_ok(E, N, f, ln):
-                return 0
-            if (N.sl_off[f, p & msk] & SLO_OFF) + ln > rwnd_end(N, f):
-                return 0
-            total = _data_frame(E, n, f, p, N.sl_off[f, p & msk], ln, True, now)
-            if total < 0:
-                return 0
-            N.sl_state[f, p & msk] = SL_RETX
-            N.fl[f, FL_NLOST] -= 1
-            N.fl[f, FL_INFL] += ln
-            N.ncnt[n, C_TX_RETX] += 1
-            _sent(E, n, f, ln, total, True, now)
-            return 1
-    # new data, cut at the MSS and at the end of the current message
+        p = _first_lost(N, f, una, nxt, msk)
+        if p < nxt:
+            return _send_retx(E, N, n, f, p, msk, now)
+        N.fl[f, FL_NLOST] = 0            # nothing left to repair
+    return _send_new(E, N, n, f, una, nxt, W, now)
+
+
+@hot_stage
+def _first_lost(N, f, una, nxt, msk):
+    """The first lost PSN from the retransmission scan on (nxt: none)."""
+    p = max(N.fl[f, FL_RETX_SCAN], una)
+    while p < nxt and N.sl_state[f, p & msk] != SL_LOST:
+        p += 1
+    N.fl[f, FL_RETX_SCAN] = p
+    return p
+
+
+@hot_stage
+def _send_retx(E, N, n, f, p, msk, now):
+    """Resend lost PSN p if the window gates allow; 1 if it left."""
+    ln = np.int64(N.sl_len[f, p & msk])
+    if not _window_ok(E, N, f, ln):
+        return 0
+    if (N.sl_off[f, p & msk] & SLO_OFF) + ln > rwnd_end(N, f):
+        return 0
+    total = _data_frame(E, n, f, p, N.sl_off[f, p & msk], ln, True, now)
+    if total < 0:
+        return 0
+    N.sl_state[f, p & msk] = SL_RETX
+    N.fl[f, FL_NLOST] -= 1
+    N.fl[f, FL_INFL] += ln
+    N.ncnt[n, C_TX_RETX] += 1
+    _sent(E, n, f, ln, total, True, now)
+    return 1
+
+
+@hot_stage
+def _send_new(E, N, n, f, una, nxt, W, now):
+    """New data, cut at the MSS and at the end of the current message, if
+    the gates allow; 1 if it left."""
     off = N.fl[f, FL_SENT_OFF]
     if off >= N.fl[f, FL_POSTED] or nxt - una >= W:
         return 0
     M = N.mq.shape[1]
+    k = _message_at(N, f, off, M)
+    end = N.mq[f, k % M, 0]
+    ln = min(N.nr[n, NR_MSS], end - off)
+    if not _new_gates(E, N, f, off, ln, una, nxt, now):
+        return 0
+    slo = _new_slo(N, f, off, ln, end, N.mq[f, k % M, 1])
+    total = _data_frame(E, n, f, nxt, slo, ln, False, now)
+    if total < 0:
+        return 0
+    _new_slot(N, n, f, nxt & (W - 1), nxt, slo, off, ln, now)
+    _sent(E, n, f, ln, total, False, now)
+    return 1
+
+
+@hot_stage
+def _message_at(N, f, off, M):
+    """The message queue entry (of M per flow) holding stream offset off:
+    FL_MQ_TX moves up to it, FL_MSG_OFF is where it starts."""
     k = N.fl[f, FL_MQ_TX]
     while k < N.fl[f, FL_MQ_TAIL] and N.mq[f, k % M, 0] <= off:
         N.fl[f, FL_MSG_OFF] = N.mq[f, k % M, 0]
         k += 1
     N.fl[f, FL_MQ_TX] = k
-    end = N.mq[f, k % M, 0]
-    ln = min(N.nr[n, NR_MSS], end - off)
+    return k
+
+
+@hot_stage
+def _new_gates(E, N, f, off, ln, una, nxt, now):
+    """Window, receiver window and credit allow ln new bytes at off."""
     if not _window_ok(E, N, f, ln):
-        return 0
+        return False
     if off + ln > rwnd_end(N, f):
         if N.fl[f, FL_WBLOCK] != 0 and una >= nxt:
             rto_arm(E, f, now, False)    # persist: the RTO probes a closed window
-        return 0
+        return False
     if N.fl[f, FL_USES_CREDIT] != 0 and off + ln > N.ctx[f, CX_CREDIT]:
-        return 0
-    slo = off | ((N.mq[f, k % M, 1] & 0xFFFF) << 48)
+        return False
+    return True
+
+
+@hot_stage
+def _new_slo(N, f, off, ln, end, msg_id):
+    """The slot's sl_off: offset, message id, start and end of message."""
+    slo = off | ((msg_id & 0xFFFF) << 48)
     if off == N.fl[f, FL_MSG_OFF]:
         slo |= SLO_SOM
     if off + ln == end:
         slo |= SLO_EOM
-    total = _data_frame(E, n, f, nxt, slo, ln, False, now)
-    if total < 0:
-        return 0
-    s = nxt & msk
+    return slo
+
+
+@hot_stage
+def _new_slot(N, n, f, s, nxt, slo, off, ln, now):
+    """Account a new packet sent as PSN nxt (slot s)."""
     N.sl_state[f, s] = SL_INFL
     N.sl_off[f, s] = slo
     N.sl_len[f, s] = ln
@@ -318,8 +368,6 @@ def send_one(E, n, f, now):
     N.ncnt[n, C_TX_DATA] += 1
     if off == 0:
         N.sig[f, SG_FIRST_T] = now
-    _sent(E, n, f, ln, total, False, now)
-    return 1
 
 
 @hot
