@@ -208,9 +208,8 @@ def _pdc_of(E, n, i, now):
 
 @hot
 def rx_data(E, n, i, now):
-    """A RUD request (data) arrived: frame i, already parsed into N.desc.
-    The stages are hot_stage (inlined: this is still one function); they
-    take d and rp from here rather than load them again after a call."""
+    """A RUD request (data) arrived: frame i, already parsed into N.desc.  The
+    stages (hot_stage: inlined) take d and rp rather than load them again."""
     N = E.nic
     d = N.desc
     r = _pdc_of(E, n, i, now)
@@ -234,14 +233,13 @@ def rx_data(E, n, i, now):
     if p < nxt or N.rs_bits[r, p & msk] != 0:
         N.ncnt[n, C_RX_DUP] += 1              # re-ACK: our last ACK may be lost
         now_ack = True
+    elif not _rx_place(E, N, d, rp, n, r, i, p, msk, now):
+        return
+    elif p == nxt:
+        _rx_deliver(E, N, rp, n, r, nxt, msk, now)
     else:
-        if not _rx_place(E, N, d, rp, n, r, i, p, msk, now):
-            return
-        if p == nxt:
-            _rx_deliver(E, N, rp, n, r, nxt, msk, now)
-        else:
-            _rx_ooo(E, N, rp, n, r, nxt, now)
-            now_ack = True
+        _rx_ooo(E, N, rp, n, r, nxt, now)
+        now_ack = True
     if _rx_echo(N, d, rp, n, r):
         now_ack = True
     _rx_ack_due(E, N, rp, n, r, p, now_ack, now)
