@@ -4,16 +4,21 @@ Numba's cache checks only a function's own source file, but a cached caller
 embeds its callees' code: an edit to a port module would leave the engine
 loop running stale code, an edit to the agent's message handler its fast
 path.  So the cache lives in a directory named by a hash of every source
-file under taurus/ that uses Numba; any edit to one selects a fresh
-directory (a NUMBA_CACHE_DIR set beforehand wins).
+file under taurus/ that uses Numba, directly or through ``hot`` /
+``hot_stage`` (datapath/hot.py); any edit to one selects a fresh directory
+(a NUMBA_CACHE_DIR set beforehand wins).
 """
 import hashlib
 import importlib.metadata
 import os
 import pathlib
+import re
 import shutil
 import sys
 import time
+
+# Files with compiled code: they name Numba, or compile through datapath/hot.py.
+_COMPILED = re.compile(rb"numba|\bhot(_stage)?\b")
 
 
 def cache_dir() -> pathlib.Path:
@@ -21,7 +26,7 @@ def cache_dir() -> pathlib.Path:
     h = hashlib.sha1(importlib.metadata.version("numba").encode())
     for f in sorted(here.rglob("*.py")):
         src = f.read_bytes()
-        if b"numba" in src:
+        if _COMPILED.search(src):
             h.update(f.relative_to(here).as_posix().encode())
             h.update(src)
     base = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache"))
