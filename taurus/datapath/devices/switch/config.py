@@ -51,14 +51,16 @@ class FeatureError(ConfigError):
         return self.message
 
 
-def _size(v, f):
+def size_at(v, f):
+    """A size in bytes; a bad one is a FeatureError naming field `f`."""
     try:
         return parse_size(v)
     except ValueError as e:
         raise FeatureError(f, str(e)) from None
 
 
-def _delay(v, f):
+def delay_at(v, f):
+    """A delay in ns; a bad one is a FeatureError naming field `f`."""
     try:
         return parse_delay(v)
     except ValueError as e:
@@ -87,11 +89,11 @@ def _ecn(v, f):
     if "k" in v:
         if set(v) != {"k"}:
             raise FeatureError(f, "give either k (step) or kmin, kmax, pmax (RED), not both")
-        return {"k": _size(v["k"], f"{f}.k")}
+        return {"k": size_at(v["k"], f"{f}.k")}
     for k in ("kmin", "kmax", "pmax"):
         if k not in v:
             raise FeatureError(f"{f}.{k}", "missing (RED needs kmin, kmax and pmax; step needs k)")
-    lo, hi = _size(v["kmin"], f"{f}.kmin"), _size(v["kmax"], f"{f}.kmax")
+    lo, hi = size_at(v["kmin"], f"{f}.kmin"), size_at(v["kmax"], f"{f}.kmax")
     if hi <= lo:
         raise FeatureError(f"{f}.kmax", f"must be above kmin ({lo} B), got {hi} B")
     pm = v["pmax"]
@@ -106,7 +108,7 @@ def _csig(v, f):
     if v is True:
         v = {}
     _table(v, f, ("interval", "type", "format"))
-    out = {"interval_ns": _delay(v.get("interval", DEFAULT_CSIG_INTERVAL), f"{f}.interval"),
+    out = {"interval_ns": delay_at(v.get("interval", DEFAULT_CSIG_INTERVAL), f"{f}.interval"),
            "type": v.get("type", "delay"), "format": v.get("format", "compact")}
     if out["interval_ns"] <= 0:
         raise FeatureError(f"{f}.interval", "must be > 0")
@@ -124,7 +126,7 @@ def _pfc(v, f):
     for k in ("xoff", "xon"):
         if k not in v:
             raise FeatureError(f"{f}.{k}", "missing (PFC needs xoff and xon)")
-    xoff, xon = _size(v["xoff"], f"{f}.xoff"), _size(v["xon"], f"{f}.xon")
+    xoff, xon = size_at(v["xoff"], f"{f}.xoff"), size_at(v["xon"], f"{f}.xon")
     if xon >= xoff:
         raise FeatureError(f"{f}.xon", f"must be below xoff ({xoff} B), got {xon} B")
     eps = v.get("epsilon", DEFAULT_EPSILON)
@@ -139,7 +141,7 @@ def _pfc(v, f):
     out = {"xoff": xoff, "xon": xon, "tcd": _bool(v.get("tcd", False), f"{f}.tcd"),
            "epsilon": float(eps), "ue": ue, "classes": sorted(set(cls))}
     if "ton_max" in v:
-        out["ton_max_ns"] = _delay(v["ton_max"], f"{f}.ton_max")
+        out["ton_max_ns"] = delay_at(v["ton_max"], f"{f}.ton_max")
     return out
 
 
@@ -153,8 +155,8 @@ def _trim(v, f):
         d = v.get("dscp", DEFAULT_TRIM_DSCP)
         if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < 64:
             raise FeatureError(f"{f}.dscp", f"expected a DSCP 0..63, got {d!r}")
-        return {"threshold": _size(v["threshold"], f"{f}.threshold"), "dscp": d}
-    return {"threshold": _size(v, f), "dscp": DEFAULT_TRIM_DSCP}
+        return {"threshold": size_at(v["threshold"], f"{f}.threshold"), "dscp": d}
+    return {"threshold": size_at(v, f), "dscp": DEFAULT_TRIM_DSCP}
 
 
 def _classes(v, f):
@@ -165,6 +167,11 @@ def _classes(v, f):
         raise FeatureError(f"{f}.high", f"expected a list of DSCP values 0..63, got {hi!r}")
     return {"high": sorted(set(hi)),
             "control_high": _bool(v.get("control_high", True), f"{f}.control_high")}
+
+
+def default_classes() -> dict:
+    """The traffic classes of a port whose config names none."""
+    return _classes({}, "classes")
 
 
 _PORT = {"ecn": _ecn, "csig": _csig, "int": lambda v, f: _bool(v, f), "pfc": _pfc,
@@ -180,9 +187,9 @@ def validate(raw: dict, field: str, switch_level: bool) -> dict:
             continue
         f = f"{field}.{k}"
         if k == "buffer":
-            out[k] = _size(raw[k], f)
+            out[k] = size_at(raw[k], f)
         elif k == "telemetry":
-            out[k] = _delay(raw[k], f)
+            out[k] = delay_at(raw[k], f)
             if out[k] <= 0:
                 raise FeatureError(f, "must be > 0")
         else:

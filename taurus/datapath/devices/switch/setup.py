@@ -193,8 +193,8 @@ def _check_port(cfg: dict, field: str) -> dict:
     F.check_consistent(feat, field)
     _rate(cfg.get("rate"), f"{field}.rate")
     for key in ("delay", "in_delay"):
-        F._delay(cfg.get(key, 0), f"{field}.{key}")
-    F._size(cfg.get("buffer", DEFAULT_BUFFER), f"{field}.buffer")
+        F.delay_at(cfg.get(key, 0), f"{field}.{key}")
+    F.size_at(cfg.get("buffer", DEFAULT_BUFFER), f"{field}.buffer")
     _mac(cfg.get("mac"), f"{field}.mac")
     return feat
 
@@ -206,11 +206,11 @@ def configure_port(eng, d, k, p, cfg: dict, field: str, switch_id: int) -> None:
     row[:] = 0
     row[C_DEV], row[C_PNO] = d, k
     row[C_RATE] = _rate(cfg.get("rate"), f"{field}.rate")
-    row[C_DELAY] = F._delay(cfg.get("delay", 0), f"{field}.delay")
-    row[C_IN_DELAY] = F._delay(cfg.get("in_delay", 0), f"{field}.in_delay")
-    row[C_QLIM] = F._size(cfg.get("buffer", DEFAULT_BUFFER), f"{field}.buffer")
+    row[C_DELAY] = F.delay_at(cfg.get("delay", 0), f"{field}.delay")
+    row[C_IN_DELAY] = F.delay_at(cfg.get("in_delay", 0), f"{field}.in_delay")
+    row[C_QLIM] = F.size_at(cfg.get("buffer", DEFAULT_BUFFER), f"{field}.buffer")
     row[C_MAC] = _mac(cfg.get("mac"), f"{field}.mac")
-    row[C_SLACK] = F._delay(cfg.get("slack", SLACK_DEFAULT), f"{field}.slack")
+    row[C_SLACK] = F.delay_at(cfg.get("slack", SLACK_DEFAULT), f"{field}.slack")
     row[C_LOC_C] = cfg.get("locator_compact", (switch_id * 8 + k) & 0x3F)
     row[C_LOC_W] = cfg.get("locator_wide", ((switch_id << 6) | k) & 0x7FFF)
     ecn = feat.get("ecn")
@@ -234,7 +234,7 @@ def configure_port(eng, d, k, p, cfg: dict, field: str, switch_id: int) -> None:
     trim = feat.get("trim")
     if trim:
         row[C_TRIM], row[C_TRIM_DSCP] = trim["threshold"], trim["dscp"]
-    cls = feat.get("classes") or F._classes({}, field)
+    cls = feat.get("classes") or F.default_classes()
     sw.dscp[p, :] = DATA
     sw.dscp[p, cls["high"]] = HIGH
     if trim:
@@ -288,8 +288,8 @@ def add_switch(eng, ports, config=None, name=None) -> int:
         configure_port(eng, d, k, p, pc, f"switch config: ports[{k}]", swid)
     shared = config.get("buffer")
     if shared is not None:
-        F._size(shared, "switch config: buffer")
-    regs[R_SHARED_LIMIT] = (F._size(shared, "switch config: buffer") if shared is not None
+        F.size_at(shared, "switch config: buffer")
+    regs[R_SHARED_LIMIT] = (F.size_at(shared, "switch config: buffer") if shared is not None
                             else int(sum(sw.pcfg[p, C_QLIM] for p in ports)) * 2)
     for ip, out in (config.get("routes") or {}).items():
         out = [out] if isinstance(out, int) else list(out)
@@ -300,7 +300,7 @@ def add_switch(eng, ports, config=None, name=None) -> int:
     regs[R_DEFAULT_GRP] = -1 if not dflt else group_add(sw, [dflt] if isinstance(dflt, int) else dflt)
     tel = config.get("telemetry")
     if tel:
-        ivl = F._delay(tel, "switch config: telemetry")
+        ivl = F.delay_at(tel, "switch config: telemetry")
         regs[R_TEL_IVL] = ivl
         regs[R_TEL_TIMER] = t = wheel_alloc(eng.E.wheel, d, -1)
         if t < 0:
