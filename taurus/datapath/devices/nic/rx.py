@@ -65,6 +65,10 @@ def rx_grant_credit(N, n, r, now):
 
 @hot
 def send_ack(E, n, r, now):
+    """One ACK for receive PDC r: ACK_CC (NSCC state, or credit for a PDC
+    opened by RUD_CC_REQ), or ACK_CCX when a CSIG tag arrived since the last
+    ACK; with a timestamp echo when the sender asked for one.  The stages
+    are hot_stage (inlined: this is still one function)."""
     N = E.nic
     rp = N.rp
     cc = rp[r, RP_CC] != 0
@@ -77,19 +81,44 @@ def send_ack(E, n, r, now):
     frame_l2l4(E, n, i, rp[r, RP_PEER_MAC], rp[r, RP_PEER_IP], rp[r, RP_EV], 0, total)
     buf = E.pool.data[i]
     q = PDS_OFF
+    cack = _ack_header(rp, r, buf, q, t, has_ts)
+    _ack_sack(N, rp, r, buf, q, cack)
+    if t == S.T_ACK_CC:
+        _ack_cc_state(N, rp, n, r, buf, q, cc, now)
+    else:
+        _ack_csig_echo(rp, r, buf, q)
+    if has_ts:
+        _ack_ts_echo(rp, r, buf, q + S.ACK_CC_SIZE)
+    tx_emit(E, n, i, now)
+    N.ncnt[n, C_TX_ACK] += 1
+    _ack_sent(E, rp, r)
+
+
+@hot_stage
+def _ack_header(rp, r, buf, q, t, has_ts):
+    """The PDS prologue and the ACK's PSNs and PDC ids; returns cack, the
+    last PSN received in order."""
     flags = 0
     if rp[r, RP_ECN]:
         flags |= S.F_ACK_M
     if has_ts:
         flags |= S.F_TP
     write_prologue(buf, q, t, S.NH_NONE, flags)
-    nxt = rp[r, RP_NXT]
-    cack = nxt - 1
+    cack = rp[r, RP_NXT] - 1
     trig = rp[r, RP_TRIG]
     set_field(buf, q, S.ACK_ACK_PSN_OFFSET, max(-32768, min(32767, trig - cack)))
     set_field(buf, q, S.ACK_CACK_PSN, cack & 0xFFFFFFFF)
     set_field(buf, q, S.ACK_SPDCID, r)
     set_field(buf, q, S.ACK_DPDCID, rp[r, RP_PEER_PDC])
+    return cack
+
+
+@hot_stage
+def _ack_sack(N, rp, r, buf, q, cack):
+    """The SACK bitmap: 64 PSNs from the next expected one, or ending at the
+    packet that triggered this ACK when that lies further on."""
+    nxt = cack + 1
+    trig = rp[r, RP_TRIG]
     W = N.rs_bits.shape[1]
     base = nxt
     if trig >= base + 64:
@@ -101,29 +130,45 @@ def send_ack(E, n, r, now):
             bm |= np.int64(1) << k
     set_field(buf, q, S.ACK_CC_SACK_PSN_OFFSET, base - cack)
     set_field(buf, q, S.ACK_CC_SACK_BITMAP, bm)
-    if t == S.T_ACK_CC:
-        if cc:
-            set_field(buf, q, S.ACK_CC_CC_TYPE, S.CC_CREDIT)
-            g = rx_grant_credit(N, n, r, now)
-            set_field(buf, q, S.ACK_CC_CREDIT, (g // S.CREDIT_UNIT_BYTES) & 0xFFFFFF)
-        else:
-            set_field(buf, q, S.ACK_CC_CC_TYPE, S.CC_NSCC)
-            set_field(buf, q, S.ACK_CC_RCVD_BYTES, (rp[r, RP_RCVD] >> 8) & 0xFFFFFF)
-        set_field(buf, q, S.ACK_CC_OOO_COUNT, rp[r, RP_OOO] & 0xFFFF)
+
+
+@hot_stage
+def _ack_cc_state(N, rp, n, r, buf, q, cc, now):
+    """ACK_CC's congestion state: a credit grant (RCCC) or the bytes received
+    (NSCC, 256 B units), and the out-of-order count."""
+    if cc:
+        set_field(buf, q, S.ACK_CC_CC_TYPE, S.CC_CREDIT)
+        g = rx_grant_credit(N, n, r, now)
+        set_field(buf, q, S.ACK_CC_CREDIT, (g // S.CREDIT_UNIT_BYTES) & 0xFFFFFF)
     else:
-        set_field(buf, q, S.ACK_CCX_CCX_TYPE, S.CCX_CSIG)
-        set_field(buf, q, S.ACK_CCX_RCSIG_FMT, rp[r, RP_CSIG_FMT])
-        set_field(buf, q, S.ACK_CCX_RCSIG_T, rp[r, RP_CSIG_T])
-        set_field(buf, q, S.ACK_CCX_RCSIG_D, rp[r, RP_CSIG_D])
-        set_field(buf, q, S.ACK_CCX_RCSIG_LM, rp[r, RP_CSIG_LM])
-        set_field(buf, q, S.ACK_CCX_RCSIG_S, rp[r, RP_CSIG_S])
-    if has_ts:
-        pr = q + S.ACK_CC_SIZE
-        set_field(buf, pr, S.PROBE_MODE, S.PROBE_ECHO)
-        set_field(buf, pr, S.PROBE_TS, rp[r, RP_TS])
-        set_field(buf, pr, S.PROBE_SEQ, rp[r, RP_TSSEQ])
-    tx_emit(E, n, i, now)
-    N.ncnt[n, C_TX_ACK] += 1
+        set_field(buf, q, S.ACK_CC_CC_TYPE, S.CC_NSCC)
+        set_field(buf, q, S.ACK_CC_RCVD_BYTES, (rp[r, RP_RCVD] >> 8) & 0xFFFFFF)
+    set_field(buf, q, S.ACK_CC_OOO_COUNT, rp[r, RP_OOO] & 0xFFFF)
+
+
+@hot_stage
+def _ack_csig_echo(rp, r, buf, q):
+    """ACK_CCX: the CSIG tag of the last data packet, reflected to the sender."""
+    set_field(buf, q, S.ACK_CCX_CCX_TYPE, S.CCX_CSIG)
+    set_field(buf, q, S.ACK_CCX_RCSIG_FMT, rp[r, RP_CSIG_FMT])
+    set_field(buf, q, S.ACK_CCX_RCSIG_T, rp[r, RP_CSIG_T])
+    set_field(buf, q, S.ACK_CCX_RCSIG_D, rp[r, RP_CSIG_D])
+    set_field(buf, q, S.ACK_CCX_RCSIG_LM, rp[r, RP_CSIG_LM])
+    set_field(buf, q, S.ACK_CCX_RCSIG_S, rp[r, RP_CSIG_S])
+
+
+@hot_stage
+def _ack_ts_echo(rp, r, buf, pr):
+    """The probe trailer echoing the sender's timestamp (its RTT sample)."""
+    set_field(buf, pr, S.PROBE_MODE, S.PROBE_ECHO)
+    set_field(buf, pr, S.PROBE_TS, rp[r, RP_TS])
+    set_field(buf, pr, S.PROBE_SEQ, rp[r, RP_TSSEQ])
+
+
+@hot_stage
+def _ack_sent(E, rp, r):
+    """Nothing is pending for PDC r any more: clear what this ACK carried and
+    the coalescing timer."""
     rp[r, RP_PEND] = 0
     rp[r, RP_ECN] = 0
     rp[r, RP_CSIG_FMT] = 0
