@@ -131,7 +131,9 @@ def rwnd_end(N, f):
 
 @hot
 def _data_frame(E, n, f, p, slo, ln, retx, now):
-    """Build and queue the data packet of PSN p; returns its frame length or -1."""
+    """Build and queue the data packet of PSN p; returns its frame length or
+    -1.  Headers in wire order: PDS request, probe (the RTT timestamp), SES,
+    then the payload from the flow's send ring."""
     N = E.nic
     cc = N.fl[f, FL_USES_CREDIT] != 0
     plen = S.RUD_CC_REQ_SIZE if cc else S.RUD_REQ_SIZE
@@ -147,6 +149,20 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
                total)
     buf = E.pool.data[i]
     off = slo & SLO_OFF
+    _data_pds(N, f, buf, q, p, slo, off, ln, cc, retx)
+    set_field(buf, pr, S.PROBE_MODE, S.PROBE_DATA)
+    set_field(buf, pr, S.PROBE_TS, now & PROBE_TS_MASK)
+    set_field(buf, pr, S.PROBE_SEQ, p & 0xFFFF)
+    _data_ses(buf, ses, slo, off)
+    _ring_get(N.txbuf, N.fl[f, FL_TXOFF], N.fl[f, FL_TXCAP], off, buf, pay, ln)
+    tx_emit(E, n, i, now)
+    return total
+
+
+@hot_stage
+def _data_pds(N, f, buf, q, p, slo, off, ln, cc, retx):
+    """The PDS request: RUD_REQ, or RUD_CC_REQ with the backlog for a credit
+    flow; SYN with pdc_info until the receiver's PDC id is known."""
     syn = N.fl[f, FL_RPDC] == 0
     flags = S.F_TP
     if retx:
@@ -169,9 +185,11 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
         units = (backlog + S.CREDIT_UNIT_BYTES - 1) // S.CREDIT_UNIT_BYTES
         set_field(buf, q, S.RUD_CC_REQ_CCC_ID, f & 0xFF)
         set_field(buf, q, S.RUD_CC_REQ_CREDIT_TARGET, min(units, 0xFFFFFF))
-    set_field(buf, pr, S.PROBE_MODE, S.PROBE_DATA)
-    set_field(buf, pr, S.PROBE_TS, now & PROBE_TS_MASK)
-    set_field(buf, pr, S.PROBE_SEQ, p & 0xFFFF)
+
+
+@hot_stage
+def _data_ses(buf, ses, slo, off):
+    """The SES standard header: a write of the message's bytes at `off`."""
     sflags = 0
     if slo & SLO_SOM:
         sflags |= S.SF_SOM
@@ -181,9 +199,6 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
     set_field(buf, ses, S.SES_STD_FLAGS, sflags)
     set_field(buf, ses, S.SES_STD_MESSAGE_ID, (slo >> 48) & 0xFFFF)
     set_field(buf, ses, S.SES_STD_BUFFER_OFFSET, off)
-    _ring_get(N.txbuf, N.fl[f, FL_TXOFF], N.fl[f, FL_TXCAP], off, buf, pay, ln)
-    tx_emit(E, n, i, now)
-    return total
 
 
 @hot
