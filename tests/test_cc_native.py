@@ -55,3 +55,13 @@ def test_an_engine_runs_the_native_algorithm_it_is_handed():
             assert eng.E.alg.par[0] == 1024                   # the NIC's MSS
             cc_native_ack(eng.E, f, 10 * 1024, 10 * 1024)     # one window, all marked
             assert eng.cc.cwnd[f] == int(10 * 1024 * (1 - 1 / 32))
+
+
+def test_an_engine_refuses_a_native_algorithm_of_other_array_types():
+    """It would otherwise compile the loop anew for them, for minutes."""
+    import numpy as np
+    from taurus.datapath.ccnative import NativeCC
+    from taurus.datapath.engine import Engine
+    bad = NativeCC(st=np.zeros((2, 4), np.float32), par=np.zeros(2), fn=np.zeros(2, np.int64))
+    with pytest.raises(TypeError, match="NativeCC"):
+        Engine(clock="virtual", max_flows=4, native=bad)

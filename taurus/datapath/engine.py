@@ -157,6 +157,18 @@ def _layout(max_ports: int):
     return hdr, ctl, cnt, names, kinds, size
 
 
+def _native_or_default(native):
+    """The native algorithm, checked before the loop compiles: a NativeCC of
+    other array types would compile the loop anew (minutes), not fail."""
+    default = no_native()
+    if native is None:
+        return default
+    if nb.typeof(native) != nb.typeof(default):
+        raise TypeError(f"native: expected a NativeCC of float64 st (2-d), par (1-d) and "
+                        f"int64 fn arrays (ccnative.native_cc makes one), got {nb.typeof(native)}")
+    return native
+
+
 _frozen = False
 
 
@@ -238,7 +250,7 @@ class Engine:
                              sw=make_switch_state(max_ports, max_flows),
                              nic=make_nic_state(max_ports, max_flows),
                              rep=make_report_state(self.cc),
-                             alg=native if native is not None else no_native())
+                             alg=_native_or_default(native))
             # Compile (or load from cache) the loop now, before any port is
             # open: a socket that is not polled while the JIT runs overflows.
             engine_run(self.E, now, 0)
