@@ -48,18 +48,12 @@ from taurus.datapath.ccshm import (CLS_RAW, COUNT, CTL_BACKPRESSURE, CTL_EVICTED
                                    EVENT_CLASS, FLOW, N_EVENTS, N_VALUES, REC_WIDTH, SEQ, T_FIRST,
                                    T_LAST, V0)
 from taurus.cc_algorithms.base import BatchEvents, Events
+from taurus.datapath import ccevents
 from taurus.datapath.shmring import FULL, HEAD, SINCE, TAIL
 
-# Merge rule of each value of each event (used only in overload).
-SUM, MAX, LAST = 0, 1, 2
-MERGE = np.full((N_EVENTS, N_VALUES), LAST, np.int64)
-MERGE[EV_ACK, [0, 1, 3]], MERGE[EV_ACK, 2] = SUM, MAX     # bytes, packets, ECN bytes; highest PSN
-MERGE[EV_ECN, :2] = SUM
-MERGE[EV_OOO, 0] = SUM
-MERGE[EV_RTO, 0] = SUM                                     # timeouts; last PSN
-MERGE[EV_TX, :2] = SUM                                     # bytes, packets; in-flight now
-MERGE[EV_NACK, :2] = SUM                                   # NACKs, trimmed; last PSN
-MERGE[EV_CREDIT, 0] = MAX                                  # cumulative credit
+# Merge rule of each value of each event (used only in overload): the engine's.
+SUM, MAX, LAST, MIN = ccevents.SUM, ccevents.MAX, ccevents.LAST, ccevents.MIN
+MERGE = ccevents.MERGE
 SMALL_MAX = 128   # batches up to this size: plain Python (the two cross near here, 32 flows)
 _BY_KEY_TIME = itemgetter(FLOW, EVENT, T_FIRST)
 _BY_FLOW_ARRIVAL = itemgetter(0, 1, 2)
@@ -533,8 +527,9 @@ class MessageHandler:
         merged[:, COUNT] = sums[:, COUNT]
         rule = MERGE[ev]
         v = slice(V0, V0 + N_VALUES)
-        merged[:, v] = np.where(rule == SUM, sums[:, v], np.where(rule == MAX, maxs[:, v],
-                                                                  merged[:, v]))
+        mins = np.minimum.reduceat(rec, start, axis=0)
+        merged[:, v] = np.select([rule == SUM, rule == MAX, rule == MIN],
+                                 [sums[:, v], maxs[:, v], mins[:, v]], merged[:, v])
         lens = end - start
         pos = np.arange(len(rec)) - np.repeat(start, lens)      # index within its group
         is_raw = np.repeat(raw, lens)

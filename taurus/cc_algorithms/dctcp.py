@@ -1,29 +1,32 @@
-"""DCTCP (Alizadeh et al., SIGCOMM'10; Linux tcp_dctcp.c), agent mode.
+"""DCTCP (Alizadeh et al., SIGCOMM'10; Linux net/ipv4/tcp_dctcp.c).
 
-Once per window of ACKed data (cwnd bytes):
-    F = marked bytes / acked bytes;   alpha <- (1 - g) * alpha + g * F
-    if any mark:  cwnd <- cwnd * (1 - alpha / 2)        (at most once per window)
-    else:         slow start below ssthresh, else cwnd += 1 MSS
-On RTO: cwnd <- 1 MSS.  The agent sees aggregated ACK counts (each ACK
-message also sums the ECN-echoed bytes), reported once per RTT -- the
-window DCTCP decides on (paper §3.4/§5.2) -- so the window is closed in
-``decide()`` after a step's events; a step spanning k windows applies the
-alpha update k times with the step's F (same F each).
-With ``pace`` the RTT is bound too and rate = cwnd / srtt is published.
+Once per window of acknowledged data (cwnd bytes), with F the fraction of
+its bytes the receiver echoed CE on:
+    alpha <- (1 - g) * alpha + g * F
+    if F > 0:  cwnd <- cwnd * (1 - alpha / 2);  ssthresh <- cwnd
+    else:      cwnd doubles below ssthresh (slow start), else cwnd += 1 MSS
+On a retransmission timeout: ssthresh <- max(cwnd / 2, 2 MSS); cwnd <- 1 MSS.
+As in Linux, a window closes at the first ACK that completes it, however
+many bytes that ACK covers; in agent mode one ACK record sums an RTT of
+ACKs (``periods``), in native mode each ACK is one record.  With ``pace``
+the flow is also paced at cwnd / srtt.
+
+Defaults: g = 1/16 and alpha starting at 1 are Linux's (dctcp_shift_g = 4,
+dctcp_alpha_on_init = 1024); the initial window of 10 packets is RFC 6928's.
 """
 from dataclasses import dataclass
 
-from .base import Algorithm
+from .algorithm import Algorithm, kernel, param, set_cwnd, set_rate
 from .params import Params, require
 
 
 @dataclass
 class DctcpParams(Params):
-    g: float = 1 / 16              # EWMA gain of alpha
-    alpha_init: float = 1.0        # Linux dctcp_alpha_on_init = 1024/1024
-    init_cwnd_pkts: int = 10
-    slow_start: bool = True
-    pace: bool = False             # also bind RTT and publish rate = cwnd / srtt
+    g: float = param(1 / 16, "", "EWMA gain of alpha (Linux: 1/16)")
+    alpha_init: float = param(1.0, "", "alpha of a new flow (Linux: 1)")
+    init_cwnd_pkts: int = param(10, "packets", "initial window (RFC 6928)")
+    slow_start: bool = param(True, "", "double the window per RTT until the first mark")
+    pace: bool = param(False, "", "also pace at cwnd / srtt (binds RTT)")
 
     def check(self):
         require(0 < self.g <= 1, "g", "must be in (0, 1]")
@@ -31,59 +34,68 @@ class DctcpParams(Params):
         require(self.init_cwnd_pkts >= 1, "init_cwnd_pkts", "must be >= 1")
 
 
+@kernel
+def dctcp_init(s, p, d):
+    s.alpha = p.alpha_init
+    s.cwnd = p.init_cwnd_pkts * p.mss
+    s.ssthresh = 1e300 if p.slow_start else s.cwnd
+    if d.cwnd > 0:                   # a window already in force (agent restart): go on from it
+        s.cwnd = s.ssthresh = d.cwnd
+    publish(s, p, d)
+
+
+@kernel
+def dctcp_on_ack(s, p, ev, d):
+    s.acked += ev.bytes
+    s.marked += ev.ecn_bytes
+    if s.acked < s.cwnd:
+        return                                       # the window is not over yet
+    f = min(s.marked / s.acked, 1.0)
+    s.alpha = (1 - p.g) * s.alpha + p.g * f
+    if s.marked > 0:
+        s.cwnd = max(s.cwnd * (1 - s.alpha / 2), p.mss)
+        s.ssthresh = s.cwnd
+    elif s.cwnd < s.ssthresh:
+        s.cwnd = min(s.cwnd + s.acked, s.ssthresh)   # doubles per window
+    else:
+        s.cwnd += p.mss
+    s.cwnd = min(s.cwnd, p.max_cwnd)
+    s.acked = s.marked = 0.0
+    publish(s, p, d)
+
+
+@kernel
+def dctcp_on_rto(s, p, ev, d):
+    s.ssthresh = max(s.cwnd / 2, 2 * p.mss)
+    s.cwnd = p.mss
+    s.acked = s.marked = 0.0
+    publish(s, p, d)
+
+
+@kernel
+def dctcp_on_rtt(s, p, ev, d):
+    s.srtt = ev.rtt if s.srtt == 0 else s.srtt + (ev.rtt - s.srtt) / 8
+
+
+@kernel
+def publish(s, p, d):
+    set_cwnd(d, s.cwnd)
+    if p.pace and s.srtt > 0:
+        set_rate(d, s.cwnd * 8e9 / s.srtt)
+
+
 class Dctcp(Algorithm):
+    """DCTCP: ECN-fraction window control, once per window (Linux's)."""
     name = "dctcp"
     Params = DctcpParams
+    state = ("alpha", "cwnd", "ssthresh", "acked", "marked", "srtt")
     binds = ("ACK", "RTO", "RTT")
-    periods = {"ACK": "rtt", "RTO": 0}      # sums once per RTT; a timeout at once
+    periods = {"ACK": "rtt", "RTO": 0}      # one ACK record per RTT; a timeout at once
+    init = staticmethod(dctcp_init)
+    on_ack = staticmethod(dctcp_on_ack)
+    on_rto = staticmethod(dctcp_on_rto)
+    on_rtt = staticmethod(dctcp_on_rtt)
 
-    def bindings(self):
-        return self.binds if self.params.pace else ("ACK", "RTO")
-
-    def setup(self):
-        self.alpha = self.params.alpha_init
-        self.cwnd = float(self.params.init_cwnd_pkts * self.mss)
-        self.ssthresh = float("inf") if self.params.slow_start else self.cwnd
-        if self.ctx.cwnd > 0:       # a window already in force (agent restart): go on from it
-            self.cwnd = self.ssthresh = float(self.ctx.cwnd)
-        self.acked = self.marked = 0        # bytes in the current window
-        self.srtt = 0.0
-
-    def on_ack(self, ev):
-        self.acked += ev.total("bytes")
-        self.marked += ev.total("ecn_bytes")
-
-    def on_ecn(self, ev):           # ECN records, if fed separately (unbound here)
-        self.marked += ev.total("bytes")
-
-    def on_rtt(self, ev):
-        rtt = float(ev.col("rtt_ns").mean())
-        self.srtt = rtt if not self.srtt else self.srtt + (rtt - self.srtt) / 8
-
-    def on_rto(self, ev):
-        self.ssthresh = max(self.cwnd / 2, 2 * self.mss)
-        self.cwnd = float(self.mss)
-        self.acked = self.marked = 0
-        self.publish()
-
-    def decide(self):
-        if self.acked < self.cwnd:
-            return                                      # window not over yet
-        windows = int(self.acked // self.cwnd)
-        f = min(self.marked / self.acked, 1.0)
-        keep = (1 - self.params.g) ** windows
-        self.alpha = keep * self.alpha + (1 - keep) * f
-        if self.marked:
-            self.cwnd = max(self.cwnd * (1 - self.alpha / 2), float(self.mss))
-            self.ssthresh = self.cwnd
-        elif self.cwnd < self.ssthresh:
-            self.cwnd = min(self.cwnd + self.acked, self.ssthresh)   # doubles per window
-        else:
-            self.cwnd += windows * self.mss
-        self.cwnd = min(self.cwnd, float(self.ctx.max_cwnd))     # no growth past the bound
-        self.acked = self.marked = 0
-        self.publish()
-
-    def publish(self):
-        rate = self.cwnd * 8e9 / self.srtt if self.params.pace and self.srtt else None
-        self.result_update(cwnd=self.cwnd, rate=rate)
+    @classmethod
+    def bindings(cls, params):
+        return cls.binds if params.pace else ("ACK", "RTO")

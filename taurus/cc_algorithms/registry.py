@@ -1,19 +1,19 @@
 """Find an algorithm class by built-in name, entry point or ``module:Class``.
 
-Lookup order: ``module:Class`` if the name has a colon; else a built-in; else
-an installed entry point in group ``taurus.algorithms``.  Unknown names raise
-ConfigError listing what exists.
+Lookup order: ``module:Class`` if the name has a colon; else a built-in (or
+an alias of one); else an installed entry point in group
+``taurus.algorithms``.  Unknown names raise ConfigError listing what exists;
+a class that breaks the interface (algorithm.check_class) too.
 """
 import importlib
 from importlib.metadata import entry_points
 
-from .base import Algorithm, event_mask
-from .compiled import CompiledAlgorithm
+from .algorithm import Algorithm, check_class
 from .params import ConfigError, Params, build
 
 ENTRY_POINT_GROUP = "taurus.algorithms"
-BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
-            "dctcp-jit": "taurus.cc_algorithms.dctcp_jit:DctcpJit"}
+BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp"}
+ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
 
 
 def _load(spec: str, what: str) -> type:
@@ -34,10 +34,12 @@ def available() -> list[str]:
     return sorted(BUILTINS) + [n for n in eps if n not in BUILTINS]
 
 
-def lookup(name: str) -> type:
-    """The Algorithm subclass called ``name`` (checked: Params, bindings)."""
+def lookup(name: str, role: str | None = None) -> type:
+    """The Algorithm subclass called ``name``, checked; with ``role``, it must
+    have that role ("sender" or "receiver")."""
     if not isinstance(name, str) or not name:
         raise ConfigError(f"algorithm name must be a non-empty string, got {name!r}")
+    name = ALIASES.get(name, name)
     if ":" in name:
         cls = _load(name, name)
     elif name in BUILTINS:
@@ -57,11 +59,9 @@ def lookup(name: str) -> type:
         raise ConfigError(f"algorithm {name!r} is {cls!r}, not a taurus Algorithm subclass")
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, Params)):
         raise ConfigError(f"algorithm {name!r}: Params must derive from taurus Params")
-    event_mask(cls)  # raises on unknown events or missing handlers
-    if cls.compiled and (cls.drain is None or cls.flow_setup is None
-                         or cls.make_state is CompiledAlgorithm.make_state):
-        raise ConfigError(f"algorithm {name!r} is compiled but lacks drain, flow_setup "
-                          f"or make_state (see taurus/cc_algorithms/compiled.py)")
+    check_class(cls)
+    if role is not None and cls.role != role:
+        raise ConfigError(f"algorithm {name!r} is a {cls.role} algorithm, not a {role} one")
     return cls
 
 

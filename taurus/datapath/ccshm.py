@@ -14,20 +14,8 @@ segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
              5 COUNT    how many signals were aggregated
              6..15      values V0..V9 (meaning per event, below)
 
-   Values by event (Accumulable sums, Coalescent merges, Raw forwards):
-       EV_ACK    V0 acked bytes, V1 acked packets, V2 highest cumulative PSN,
-                 V3 of the acked bytes, those the receiver echoed ECN on (so
-                 an ECN-fraction algorithm needs one message per window)
-       EV_ECN    V0 ECN-echoed bytes, V1 ECN-echoed packets
-       EV_OOO    V0 out-of-order packets seen (coalesced)
-       EV_NACK   V0 NACKs, V1 of which trimmed, V2 last NACKed PSN
-       EV_RTO    V0 timeouts, V1 last PSN retransmitted
-       EV_RTT    V0 RTT sample (ns), V1 PSN it belongs to, V2 queueing delay
-                 if known else -1, V3 hop count if known else -1
-       EV_TX     V0 bytes sent, V1 packets sent, V2 in-flight bytes now
-       EV_CREDIT V0 cumulative credit granted (bytes)
-       EV_CUSTOM V0 segment id, V1 length in bytes, V2.. the raw bytes
-                 (little-endian words, at most CUSTOM_MAX bytes)
+   The values of each event, their words and how they aggregate are one
+   table, ccevents.EVENTS (``taurus algorithms --events`` prints it).
 
 2. **CC context table** (agent -> engine), one column array per field so the
    engine can use the columns directly as its per-flow state:
@@ -35,6 +23,9 @@ segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
    beside it, srtt (engine -> agent: the flow's smoothed RTT, ns) and probe
    (agent -> engine: 1 = probe now and report that RTT sample at once; the
    engine sets 2 once the probe packet is out and 0 when it reported it).
+   timer_ns (agent -> engine: the period of the flow's TIMER events, ns; 0:
+   none) and ev, ev_n (the entropy decision: ev_n 0 use ev, n > 0 spray over
+   ev .. ev+n-1, -1 rotate; the engine sets ev_n back to 0 after a rotation).
    Each value is one aligned int64, so readers never see a torn value; the
    agent bumps ``version`` after writing a flow's row.  A rate or cwnd of 0
    means "no limit from CC" (the port's line rate and the receive window
@@ -63,28 +54,14 @@ import numpy as np
 from .shm import Shm
 from .shmring import Ring, ShmRing
 
-# ---- events (paper Table 3, plus the NIC's NACK and credit signals) --------
-EV_ACK, EV_ECN, EV_OOO, EV_RTO, EV_RTT, EV_TX, EV_CUSTOM, EV_HOST, EV_NACK, EV_CREDIT = range(10)
-N_EVENTS = 10
-EVENT_NAMES = ("ACK", "ECN", "OOO", "RTO", "RTT", "TX", "CUSTOM", "HOST", "NACK", "CREDIT")
-
-# ---- aggregation classes (paper §3.4) and each event's class ----------------
-CLS_ACCUMULABLE, CLS_COALESCENT, CLS_RAW = range(3)
-EVENT_CLASS = np.array([CLS_ACCUMULABLE,  # ACK: sum bytes/packets
-                        CLS_ACCUMULABLE,  # ECN: sum marked bytes/packets
-                        CLS_COALESCENT,   # OOO: merge recurrences
-                        CLS_COALESCENT,   # RTO
-                        CLS_RAW,          # RTT: every sample
-                        CLS_ACCUMULABLE,  # TX
-                        CLS_RAW,          # CUSTOM
-                        CLS_RAW,          # HOST (software-side only)
-                        CLS_COALESCENT,   # NACK
-                        CLS_COALESCENT],  # CREDIT: latest cumulative value
-                       np.int64)
+# ---- events (paper Table 3, plus the seeds' signals): ccevents.py ----------
+from .ccevents import (CLS_ACCUMULABLE, CLS_COALESCENT, CLS_RAW, EV_ACK,  # noqa: E402,F401
+                       EV_CNP, EV_CREDIT, EV_CSIG, EV_CUSTOM, EV_DATA, EV_ECN, EV_HOST, EV_INT,
+                       EV_JOIN, EV_LEAVE, EV_NACK, EV_OOO, EV_RTO, EV_RTT, EV_TIMER, EV_TX,
+                       EVENT_CLASS, EVENT_NAMES, N_EVENTS, N_VALUES)
 
 # ---- report record layout ----------------------------------------------------
 SEQ, FLOW, EVENT, T_FIRST, T_LAST, COUNT, V0 = 0, 1, 2, 3, 4, 5, 6
-N_VALUES = 10
 REC_WIDTH = V0 + N_VALUES          # 16 words = 128 bytes
 CUSTOM_MAX = (N_VALUES - 2) * 8    # 64 bytes of raw custom segment
 
@@ -133,7 +110,7 @@ SEG_ID, SEG_TYPES, SEG_MOFF, SEG_MMASK, SEG_MVAL, SEG_OFF, SEG_LEN = range(7)
 SEG_W = 8
 
 _COLUMNS = ("rate", "cwnd", "credit", "flags", "version", "updated_ns",
-            "event_mask", "owner", "srtt", "probe")
+            "event_mask", "owner", "srtt", "probe", "timer_ns", "ev", "ev_n")
 
 RingSet = namedtuple("RingSet", ["prod", "cons", "rec"])
 """Every NIC's report ring, for the engine: prod/cons uint64[K, 8], rec

@@ -31,6 +31,7 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
+from . import ccevents
 from . import ccshm as C
 from .shmring import Ring, ring_doorbell, ring_publish, ring_slot, ring_space
 from .wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
@@ -55,19 +56,8 @@ OWNER_REPORT = -2
 TAG_WINDOW = np.int64(1) << 40
 TAG_DEADLINE = np.int64(2) << 40
 
-SUM, MAX, LAST = 0, 1, 2
-# How each value of each event merges inside a window (rows: events).
-MERGE = np.array([[SUM, SUM, MAX, SUM],     # ACK: bytes, packets, highest cum PSN, ECN bytes
-                  [SUM, SUM, LAST, LAST],   # ECN: bytes, packets
-                  [SUM, LAST, LAST, LAST],  # OOO: count
-                  [SUM, LAST, LAST, LAST],  # RTO: count, last PSN
-                  [LAST, LAST, LAST, LAST],  # RTT (Raw)
-                  [SUM, SUM, LAST, LAST],   # TX: bytes, packets, in flight now
-                  [LAST, LAST, LAST, LAST],  # CUSTOM (Raw)
-                  [LAST, LAST, LAST, LAST],  # HOST (software only)
-                  [SUM, SUM, LAST, LAST],   # NACK: count, trimmed, last PSN
-                  [MAX, LAST, LAST, LAST]],  # CREDIT: cumulative grant
-                 np.int64)
+SUM, MAX, LAST, MIN = ccevents.SUM, ccevents.MAX, ccevents.LAST, ccevents.MIN
+MERGE = ccevents.MERGE     # how each value of each event merges inside a window
 
 
 def make_report_state(cc: "C.CcShm") -> Report:
@@ -169,6 +159,8 @@ def report_signal(E, flow, ev, now, v0, v1, v2, v3):
                 a[A_V + i] += vs[i]
             elif m == MAX:
                 a[A_V + i] = max(a[A_V + i], vs[i])
+            elif m == MIN:
+                a[A_V + i] = min(a[A_V + i], vs[i])
             else:
                 a[A_V + i] = vs[i]
     a[A_COUNT] += 1
@@ -215,7 +207,7 @@ def report_rtt(E, flow, rtt, psn, srtt, now):
     if due:
         R.probe_n[flow] = 0
         R.probe_t[flow] = now
-        report_signal(E, flow, C.EV_RTT, now, rtt, psn, -1, -1)
+        report_signal(E, flow, C.EV_RTT, now, rtt, now - rtt, psn, -1)
 
 
 @nb.njit(cache=True)

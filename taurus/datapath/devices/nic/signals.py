@@ -61,7 +61,7 @@ def signal_nack(E, N, f, psn, code, now):
 @nb.njit(cache=True, inline="always")
 def signal_rto(E, N, f, psn, now):
     N.sig[f, SG_RTO] += 1
-    report_signal(E, f, C.EV_RTO, now, 1, psn, 0, 0)
+    report_signal(E, f, C.EV_RTO, now, 1, 0, psn, 0)
 
 
 @nb.njit(cache=True, inline="always")
@@ -110,7 +110,7 @@ def count_tx(N, f, nbytes, retx):
 def signal_tx(E, N, f, nbytes, retx, inflight, now):
     """A data packet left (TX counters)."""
     count_tx(N, f, nbytes, retx)
-    report_signal(E, f, C.EV_TX, now, nbytes, 1, inflight, 0)
+    report_signal(E, f, C.EV_TX, now, nbytes, 1, 0, inflight)
 
 
 @nb.njit(cache=True, inline="always")

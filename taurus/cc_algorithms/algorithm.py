@@ -1,0 +1,293 @@
+"""The algorithm interface: what an algorithm declares and the calls it makes.
+
+An algorithm is one class in one file.  Its logic is a few handler
+functions written in the subset of Python that Numba compiles, decorated
+``@kernel``; the framework runs the same functions compiled into the
+engine (``native``), compiled in the agent (``agent``, ``per-event``) and as
+plain Python (``agent`` with ``jit = false``: prints and pdb work).
+
+    class Dctcp(Algorithm):
+        name = "dctcp"
+        Params = DctcpParams                  # a Params dataclass: defaults, check()
+        state = ("alpha", "cwnd", ...)        # per-flow state, float64 each
+        binds = ("ACK", "RTO")                # events delivered (ccevents.EVENTS)
+        periods = {"ACK": "rtt", "RTO": 0}    # how often the engine reports each
+        init = staticmethod(dctcp_init)       # (s, p, d): a new flow
+        on_ack = staticmethod(dctcp_on_ack)   # (s, p, ev, d): one per bound event
+        on_rto = staticmethod(dctcp_on_rto)
+
+Handlers get four records and read and write their fields by name:
+``s`` the flow's state (``s.alpha``), ``p`` its parameters (the Params
+fields, plus ``p.mss``, ``p.line_rate`` (bit/s) and ``p.max_cwnd`` (bytes)),
+``ev`` the event (``ev.bytes``, ``ev.ecn_bytes``; ccevents.FIELDS), and ``d``
+the decision, set only through the setters below (``set_cwnd(d, x)``).  What
+a handler sets reaches the NIC after the call (native) or after the drain
+(agent), through the same bounds in every mode.  ``init`` finds in ``d.cwnd``
+and ``d.rate`` the decision in force (0: none; > 0 e.g. after an agent
+restart) and may set decisions too.
+
+Roles: a ``sender`` algorithm has one state record per flow; a ``receiver``
+algorithm (``role = "receiver"``) one per receiving NIC, and its events
+(JOIN, DATA, LEAVE, TIMER) name the sender in ``ev.flow``: ``set_credit(d,
+x)`` grants that sender cumulative credit ``x`` bytes.  A state field may be
+an array, declared ``("backlog", 256)`` (``s.backlog[i]``): a receiver's
+per-sender table.
+
+TIMER: ``timer`` is a period in ns, or the name of a parameter holding one;
+the engine raises a TIMER event for each flow that binds it, every period,
+in virtual and in wall-clock time alike.
+"""
+import dataclasses
+
+import numpy as np
+from numba.extending import register_jitable
+
+from taurus.datapath.ccevents import (CLS_RAW, EVENT_CLASS, EVENT_IDS, EVENT_NAMES, EVENT_ROLE,
+                                     ROLES)
+from taurus.datapath.ccshm import RTT_UNIT
+
+from .params import ConfigError, Params
+
+kernel = register_jitable
+"""Marks a handler or a helper: plain Python when called from Python, compiled
+into whatever compiled code calls it."""
+
+# ---- the decision ------------------------------------------------------------
+D_RATE, D_CWND, D_CREDIT, D_EV, D_PROBE, D_HOST_CPU, D_HOST_MBA = (1 << i for i in range(7))
+DECISION_DTYPE = np.dtype([("rate", "<f8"), ("cwnd", "<f8"), ("credit", "<f8"), ("ev", "<i8"),
+                           ("ev_n", "<i8"), ("host_cpu", "<f8"), ("host_mba", "<f8"),
+                           ("set", "<i8")])
+"""rate bit/s, cwnd bytes, credit bytes (cumulative); ev: an entropy value,
+with ev_n 0 (use it), n > 0 (spray over ev .. ev+n-1) or -1 (rotate: the
+NIC picks a new one); host_cpu: the share of a CPU the host's cgroup may use
+(0..1); host_mba: memory-bandwidth percent; set: which (D_* bits)."""
+N_DECISION = DECISION_DTYPE.itemsize // 8
+
+
+@kernel
+def set_rate(d, bps):
+    d.rate = bps
+    d.set |= D_RATE
+
+
+@kernel
+def set_cwnd(d, nbytes):
+    d.cwnd = nbytes
+    d.set |= D_CWND
+
+
+@kernel
+def set_credit(d, nbytes):
+    d.credit = nbytes
+    d.set |= D_CREDIT
+
+
+@kernel
+def set_ev(d, value):
+    """Stamp this flow's packets with entropy value ``value``."""
+    d.ev = value
+    d.ev_n = 0
+    d.set |= D_EV
+
+
+@kernel
+def rotate_ev(d):
+    """Move this flow to a new entropy value (the NIC picks it)."""
+    d.ev_n = -1
+    d.set |= D_EV
+
+
+@kernel
+def spray_ev(d, first, n):
+    """Spray this flow's packets over entropy values first .. first+n-1."""
+    d.ev = first
+    d.ev_n = n
+    d.set |= D_EV
+
+
+@kernel
+def request_probe(d):
+    """An RTT sample now (paper §3.3): the NIC sends a probe at once."""
+    d.set |= D_PROBE
+
+
+@kernel
+def host_cpu(d, share):
+    """Host action (agent modes): the host cgroup's CPU share (0..1)."""
+    d.host_cpu = share
+    d.set |= D_HOST_CPU
+
+
+@kernel
+def host_mba(d, percent):
+    """Host action (agent modes): memory-bandwidth allocation, percent."""
+    d.host_mba = percent
+    d.set |= D_HOST_MBA
+
+
+# ---- what an algorithm declares ---------------------------------------------------
+FRAMEWORK_PARAMS = ("mss", "line_rate", "max_cwnd")
+
+
+@dataclasses.dataclass
+class FlowContext:
+    """What the framework tells an algorithm about a flow (in ``p``)."""
+    mss: int = 4096
+    line_rate: float = 100e9
+    max_cwnd: float = float(1 << 30)
+
+
+class Algorithm:
+    name = "base"
+    role = "sender"
+    Params = Params
+    state: tuple = ()
+    binds: tuple = ()
+    periods: dict = {}
+    timer = None                 # TIMER period: ns, or the name of a parameter (ns)
+    samplers: dict = {}          # host samplers wanted in agent modes: name -> period (ns)
+    init = None
+
+    @classmethod
+    def bindings(cls, params) -> tuple:
+        """Events bound with these parameters; default: ``binds``."""
+        return cls.binds
+
+    @classmethod
+    def timer_ns(cls, params) -> int:
+        """The TIMER period for these parameters (0: none)."""
+        t = cls.timer
+        if t is None:
+            return 0
+        return int(getattr(params, t)) if isinstance(t, str) else int(t)
+
+    @classmethod
+    def handler(cls, event: str):
+        return getattr(cls, f"on_{event.lower()}", None)
+
+    @classmethod
+    def describe(cls) -> dict:
+        """name, role, binds, params (default, unit, meaning), state: for the CLI."""
+        return {"name": cls.name, "role": cls.role, "binds": list(cls.binds),
+                "periods": {k: v for k, v in cls.periods.items()}, "timer": cls.timer,
+                "state": [f if isinstance(f, str) else f[0] for f in cls.state],
+                "params": param_docs(cls.Params), "doc": (cls.__doc__ or "").strip()}
+
+
+def param_docs(P) -> list:
+    """[{name, type, default, unit, meaning}] of a Params dataclass: unit and
+    meaning from the field's metadata, ``param(default, unit, meaning)``."""
+    out = []
+    for f in dataclasses.fields(P):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        out.append({"name": f.name, "type": getattr(f.type, "__name__", str(f.type)),
+                    "default": default, "unit": f.metadata.get("unit", ""),
+                    "meaning": f.metadata.get("meaning", "")})
+    return out
+
+
+def param(default, unit: str = "", meaning: str = ""):
+    """A documented parameter: ``g: float = param(1/16, "", "EWMA gain of alpha")``."""
+    return dataclasses.field(default=default, metadata={"unit": unit, "meaning": meaning})
+
+
+def check_class(cls) -> None:
+    """Everything about ``cls`` a config error can name: role, events, handlers."""
+    if cls.role not in ROLES:
+        raise ConfigError(f"algorithm {cls.name!r}: role must be one of {ROLES}, not {cls.role!r}")
+    if not (isinstance(cls.Params, type) and issubclass(cls.Params, Params)):
+        raise ConfigError(f"algorithm {cls.name!r}: Params must derive from taurus Params")
+    for f in cls.Params.__dataclass_fields__:
+        if f in FRAMEWORK_PARAMS:
+            raise ConfigError(f"algorithm {cls.name!r}: parameter {f!r} is the framework's")
+    for f in cls.state:
+        if not (isinstance(f, str) or (isinstance(f, tuple) and len(f) == 2
+                                       and isinstance(f[0], str) and int(f[1]) > 0)):
+            raise ConfigError(f"algorithm {cls.name!r}: state field {f!r} is not a name "
+                              f"or (name, length)")
+    for b in cls.binds:
+        e = str(b).upper()
+        if e not in EVENT_IDS:
+            raise ConfigError(f"algorithm {cls.name!r} binds unknown event {b!r} "
+                              f"(events: {', '.join(EVENT_NAMES)})")
+        if EVENT_ROLE[e] not in ("any", cls.role):
+            raise ConfigError(f"algorithm {cls.name!r} ({cls.role}) binds {e}, "
+                              f"a {EVENT_ROLE[e]} event")
+        if cls.handler(e) is None:
+            raise ConfigError(f"algorithm {cls.name!r} binds {e} but has no on_{e.lower()}")
+    if "TIMER" in [str(b).upper() for b in cls.binds] and cls.timer is None:
+        raise ConfigError(f"algorithm {cls.name!r} binds TIMER but declares no timer period")
+    class_periods(cls)
+
+
+def event_mask(cls, params) -> int:
+    """Bit EV_x for each event bound with ``params``."""
+    mask = 0
+    for b in cls.bindings(params):
+        mask |= 1 << EVENT_IDS[str(b).upper()]
+    return mask
+
+
+# ---- record types -----------------------------------------------------------
+def state_dtype(cls) -> np.dtype:
+    fields = [(f, "<f8") if isinstance(f, str) else (f[0], "<f8", (int(f[1]),))
+              for f in cls.state]
+    return np.dtype(fields or [("_", "<f8")])
+
+
+def param_dtype(cls) -> np.dtype:
+    names = [f.name for f in dataclasses.fields(cls.Params)] + list(FRAMEWORK_PARAMS)
+    return np.dtype([(n, "<f8") for n in names])
+
+
+def param_row(cls, params, ctx: FlowContext) -> np.ndarray:
+    """One flow's parameter record (a float64 row of param_dtype)."""
+    row = np.zeros(1, param_dtype(cls))
+    for f in dataclasses.fields(cls.Params):
+        row[f.name] = float(getattr(params, f.name))
+    row["mss"], row["line_rate"], row["max_cwnd"] = ctx.mss, ctx.line_rate, ctx.max_cwnd
+    return row
+
+
+# ---- aggregation periods (paper §3.4) -------------------------------------------
+def period_value(spec, where: str = "period") -> int:
+    """The control-block encoding of one period spec: ns (> 0), 0 (at once),
+    or -x*RTT_UNIT for "<x>rtt" (x > 0)."""
+    if isinstance(spec, str):
+        s = spec.strip().lower()
+        if s.endswith("rtt"):
+            try:
+                x = float(s[:-3] or 1)
+            except ValueError:
+                x = -1.0
+            if x > 0:
+                return -max(1, round(x * RTT_UNIT))
+        raise ConfigError(f"{where}: {spec!r} is not a period (ns, 0, 'rtt' or '<x>rtt')")
+    if isinstance(spec, bool) or not isinstance(spec, (int, float)) or spec < 0:
+        raise ConfigError(f"{where}: {spec!r} is not a period (ns, 0, 'rtt' or '<x>rtt')")
+    return int(spec)
+
+
+def class_periods(cls) -> dict:
+    """{engine class: period value} from the declared ``periods``.  Within a
+    class the most demanding wins: 0 (at once) over anything, then the
+    shortest; an ns period beats an RTT-relative one (it is a hard bound)."""
+    out = {}
+    for name, spec in (cls.periods or {}).items():
+        e = EVENT_IDS.get(str(name).upper())
+        if e is None:
+            raise ConfigError(f"algorithm {cls.name!r}: period for unknown event {name!r}")
+        v = period_value(spec, f"algorithm {cls.name!r} period of {name}")
+        c = int(EVENT_CLASS[e])
+        if c == CLS_RAW:
+            continue                    # Raw is never aggregated
+        out[c] = v if c not in out else _stricter(out[c], v)
+    return out
+
+
+def _stricter(a: int, b: int) -> int:
+    if a == 0 or b == 0:
+        return 0
+    if (a > 0) != (b > 0):
+        return max(a, b)                # the ns one
+    return a if abs(a) <= abs(b) else b

@@ -1,0 +1,141 @@
+"""The events a congestion-control algorithm can bind: one table, read by
+the engine (which writes them), the agent (which drains them) and the
+algorithms (which read their fields by name).
+
+Every event is one 16-word int64 record (ccshm.REC_WIDTH): a header of six
+words (SEQ, FLOW, EVENT, T_FIRST, T_LAST, COUNT) and ten values V0..V9.
+Each field name has one word wherever it appears (``psn`` is always V2), so
+one numpy record type, EVENT_DTYPE, names every event's fields at once:
+``ev.bytes``, ``ev.psn`` and ``ev.rtt`` read the same record in compiled and
+in plain Python code.  Units: bytes, packets, ns, bit/s unless a field says.
+
+Each event belongs to an aggregation class (report engine, TAURUS §3.4):
+Accumulable events are summed over a period, Coalescent ones merged, Raw
+ones forwarded one by one.  ``merge`` says how each value combines when
+records of one flow and event are aggregated.
+"""
+import numpy as np
+
+CLS_ACCUMULABLE, CLS_COALESCENT, CLS_RAW = range(3)
+SUM, MAX, LAST, MIN = range(4)
+ROLES = ("sender", "receiver")
+
+HEADER = ("seq", "flow", "event", "t_first", "t_last", "count")
+N_HEADER = len(HEADER)
+N_VALUES = 10
+
+# name, class, role, ((field, word, merge, meaning), ...)
+EVENTS = (
+    ("ACK", CLS_ACCUMULABLE, "sender", (
+        ("bytes", 0, SUM, "payload bytes newly acknowledged"),
+        ("packets", 1, SUM, "ACKs"),
+        ("psn", 2, MAX, "highest cumulatively acknowledged PSN"),
+        ("ecn_bytes", 3, SUM, "of `bytes`, those the receiver echoed CE on"),
+        ("ue_bytes", 4, SUM, "of `bytes`, those the receiver echoed UE on (TCD)"))),
+    ("ECN", CLS_ACCUMULABLE, "sender", (
+        ("ce_bytes", 0, SUM, "bytes covered by CE echoes"),
+        ("ce_packets", 1, SUM, "ACKs echoing CE"),
+        ("ue_bytes", 4, SUM, "bytes covered by UE echoes (TCD)"),
+        ("ue_packets", 5, SUM, "ACKs echoing UE"))),
+    ("OOO", CLS_COALESCENT, "sender", (
+        ("ooo", 0, SUM, "packets the receiver saw out of order"),)),
+    ("RTO", CLS_COALESCENT, "sender", (
+        ("timeouts", 0, SUM, "retransmission timeouts"),
+        ("psn", 2, LAST, "first PSN retransmitted"))),
+    ("RTT", CLS_RAW, "sender", (
+        ("rtt", 0, LAST, "round-trip time of one packet (ns)"),
+        ("send_time", 1, LAST, "when that packet was sent (ns, engine clock)"),
+        ("psn", 2, LAST, "its PSN"),
+        ("qdelay", 3, LAST, "queueing delay: rtt minus the flow's minimum (ns), -1 unknown"),
+        ("hops", 4, LAST, "switch hops on the path, -1 unknown"))),
+    ("TX", CLS_ACCUMULABLE, "sender", (
+        ("bytes", 0, SUM, "payload bytes sent"),
+        ("packets", 1, SUM, "packets sent"),
+        ("inflight", 3, LAST, "bytes in flight after the last of them"))),
+    ("CUSTOM", CLS_RAW, "sender", (
+        ("segment", 0, LAST, "custom segment id"),
+        ("length", 1, LAST, "bytes copied"),
+        *((f"w{i}", 2 + i, LAST, f"segment bytes {8 * i}..{8 * i + 7}, little-endian")
+          for i in range(8)))),
+    ("HOST", CLS_RAW, "sender", (
+        ("source", 0, LAST, "host sampler id (agent.signals.SAMPLER_IDS)"),
+        ("value", 1, LAST, "the sampler's main reading (its unit)"),
+        ("aux", 2, LAST, "a second reading, sampler-specific"))),
+    ("NACK", CLS_COALESCENT, "sender", (
+        ("nacks", 0, SUM, "NACKs"),
+        ("trimmed", 1, SUM, "of which for trimmed packets"),
+        ("psn", 2, LAST, "last NACKed PSN"),
+        ("last_hop", 3, SUM, "of the trimmed, those trimmed at the last hop"))),
+    ("CREDIT", CLS_COALESCENT, "sender", (
+        ("credit", 0, MAX, "cumulative credit granted by the receiver (bytes)"),)),
+    ("CNP", CLS_COALESCENT, "sender", (
+        ("ce", 0, SUM, "CNPs for CE marks"),
+        ("ue", 1, SUM, "CNPs for UE marks (TCD: undetermined, no cut)"),
+        ("psn", 2, LAST, "PSN that triggered the last one"))),
+    ("CSIG", CLS_COALESCENT, "sender", (
+        ("csig_type", 0, LAST, "0 max delay (ns), 1 min ABW (bit/s), 2 min ABW/C (ppm)"),
+        ("value", 1, MAX, "the reflected value in those units"),
+        ("locator", 2, LAST, "the bottleneck's locator"),
+        ("fmt", 3, LAST, "1 compact (4 bytes), 2 wide (8 bytes)"))),
+    ("INT", CLS_RAW, "sender", (
+        ("hop", 0, LAST, "hop index (0: first switch)"),
+        ("qlen", 1, LAST, "egress queue (bytes)"),
+        ("psn", 2, LAST, "PSN of the acknowledged packet"),
+        ("tx_bytes", 3, LAST, "egress bytes sent, cumulative"),
+        ("ts", 4, LAST, "switch timestamp (ns)"),
+        ("link_rate", 5, LAST, "egress line rate (bit/s)"),
+        ("nhops", 6, LAST, "hops in this packet's record stack"))),
+    ("TIMER", CLS_RAW, "any", (
+        ("ticks", 0, SUM, "timer expiries since the flow began"),
+        ("period", 1, LAST, "the timer's period (ns)"))),
+    ("DATA", CLS_ACCUMULABLE, "receiver", (
+        ("bytes", 0, SUM, "payload bytes received from this sender"),
+        ("packets", 1, SUM, "packets"),
+        ("psn", 2, MAX, "highest PSN"),
+        ("ecn_bytes", 3, SUM, "of `bytes`, those that arrived CE-marked"),
+        ("backlog", 5, LAST, "the sender's backlog as it last announced it (bytes)"))),
+    ("JOIN", CLS_RAW, "receiver", (
+        ("backlog", 5, LAST, "the new sender's backlog (bytes)"),)),
+    ("LEAVE", CLS_RAW, "receiver", (
+        ("reason", 0, LAST, "0 closed, 1 idle timeout"),)),
+)
+
+EVENT_NAMES = tuple(e[0] for e in EVENTS)
+N_EVENTS = len(EVENTS)
+EVENT_IDS = {n: i for i, n in enumerate(EVENT_NAMES)}
+(EV_ACK, EV_ECN, EV_OOO, EV_RTO, EV_RTT, EV_TX, EV_CUSTOM, EV_HOST, EV_NACK, EV_CREDIT,
+ EV_CNP, EV_CSIG, EV_INT, EV_TIMER, EV_DATA, EV_JOIN, EV_LEAVE) = range(N_EVENTS)
+EVENT_CLASS = np.array([e[1] for e in EVENTS], np.int64)
+EVENT_ROLE = {e[0]: e[2] for e in EVENTS}
+
+FIELDS = {e[0]: tuple(f[0] for f in e[3]) for e in EVENTS}
+"""Each event's value fields, by name, in word order."""
+
+WORD = {}
+"""Each value field's word (0 = V0): the same in every event that has it."""
+MERGE = np.full((N_EVENTS, N_VALUES), LAST, np.int64)
+for _i, (_name, _cls, _role, _fields) in enumerate(EVENTS):
+    _words = [f[1] for f in _fields]
+    assert len(set(_words)) == len(_words), f"{_name}: two fields in one word"
+    for _f, _w, _m, _ in _fields:
+        assert WORD.setdefault(_f, _w) == _w, f"{_f}: one name, two words"
+        MERGE[_i, _w] = _m
+
+
+def _dtype() -> np.dtype:
+    names = list(HEADER) + list(WORD)
+    offsets = [8 * i for i in range(N_HEADER)] + [8 * (N_HEADER + w) for w in WORD.values()]
+    return np.dtype({"names": names, "formats": ["<i8"] * len(names), "offsets": offsets,
+                     "itemsize": 8 * (N_HEADER + N_VALUES)})
+
+
+EVENT_DTYPE = _dtype()
+"""One event record, every field named (fields of different events overlap)."""
+
+
+def describe() -> list:
+    """[{name, class, role, fields: [{name, word, meaning}]}] for docs and the CLI."""
+    cls = ("accumulable", "coalescent", "raw")
+    return [{"name": n, "class": cls[c], "role": r,
+             "fields": [{"name": f, "word": w, "meaning": m} for f, w, _, m in fs]}
+            for n, c, r, fs in EVENTS]
