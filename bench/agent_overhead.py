@@ -234,7 +234,8 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     from taurus.datapath.devices.nic.app import WouldBlock
     from taurus.datapath.devices.nic.setup import (add_flow, nic_delivered, nic_post,
                                                    nic_take_delivered, set_flow_mode)
-    from taurus.cc_algorithms.native.dctcp import native_dctcp
+    from taurus.cc_algorithms.dctcp import Dctcp
+    from taurus.cc_algorithms.native import NativeTable
     from taurus.datapath.engine import Engine
     from taurus.datapath.shmring import WAKES
     from taurus.tools import netns
@@ -255,7 +256,9 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     refill = clock == "wall"
     size = max(1 << 20, (16 << 20) // nflows) if refill else \
         min(int(total * line / 8e9 / nflows) + (1 << 16), (56 << 20) // nflows)
-    eng = Engine(clock=clock, max_flows=64, max_nics=2, native=native_dctcp(64))
+    native = NativeTable(64)
+    dctcp = native.add(Dctcp)
+    eng = Engine(clock=clock, max_flows=64, max_nics=2, native=native.native)
     agent = None
     algorithm = "dctcp-jit" if mode == "agent-jit" else "dctcp"
     cfg_text = (f'[agent]\nalgorithm = "{algorithm}"\nmss = {mss}\nline_rate_bps = {line}\n'
@@ -285,7 +288,10 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
         for _ in range(nflows):
             f = add_flow(eng, h1, t.mac_of("h2"), t.ip_of("h2"), cwnd_bytes=10 * mss,
                          buf_bytes=size)
-            set_flow_mode(eng, f, "agent" if mode == "agent-jit" else mode)
+            if mode == "native":
+                native.start(eng, f, dctcp)
+            else:
+                set_flow_mode(eng, f, "agent" if mode == "agent-jit" else mode)
             flows.append(f)
         got = [0]
         chunk = bytes(min(256 << 10, size // 2))

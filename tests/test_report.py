@@ -133,3 +133,23 @@ def test_flows_of_unknown_owner_are_ignored():
         at(eng, 5, 10, C.EV_ACK, 1, 1, 0, 0)            # owner[10] == -1
         eng.run_for(10**9)
         assert cc.ring.pending() == 0 and cc.ctl[C.CTL_SIGNALS] == 0
+
+
+def test_timer_events_start_with_the_flows_first_signal_and_stop_without_a_period():
+    """TIMER (Raw): one record per period, values (ticks, period), from the
+    first reported signal on; gone once the period is 0."""
+    eng, cc = make()
+    with eng:
+        cc.timer_ns[1] = 10_000
+        eng.run_until(50_000, stop_idle=False)
+        assert cc.ring.pending() == 0                   # not started: no signal yet
+        at(eng, 51_000, 1, C.EV_OOO, 1, 0, 0, 0)
+        eng.run_until(102_000, stop_idle=False)
+        r = cc.ring.drain()
+        t = r[r[:, C.EVENT] == C.EV_TIMER]
+        assert list(t[:, C.V0]) == [1, 2, 3, 4, 5] and set(t[:, C.V0 + 1]) == {10_000}
+        assert list(t[:, C.T_FIRST]) == [51_000 + 10_000 * i for i in range(1, 6)]
+        assert list(t[:, C.COUNT]) == [1] * 5 and set(t[:, C.FLOW]) == {1}
+        cc.timer_ns[1] = 0
+        eng.run_for(100_000)
+        assert cc.ring.pending() == 0

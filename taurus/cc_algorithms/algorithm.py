@@ -42,8 +42,10 @@ import dataclasses
 import numpy as np
 from numba.extending import register_jitable
 
-from taurus.datapath.ccevents import (CLS_RAW, EVENT_CLASS, EVENT_IDS, EVENT_NAMES, EVENT_ROLE,
-                                     ROLES)
+from taurus.datapath.ccevents import (CLS_RAW, D_CREDIT, D_CWND, D_EV,  # noqa: F401
+                                     D_HOST_CPU, D_HOST_MBA, D_PROBE, D_RATE, DECISION_DTYPE,
+                                     EVENT_CLASS, EVENT_IDS, EVENT_NAMES, EVENT_ROLE,
+                                     N_DECISION, ROLES)
 from taurus.datapath.ccshm import RTT_UNIT
 
 from .params import ConfigError, Params
@@ -52,16 +54,8 @@ kernel = register_jitable
 """Marks a handler or a helper: plain Python when called from Python, compiled
 into whatever compiled code calls it."""
 
-# ---- the decision ------------------------------------------------------------
-D_RATE, D_CWND, D_CREDIT, D_EV, D_PROBE, D_HOST_CPU, D_HOST_MBA = (1 << i for i in range(7))
-DECISION_DTYPE = np.dtype([("rate", "<f8"), ("cwnd", "<f8"), ("credit", "<f8"), ("ev", "<i8"),
-                           ("ev_n", "<i8"), ("host_cpu", "<f8"), ("host_mba", "<f8"),
-                           ("set", "<i8")])
-"""rate bit/s, cwnd bytes, credit bytes (cumulative); ev: an entropy value,
-with ev_n 0 (use it), n > 0 (spray over ev .. ev+n-1) or -1 (rotate: the
-NIC picks a new one); host_cpu: the share of a CPU the host's cgroup may use
-(0..1); host_mba: memory-bandwidth percent; set: which (D_* bits)."""
-N_DECISION = DECISION_DTYPE.itemsize // 8
+# ---- the decision: DECISION_DTYPE and the D_* bits (datapath/ccevents.py, which
+# the engine reads too); the setters ---------------------------------------------
 
 
 @kernel

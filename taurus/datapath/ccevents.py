@@ -139,3 +139,20 @@ def describe() -> list:
     return [{"name": n, "class": cls[c], "role": r,
              "fields": [{"name": f, "word": w, "meaning": m} for f, w, _, m in fs]}
             for n, c, r, fs in EVENTS]
+
+
+# ---- the decision (algorithm -> datapath) ------------------------------------------
+D_RATE, D_CWND, D_CREDIT, D_EV, D_PROBE, D_HOST_CPU, D_HOST_MBA = (1 << i for i in range(7))
+DECISION_DTYPE = np.dtype([("rate", "<f8"), ("cwnd", "<f8"), ("credit", "<f8"), ("ev", "<i8"),
+                           ("ev_n", "<i8"), ("host_cpu", "<f8"), ("host_mba", "<f8"),
+                           ("set", "<i8")])
+"""What a handler decides: rate bit/s, cwnd bytes, credit bytes (cumulative);
+ev: an entropy value, with ev_n 0 (use it), n > 0 (spray over ev ..
+ev+n-1) or -1 (rotate: the NIC picks a new one); host_cpu: the share of a
+CPU the host's cgroup may use (0..1); host_mba: memory-bandwidth percent;
+set: which fields the handler set (D_* bits; D_PROBE: an RTT probe now)."""
+N_DECISION = DECISION_DTYPE.itemsize // 8
+(DEC_RATE, DEC_CWND, DEC_CREDIT, DEC_EV, DEC_EV_N, DEC_HOST_CPU, DEC_HOST_MBA,
+ DEC_SET) = range(N_DECISION)
+"""The word of each decision field (the engine reads the record as 8 words)."""
+assert all(DECISION_DTYPE.fields[n][1] == 8 * w for w, n in enumerate(DECISION_DTYPE.names))

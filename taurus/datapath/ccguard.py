@@ -6,6 +6,7 @@ silence past CTL_HB_TIMEOUT_NS puts its NIC in fallback: every flow it owns
 sends at most CTL_FALLBACK_RATE (counted once per episode in CTL_FALLBACKS).
 A fresh heartbeat ends the episode and the last decisions written to the
 context table are in force again -- nothing the agent decided is forgotten.
+Native flows (decided inside the engine) are never in fallback.
 """
 import numba as nb
 import numpy as np
@@ -30,13 +31,14 @@ def cc_watch(E, k, now):
 def cc_rate(E, flow, default_rate):
     """The pacing rate (bit/s) in force for `flow`: the agent's decision, or
     `default_rate` while it has made none; capped by the fallback rate while
-    the owning agent is silent.  0 means unpaced."""
+    the owning agent is silent (not a native flow's: its algorithm is the
+    engine's).  0 means unpaced."""
     R = E.rep
     r = R.rate[flow]
     if r <= 0:
         r = default_rate
     k = R.owner[flow]
-    if k >= 0 and R.fallback[k]:
+    if k >= 0 and R.fallback[k] and (R.flags[flow] & C.FL_NATIVE) == 0:
         fb = R.ctls[k, C.CTL_FALLBACK_RATE]
         if r <= 0 or r > fb:
             r = fb

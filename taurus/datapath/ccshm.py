@@ -29,7 +29,9 @@ segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
    Each value is one aligned int64, so readers never see a torn value; the
    agent bumps ``version`` after writing a flow's row.  A rate or cwnd of 0
    means "no limit from CC" (the port's line rate and the receive window
-   still apply).
+   still apply).  A native flow (FL_NATIVE, ccnative.py) has these columns
+   written by the engine, from its compiled algorithm's decisions, and puts
+   nothing into the ring.
 
 3. **Control block** (both ways): CTL_* words (batching thresholds, heartbeat,
    fallback, back-pressure, counters) and per-flow arrays: which events to
@@ -75,7 +77,9 @@ FL_NATIVE = 4           # the algorithm runs compiled in the engine (native mode
  CTL_HB_TIMEOUT_NS, CTL_FALLBACK_RATE, CTL_BACKPRESSURE, CTL_AGGREGATE, CTL_REPORTED,
  CTL_SIGNALS, CTL_RING_FULL, CTL_EVICTED, CTL_FALLBACKS, CTL_AGENT_PID,
  CTL_PROBE_CMD, CTL_DEFAULT_MASK, CTL_GAPS, CTL_MAX_NICS, CTL_CAPACITY,
- CTL_RTT_INIT_NS, CTL_PROBE_PKTS, CTL_PROBE_NS, CTL_SEG_SHORT, CTL_PROBE_DOORBELL) = range(25)
+ CTL_RTT_INIT_NS, CTL_PROBE_PKTS, CTL_PROBE_NS, CTL_SEG_SHORT, CTL_PROBE_DOORBELL,
+ CTL_TIMER_DOORBELL, CTL_NATIVE_CALLS, CTL_NATIVE_FAULTS, CTL_NATIVE_REJECTED,
+ CTL_NATIVE_CLAMPED) = range(30)
 N_CTL = 32
 MAGIC = 0x5441555243430001  # "TAURCC" v1
 """BATCH_BYTES / DEADLINE_NS: message-level aggregation (publish the pending
@@ -96,7 +100,14 @@ PROBE_NS ns, whichever comes first (both 0: every sample); PROBE_CMD counts
 probes reported on the agent's command (the per-flow ``probe`` column).
 PROBE_DOORBELL: the agent adds 1 after setting ``probe`` of some flows; the
 NIC then sends each of them a probe packet at once (nic/tx.py: probe_commands).
-SEG_SHORT: custom segments that did not fit their packet (not reported)."""
+SEG_SHORT: custom segments that did not fit their packet (not reported).
+TIMER_DOORBELL: the agent adds 1 after writing ``timer_ns`` or the TIMER bit
+of some flows' event_mask; the engine then starts the TIMER of every flow of
+that NIC that binds it with a period (report.py: report_timer_commands).  A
+flow's TIMER also starts at its first reported signal, and at set_flow_mode.
+NATIVE_*: native mode (ccnative.py): handler calls, calls whose handler
+raised (the flow keeps its last decision), decision values rejected (not a
+finite number) and clamped (out of the flow's bounds)."""
 
 DEFAULTS = {CTL_BATCH_BYTES: 512, CTL_DEADLINE_NS: 10_000, CTL_HB_TIMEOUT_NS: 100_000_000,
             CTL_FALLBACK_RATE: 1_000_000_000, CTL_BACKPRESSURE: 1, CTL_AGGREGATE: 1,

@@ -39,7 +39,7 @@ from .ports import memlink
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
 from .ports.dispatch import port_next_event, port_service
 from .ports.table import Ports
-from .ccnative import NativeCC, no_native
+from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
 from .report import OWNER_REPORT, make_report_state, report_timer
 from .shm import Shm
@@ -54,7 +54,7 @@ Engine_ = namedtuple("Engine_", ["clk", "pool", "ports", "wheel", "devs", "ctl",
 `nic` hold the state of every switch / host NIC of this engine (each kind
 sizes its own arrays; see devices/switch/ and devices/nic/); `rep` is the
 report engine with its views on the agent contract segment (report.py);
-`alg` the native (in-engine) algorithm handed to the engine (ccnative.py)."""
+`alg` the native (in-engine) algorithms handed to the engine (ccnative.py)."""
 
 # Control block (int64, shared memory).
 STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD = range(9)
@@ -158,14 +158,16 @@ def _layout(max_ports: int):
 
 
 def _native_or_default(native):
-    """The native algorithm, checked before the loop compiles: a NativeCC of
+    """The native algorithms, checked before the loop compiles: a NativeCC of
     other array types would compile the loop anew (minutes), not fail."""
     default = no_native()
     if native is None:
         return default
     if nb.typeof(native) != nb.typeof(default):
-        raise TypeError(f"native: expected a NativeCC of float64 st (2-d), par (1-d) and "
-                        f"int64 fn arrays (ccnative.native_cc makes one), got {nb.typeof(native)}")
+        raise TypeError(f"native: expected a NativeCC of contiguous float64 st, par (1-d), "
+                        f"int64 tab (2-d), flow_alg (1-d), float64 lim (2-d) and its scratch "
+                        f"(ccnative.native_cc, or cc_algorithms.native.NativeTable.native, "
+                        f"makes one), got {nb.typeof(native)}")
     return native
 
 
@@ -206,9 +208,10 @@ class Engine:
                  burst: int = 32, timers: int = 1 << 16, max_flows: int = 16384,
                  max_nics: int = 16, ring_capacity: int = 1 << 12, chunk_ms: float = 20.0,
                  native: NativeCC | None = None):
-        """native: the algorithm flows in native mode run, compiled into the
-        loop (ccnative.py; e.g. cc_algorithms.native.dctcp.native_dctcp);
-        without one, no flow may be native."""
+        """native: the algorithms flows in native mode run, compiled into the
+        engine and called through their addresses (ccnative.py; built by
+        cc_algorithms.native.NativeTable); without any, no flow may be
+        native."""
         self.name = name or f"taurus-eng-{os.getpid()}-{next(_ENGINE_IDS)}"
         if not self.name.startswith("taurus-"):
             self.name = "taurus-" + self.name
@@ -224,7 +227,8 @@ class Engine:
         self.on_chunk = []          # Python work between run chunks (apps' requests)
         self.nics = nic_setup.NicTables()
         self.switches = switch_setup.SwitchTables()
-        self.has_native = native is not None
+        alg = _native_or_default(native)          # a TypeError before anything is created
+        self.has_native = n_algorithms(alg) > 0
         h, c, n, nm, kd, size = _layout(max_ports)
         self.shm = Shm.create(self.name, size)
         self.cc = None
@@ -250,7 +254,7 @@ class Engine:
                              sw=make_switch_state(max_ports, max_flows),
                              nic=make_nic_state(max_ports, max_flows),
                              rep=make_report_state(self.cc),
-                             alg=_native_or_default(native))
+                             alg=alg)
             # Compile (or load from cache) the loop now, before any port is
             # open: a socket that is not polled while the JIT runs overflows.
             engine_run(self.E, now, 0)

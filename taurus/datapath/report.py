@@ -23,8 +23,24 @@ RTT probes reach the agent at the cadence it set (every N samples or T ns,
 or the next one on its command), and custom feedback segments are cut out
 of matching feedback packets into Raw records (``report_segments``).
 
-Timers (windows, deadlines) live on the engine's wheel with the reserved
-owner OWNER_REPORT; the engine loop hands them back to ``report_timer``.
+Native flows (FL_NATIVE): every signal of an event the flow's algorithm
+binds goes at once, as one record, to that algorithm compiled into the
+engine (ccnative.py), never into the ring; the RTT probe cadence does not
+apply to them (each sample is delivered).
+
+TIMER events (ccevents EV_TIMER): a flow whose event_mask has the TIMER bit
+and whose ``timer_ns`` is > 0 gets one every timer_ns (values: expiries since
+the flow's timer first started, the period), native or agent-owned (into the
+ring, Raw).  Its timer starts when set_flow_mode sets the flow up, at the
+flow's first reported signal, or on the NIC's TIMER doorbell (the agent
+rings it after writing masks or periods: ``report_timer_commands``); it
+stops at the first expiry that finds the bit or the period gone.  Each
+expiry schedules the next one period after it was due (no drift), in
+virtual and wall time alike.
+
+Timers (windows, deadlines, TIMER) live on the engine's wheel with the
+reserved owner OWNER_REPORT; the engine loop hands them back to
+``report_timer``.
 """
 from collections import namedtuple
 
@@ -33,21 +49,29 @@ import numpy as np
 
 from . import ccevents
 from . import ccshm as C
+from .ccnative import native_call, native_signal
 from .shmring import Ring, ring_doorbell, ring_publish, ring_slot, ring_space
 from .wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
 
 Report = namedtuple("Report", ["acc", "win_timer", "staged", "dl_timer", "hdr",
                                "rings", "ctls", "mask", "period", "owner",
                                "rate", "cwnd", "credit", "flags", "fallback",
-                               "srtt", "probe", "probe_n", "probe_t", "segs", "probe_seen"])
+                               "srtt", "probe", "probe_n", "probe_t", "segs", "probe_seen",
+                               "version", "updated_ns", "ev", "ev_n", "timer_ns",
+                               "tm_timer", "tm_on", "tm_ticks", "tm_seen"])
 """acc int64[F, N_EVENTS, A_W]: open aggregates; win_timer int32[F, 3]:
 window timer per (flow, class), -1 until first used; staged int64[K, 2]:
 messages staged per NIC and when the oldest was staged; dl_timer int32[K];
 hdr uint64[8] (a dummy ring header); fallback int64[K]: 1 while NIC k's
 agent is silent (ccguard.py); probe_n / probe_t int64[F]: RTT samples since,
 and time of, the last one reported; probe_seen int64[K]: the last probe
-doorbell NIC k acted on (nic/tx.py: probe_commands); the rest are views on the
-CcShm."""
+doorbell NIC k acted on (nic/tx.py: probe_commands); tm_timer int32[F]:
+each flow's TIMER timer, -1 until first used; tm_on int64[F]: 1 while it
+runs; tm_ticks int64[F]: its expiries; tm_seen int64[K]: the last TIMER
+doorbell NIC k acted on; the rest are views on the CcShm."""
+
+TimerE = namedtuple("TimerE", ["rep", "wheel"])
+"""What report_timer_start needs of the engine, to call it from Python."""
 
 A_COUNT, A_FIRST, A_LAST, A_V = 0, 1, 2, 3
 A_W = A_V + C.N_VALUES
@@ -55,6 +79,8 @@ REC_BYTES = C.REC_WIDTH * 8
 OWNER_REPORT = -2
 TAG_WINDOW = np.int64(1) << 40
 TAG_DEADLINE = np.int64(2) << 40
+TAG_TIMER = np.int64(4) << 40
+TAG_ARG = (np.int64(1) << 40) - 1
 
 SUM, MAX, LAST, MIN = ccevents.SUM, ccevents.MAX, ccevents.LAST, ccevents.MIN
 MERGE = ccevents.MERGE     # how each value of each event merges inside a window
@@ -70,7 +96,11 @@ def make_report_state(cc: "C.CcShm") -> Report:
                   rate=cc.rate, cwnd=cc.cwnd, credit=cc.credit, flags=cc.flags,
                   fallback=np.zeros(k, np.int64), srtt=cc.srtt, probe=cc.probe,
                   probe_n=np.zeros(f, np.int64), probe_t=np.full(f, -(1 << 62), np.int64),
-                  segs=cc.segs_all, probe_seen=np.zeros(k, np.int64))
+                  segs=cc.segs_all, probe_seen=np.zeros(k, np.int64),
+                  version=cc.version, updated_ns=cc.updated_ns, ev=cc.ev, ev_n=cc.ev_n,
+                  timer_ns=cc.timer_ns, tm_timer=np.full(f, -1, np.int32),
+                  tm_on=np.zeros(f, np.int64), tm_ticks=np.zeros(f, np.int64),
+                  tm_seen=np.zeros(k, np.int64))
 
 
 @nb.njit(cache=True, inline="always")
@@ -123,10 +153,17 @@ def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
 @nb.njit(cache=True)
 def report_signal(E, flow, ev, now, v0, v1, v2, v3):
     """One signal of event `ev` for `flow` at time `now` (values by event as
-    in ccshm).  Cheap when the flow's algorithm did not bind the event."""
+    in ccshm).  Cheap when the flow's algorithm did not bind the event.  A
+    native flow's algorithm gets it at once."""
     R = E.rep
     k = R.owner[flow]
-    if k < 0 or ((R.mask[flow] >> ev) & 1) == 0:
+    m = R.mask[flow]
+    if k < 0 or ((m >> ev) & 1) == 0:
+        return
+    if R.tm_on[flow] == 0 and (m >> C.EV_TIMER) & 1 and R.timer_ns[flow] > 0:
+        report_timer_start(E, flow, now)
+    if R.flags[flow] & C.FL_NATIVE:
+        native_signal(E.alg, R, k, flow, ev, now, v0, v1, v2, v3)
         return
     ctl = R.ctls[k]
     ctl[C.CTL_SIGNALS] += 1
@@ -174,19 +211,25 @@ def report_custom(E, flow, now, seg_id, buf, off, n):
     k = R.owner[flow]
     if k < 0 or ((R.mask[flow] >> C.EV_CUSTOM) & 1) == 0:
         return
-    R.ctls[k, C.CTL_SIGNALS] += 1
     n = min(n, C.CUSTOM_MAX)
-    vals = np.zeros(C.N_VALUES, np.int64)
+    native = R.flags[flow] & C.FL_NATIVE
+    vals = E.alg.rec[C.V0:] if native else np.zeros(C.N_VALUES, np.int64)
+    vals[:] = 0
     vals[0], vals[1] = seg_id, n
     for i in range(n):  # little-endian words
         vals[2 + i // 8] |= np.int64(buf[off + i]) << np.int64(8 * (i % 8))
+    if native:
+        native_call(E.alg, R, k, flow, C.EV_CUSTOM, now)
+        return
+    R.ctls[k, C.CTL_SIGNALS] += 1
     _stage(E, R, k, flow, C.EV_CUSTOM, 1, now, now, vals, C.N_VALUES, now)
 
 
 @nb.njit(cache=True)
 def report_rtt(E, flow, rtt, psn, srtt, now):
     """An RTT sample: publish the flow's srtt, and report the sample if the
-    probe cadence (or the agent's command) says so."""
+    probe cadence (or the agent's command) says so; a native flow's
+    algorithm gets every sample."""
     R = E.rep
     R.srtt[flow] = srtt
     k = R.owner[flow]
@@ -195,7 +238,7 @@ def report_rtt(E, flow, rtt, psn, srtt, now):
     ctl = R.ctls[k]
     R.probe_n[flow] += 1
     every_n, every_t = ctl[C.CTL_PROBE_PKTS], ctl[C.CTL_PROBE_NS]
-    due = every_n <= 0 and every_t <= 0
+    due = (every_n <= 0 and every_t <= 0) or (R.flags[flow] & C.FL_NATIVE) != 0
     if every_n > 0 and R.probe_n[flow] >= every_n:
         due = True
     if every_t > 0 and now - R.probe_t[flow] >= every_t:
@@ -253,11 +296,73 @@ def report_flush(E, flow, cls, now):
 
 @nb.njit(cache=True)
 def report_timer(E, arg, now):
-    """A report timer expired: a window closed, or a batch's deadline."""
+    """A report timer expired: a window closed, a batch's deadline, or a
+    flow's TIMER."""
+    if arg & TAG_TIMER:
+        report_tick(E, arg & TAG_ARG, now)
+        return 1
     if arg & TAG_WINDOW:
-        x = arg & (TAG_WINDOW - 1)
+        x = arg & TAG_ARG
         report_flush(E, x >> 2, x & 3, now)
         return 1
-    k = arg & (TAG_WINDOW - 1)
+    k = arg & TAG_ARG
     report_publish(E.rep, k)
     return 1
+
+
+@nb.njit(cache=True, inline="always")
+def _timer_wanted(R, flow):
+    return R.owner[flow] >= 0 and (R.mask[flow] >> C.EV_TIMER) & 1 and R.timer_ns[flow] > 0
+
+
+@nb.njit(cache=True)
+def report_timer_start(E, flow, now):
+    """Start flow's TIMER (first expiry one period from now) if it binds
+    TIMER with a period and its timer is not running; returns 1 if started."""
+    R = E.rep
+    if R.tm_on[flow] != 0 or not _timer_wanted(R, flow):
+        return 0
+    t = R.tm_timer[flow]
+    if t < 0:
+        t = wheel_alloc(E.wheel, OWNER_REPORT, TAG_TIMER | flow)
+        if t < 0:
+            return 0                        # the wheel is full: tried again at the next signal
+        R.tm_timer[flow] = t
+    R.tm_on[flow] = 1
+    wheel_schedule(E.wheel, t, now + R.timer_ns[flow])
+    return 1
+
+
+@nb.njit(cache=True)
+def report_tick(E, flow, now):
+    """Flow's TIMER expired: one EV_TIMER event (ticks, period), and the next
+    expiry one period after this one was due; or the timer stops, if the
+    flow no longer binds TIMER with a period."""
+    R = E.rep
+    if not _timer_wanted(R, flow):
+        R.tm_on[flow] = 0
+        return
+    p = R.timer_ns[flow]
+    t = R.tm_timer[flow]
+    due = E.wheel.due[t] + p
+    if due <= now:                          # fell behind (wall clock): from now on
+        due = now + p
+    wheel_schedule(E.wheel, t, due)
+    R.tm_ticks[flow] += 1
+    report_signal(E, flow, C.EV_TIMER, now, R.tm_ticks[flow], p, 0, 0)
+
+
+@nb.njit(cache=True)
+def report_timer_commands(E, k, now):
+    """On a new ring of NIC k's TIMER doorbell, start the TIMER of each flow
+    it owns that binds TIMER with a period; returns how many started."""
+    R = E.rep
+    bell = R.ctls[k, C.CTL_TIMER_DOORBELL]
+    if bell == R.tm_seen[k]:
+        return 0
+    R.tm_seen[k] = bell
+    n = 0
+    for f in range(R.owner.shape[0]):
+        if R.owner[f] == k:
+            n += report_timer_start(E, f, now)
+    return n

@@ -70,7 +70,7 @@ def _flow_rows(r, snap) -> list[dict]:
         span = (fct if fct else (min(end, f.stop) - t_start) if t_start is not None else 0)
         rows.append({"id": k, "nic_flow": int(r.fid[k]), "group": f.group, "kind": f.kind,
                      "src": f.src, "dst": f.dst, "start_ns": f.start, "size": f.size,
-                     "mode": cc.mode, "algorithm": cc.algorithm if cc.mode != "native" else "dctcp",
+                     "mode": cc.mode, "algorithm": r.alg_name.get(k, cc.algorithm),
                      "bytes": b, "goodput_bps": (b * 8e9 / span) if span and span > 0 else 0.0,
                      "fct_ns": fct, "done": fct is not None,
                      "srtt_ns": int(srtt[k]) if srtt is not None else None})

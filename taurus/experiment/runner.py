@@ -28,10 +28,11 @@ import time
 
 import numpy as np
 
-from taurus.agent.agent import Agent
-from taurus.agent.config import parse as agent_config
+from taurus.cc_algorithms.algorithm import FlowContext
+from taurus.cc_algorithms.native import NativeTable
+from taurus.cc_algorithms.params import ConfigError
+from taurus.cc_algorithms.registry import lookup, make_params
 from taurus.datapath.ccshm import CcShm
-from taurus.cc_algorithms.native.dctcp import native_dctcp
 from taurus.datapath.devices.nic import setup as NS
 from taurus.datapath.devices.nic.state import (CQ_RX, CQ_TX, CX_CWND, CX_RATE, FL_ACKED_OFF,
                                               FL_POSTED, FL_SRTT)
@@ -40,7 +41,7 @@ from taurus.datapath.engine import Engine
 from taurus.tools.fabric import attach_switches, build_virtual, nic_host
 
 from .hog import HostLoads
-from .schema import CcSpec, Experiment
+from .schema import CcSpec, Experiment, ExperimentError
 from .traffic import BULK_CHUNK, Plan, build_plan, link_rate
 
 log = logging.getLogger("taurus.run")
@@ -63,7 +64,10 @@ class Runner:
         self.sample_every = max(1, x.sample // self.step)
         self.progress = progress
         self.eng = None
-        self.agents: dict[str, Agent] = {}
+        self.agents: dict = {}                      # host -> in-process Agent
+        self.native: NativeTable | None = None
+        self.native_flows: dict[int, tuple] = {}    # plan index -> (algorithm id, Params)
+        self.alg_name: dict[int, str] = {}          # plan index -> native algorithm's name
         self.nics: dict[str, int] = {}
         self.sw_ports: dict[str, int] = {}
         self.port_list: list[tuple[str, int]] = []     # switch ports, sampled in this order
@@ -103,16 +107,45 @@ class Runner:
         return cap, tx, rx
 
     # ------------------------------------------------------------ build
+    def _cc_key(self, f, what: str) -> str:
+        """Where flow f's cc value `what` comes from in the file (for errors)."""
+        if what in f.cc:
+            return f"{f.group}.cc.{what}"
+        return f"cc.hosts.{f.src}.{what}" if f.src in self.x.cc_hosts else f"cc.{what}"
+
+    def _native_table(self, max_flows: int) -> NativeTable | None:
+        """The native algorithms of the plan's native flows, each added once,
+        and each flow's parameters, checked (errors name the key)."""
+        tab = None
+        for k, f in enumerate(self.plan.flows):
+            cc = self._flow_cc(f)
+            if cc.mode != "native":
+                continue
+            try:
+                cls = lookup(cc.algorithm, role="sender")
+            except ConfigError as e:
+                raise ExperimentError(self.x.source, self._cc_key(f, "algorithm"),
+                                      e.message) from None
+            try:
+                params = make_params(cls, cc.params, self._cc_key(f, "params"))
+            except ConfigError as e:
+                raise ExperimentError(self.x.source, e.key, e.message) from None
+            tab = tab or NativeTable(max_flows)
+            self.native_flows[k] = (tab.add(cls), params)
+            self.alg_name[k] = cls.name
+        return tab
+
     def build(self) -> None:
         x, topo = self.x, self.x.topo
         cap, tx, rx = self._buffers()
         nflows = len(self.plan.flows)
         nports = 2 * len(topo.links) + 2
+        self.native = self._native_table(nflows + 2)
         self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2,
                                 max_nics=len(topo.hosts), max_ports=max(64, nports),
                                 max_devices=max(32, len(topo.hosts) + len(topo.switches) + 2),
                                 timers=max(1 << 16, 4 * nflows + 1024),
-                                native=native_dctcp(nflows + 2))
+                                native=self.native.native if self.native else None)
         eng.reserve_nics(max_flows=nflows + 1, tx_bytes=tx, rx_bytes=rx, cq=1 << 16)
 
         def host(eng, topo, h, port):
@@ -143,7 +176,13 @@ class Runner:
             fid = NS.add_flow(eng, self.nics[f.src], topo.mac_of(f.dst), topo.ip_of(f.dst),
                               rate_bps=cc.rate, cwnd_bytes=cc.cwnd, buf_bytes=max(1, f.budget))
             assert fid == k + 1, "flow ids follow the plan (agent overrides rely on it)"
-            NS.set_flow_mode(eng, fid, cc.mode)
+            if cc.mode == "native":
+                alg, params = self.native_flows[k]
+                self.native.start(eng, fid, alg, params,
+                                  FlowContext(mss=x.host_cc(f.src).mss,
+                                              line_rate=link_rate(x, f.src)))
+            else:
+                NS.set_flow_mode(eng, fid, cc.mode)
             self.fid[k] = fid
         self.flow_of = {int(fid): k for k, fid in enumerate(self.fid)}
         self.port_list = sorted(self.sw_ports.items(), key=lambda kv: kv[1])
@@ -157,12 +196,17 @@ class Runner:
 
     def _start_agents(self) -> None:
         """One in-process agent per host with agent or per-event flows; flows
-        whose algorithm differs from their host's get an [[override]]."""
+        whose algorithm differs from their host's get an [[override]].  (The
+        agent is imported here: a run without agent flows does not need it.)"""
         by_host: dict[str, list] = {}
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)
             if cc.mode in ("agent", "per-event"):
                 by_host.setdefault(f.src, []).append((k + 1, cc))
+        if not by_host:
+            return
+        from taurus.agent.agent import Agent
+        from taurus.agent.config import parse as agent_config
         for h, flows in by_host.items():
             base = self.x.host_cc(h)
             over = [{"flows": [fid], "algorithm": cc.algorithm, "params": cc.params}

@@ -10,7 +10,6 @@ retransmitted once per loss event (the RTO covers a lost retransmission).
 import numba as nb
 from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
 
-from ...ccnative import cc_native_ack
 import numpy as np
 
 from ...wheel import wheel_cancel
@@ -238,7 +237,7 @@ def _ack_cc_fields(E, N, f, buf, q, t, now):
 
 @hot_stage
 def _ack_signals(E, N, n, f, freed, now):
-    """ECN echo, the RTT sample, the ACK itself: to the agent and the native CC."""
+    """ECN echo, the RTT sample, the ACK itself: to the flow's algorithm."""
     d = N.desc
     marked = freed if d[D_PDS_FLAGS] & S.F_ACK_M else 0
     if marked or d[D_PDS_FLAGS] & S.F_ACK_M:
@@ -246,7 +245,6 @@ def _ack_signals(E, N, n, f, freed, now):
     if d[D_PROBE_OFF] >= 0 and d[D_PROBE_MODE] == S.PROBE_ECHO:
         _rtt_sample(E, n, f, d[D_PROBE_TS], now)
     signal_ack(E, N, f, freed, N.fl[f, FL_UNA], now)
-    cc_native_ack(E, f, freed, marked)
 
 
 @hot_stage

@@ -5,6 +5,7 @@ import numba as nb
 from ...hot import hot  # compiled without reference counting (the hot path)
 
 from ...ccguard import cc_watch
+from ...report import report_timer_commands
 
 from ...mbuf import mbuf_free
 from ...ports.dispatch import port_rx_burst
@@ -57,7 +58,8 @@ def nic_poll(E, d, now):
         i = E.burst[j]
         nic_rx_frame(E, n, i, now)
         mbuf_free(E.pool, i)
-    work = k + sq_poll(E, n, now) + probe_commands(E, n, now) + tx_schedule(E, n, now)
+    work = (k + sq_poll(E, n, now) + probe_commands(E, n, now) + report_timer_commands(E, n, now)
+            + tx_schedule(E, n, now))
     tx_flush(E, n, now)
     return work
 

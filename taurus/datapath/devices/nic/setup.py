@@ -25,7 +25,8 @@ segment, neighbours, read marks) is the engine's ``nics`` (NicTables).
 import ipaddress
 
 from ... import ccshm as C
-from ...ccnative import PAR_MSS
+from ...ccnative import T_ENTRY, T_ST_OFF, T_ST_ROW
+from ...report import TimerE, report_timer_start
 from ...wire import spec as S
 from .state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
@@ -190,23 +191,34 @@ def _register_cc(eng, n: int, f: int) -> None:
                          f"(Engine(max_flows={cc.max_flows}, max_nics={cc.max_nics}))")
     cc.owner[f] = n
     cc.event_mask[f] = cc.ctls[n, C.CTL_DEFAULT_MASK]
-    cc.rate[f] = cc.cwnd[f] = cc.credit[f] = cc.flags[f] = 0
+    cc.rate[f] = cc.cwnd[f] = cc.credit[f] = cc.flags[f] = cc.timer_ns[f] = 0
 
 
-def set_flow_mode(eng, f: int, mode: str) -> None:
+def set_flow_mode(eng, f: int, mode: str, alg: int = -1, event_mask: int | None = None,
+                  timer_ns: int | None = None) -> None:
     """Who decides flow f's rate and window:
     static     the values given to add_flow / set_flow_cc, no reports;
     agent      the agent (TAURUS), through aggregated reports;
     per-event  the agent with aggregation off on this flow's NIC (CCP-like);
-    native     the engine's compiled algorithm (Engine(native=...)), per ACK
-               (the in-datapath baseline)."""
+    native     algorithm `alg` of the engine's native table (Engine(native=
+               ...), ccnative.py), compiled into the engine, one call per
+               event (the in-datapath baseline).
+    event_mask (bit EV_x per event) and timer_ns (the TIMER period, 0 none)
+    are what the flow's algorithm binds with its parameters; native mode
+    needs the mask (cc_algorithms/native.py: NativeTable.start computes
+    both, writes the flow's parameter row and runs the algorithm's init);
+    agent modes take them if given (the agent writes its own otherwise).
+    A native flow's state row starts zeroed; its TIMER starts here."""
     if mode not in CC_MODES:
         raise ValueError(f"cc mode must be one of {CC_MODES}, got {mode!r}")
-    cc, N = eng.cc, eng.E.nic
+    cc, A = eng.cc, eng.E.alg
     n = int(cc.owner[f])
+    if f < A.flow_alg.shape[0]:
+        A.flow_alg[f] = -1
     if mode == "static":
-        cc.flags[f], cc.event_mask[f] = 0, 0
-    elif mode in ("agent", "per-event"):
+        cc.flags[f], cc.event_mask[f], cc.timer_ns[f] = 0, 0, 0
+        return
+    if mode in ("agent", "per-event"):
         cc.flags[f] = C.FL_CC_ACTIVE
         cc.event_mask[f] = cc.event_mask[f] or cc.ctls[n, C.CTL_DEFAULT_MASK]
         cc.ctls[n, C.CTL_AGGREGATE] = 0 if mode == "per-event" else 1
@@ -214,10 +226,34 @@ def set_flow_mode(eng, f: int, mode: str) -> None:
         if not eng.has_native:
             raise ValueError("cc mode native: this engine has no native algorithm "
                              "(Engine(native=...))")
-        mss = int(N.nr[n, NR_MSS])
-        eng.E.alg.par[PAR_MSS] = mss
-        cc.flags[f], cc.event_mask[f] = C.FL_NATIVE, 0
-        cc.cwnd[f] = int(N.ctx[f, CX_CWND]) or 10 * mss
+        if not 0 <= alg < A.tab.shape[0] or A.tab[alg, T_ENTRY] == 0:
+            raise ValueError(f"cc mode native: no algorithm {alg} in the engine's native "
+                             f"table (0..{A.tab.shape[0] - 1})")
+        if f >= A.flow_alg.shape[0]:
+            raise ValueError(f"cc mode native: flow {f} is beyond the native table's "
+                             f"{A.flow_alg.shape[0]} flows")
+        if event_mask is None:
+            raise ValueError("cc mode native: give the flow's event_mask (its algorithm's "
+                             "bindings)")
+        so, sr = int(A.tab[alg, T_ST_OFF]), int(A.tab[alg, T_ST_ROW])
+        A.st[so + f * sr:so + (f + 1) * sr] = 0.0
+        A.flow_alg[f] = alg
+        cc.flags[f] = C.FL_NATIVE
+    if event_mask is not None:
+        cc.event_mask[f] = int(event_mask)
+    if timer_ns is not None:
+        cc.timer_ns[f] = max(0, int(timer_ns))
+    report_timer_start(TimerE(eng.E.rep, eng.E.wheel), f, eng.now())
+
+
+def flow_nic(eng, f: int) -> dict:
+    """What an algorithm is told of flow f's NIC: mss (bytes), line_rate
+    (bit/s, 0 unknown), slot (its NIC index)."""
+    N = eng.E.nic
+    n = int(N.fl[f, FL_NIC]) - 1
+    if n < 0:
+        raise ValueError(f"no flow {f}")
+    return {"mss": int(N.nr[n, NR_MSS]), "line_rate": int(N.nr[n, NR_LINE]), "slot": n}
 
 
 def set_flow_cc(eng, f: int, rate_bps: int | None = None, cwnd_bytes: int | None = None):

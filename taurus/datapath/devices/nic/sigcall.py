@@ -5,8 +5,9 @@ The NIC's packet functions are compiled without reference counting
 allocates; so it runs in small reference-counted functions.  Those would
 take a reference on every array of the engine tuple on each call (the cost
 perf showed as ``lock incq/decq``), so they receive only what signals use:
-the report state, the wheel, and the per-flow signal, descriptor and flow
-tables.  Even so a call takes ~30 references; the per-packet and per-ACK
+the report state, the wheel, the native algorithms (native flows' events
+go to them from the report engine) and the per-flow signal, descriptor and
+flow tables.  Even so a call takes ~30 references; the per-packet and per-ACK
 signals first ask, inline, whether the report engine takes the event
 (report.py's own first test), and for flows nobody watches only count it.
 """
@@ -18,7 +19,7 @@ from ... import ccshm as C
 from . import signals as sg
 from .state import FL_SRTT
 
-SigE = namedtuple("SigE", ["rep", "wheel"])
+SigE = namedtuple("SigE", ["rep", "wheel", "alg"])
 SigN = namedtuple("SigN", ["sig", "desc", "fl"])
 
 
@@ -74,7 +75,8 @@ def _custom(E, f, data, i, pds_off, length, ptype, now):
 
 @nb.njit(cache=True, inline="always")
 def _reported(E, f, ev):
-    """Whether the report engine takes event ev of flow f (an agent bound it)."""
+    """Whether the report engine takes event ev of flow f: its algorithm (in
+    an agent, or native) bound it."""
     R = E.rep
     return R.owner[f] >= 0 and ((R.mask[f] >> ev) & 1) != 0
 
@@ -82,35 +84,35 @@ def _reported(E, f, ev):
 @nb.njit(cache=True, inline="always")
 def signal_ack(E, N, f, acked_bytes, psn, now):
     if _reported(E, f, C.EV_ACK):
-        _ack(SigE(E.rep, E.wheel), SigN(N.sig, N.desc, N.fl), f, acked_bytes, psn, now)
+        _ack(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, acked_bytes, psn, now)
     else:
         sg.count_ack(N, f, acked_bytes)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_ecn(E, N, f, nbytes, now):
-    _ecn(SigE(E.rep, E.wheel), SigN(N.sig, N.desc, N.fl), f, nbytes, now)
+    _ecn(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, nbytes, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_ooo(E, N, f, count, now):
-    _ooo(SigE(E.rep, E.wheel), SigN(N.sig, N.desc, N.fl), f, count, now)
+    _ooo(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, count, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_nack(E, N, f, psn, code, now):
-    _nack(SigE(E.rep, E.wheel), SigN(N.sig, N.desc, N.fl), f, psn, code, now)
+    _nack(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, psn, code, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_rto(E, N, f, psn, now):
-    _rto(SigE(E.rep, E.wheel), SigN(N.sig, N.desc, N.fl), f, psn, now)
+    _rto(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, psn, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_rtt(E, N, f, rtt, psn, now):
     if _reported(E, f, C.EV_RTT):
-        _rtt(SigE(E.rep, E.wheel), SigN(N.sig, N.desc, N.fl), f, rtt, psn, now)
+        _rtt(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, rtt, psn, now)
     else:
         E.rep.srtt[f] = N.fl[f, FL_SRTT]      # published for every flow (as report_rtt does)
         sg.count_rtt(N, f, rtt)
@@ -118,18 +120,18 @@ def signal_rtt(E, N, f, rtt, psn, now):
 
 @nb.njit(cache=True, inline="always")
 def signal_credit(E, N, f, credit_bytes, now):
-    _credit(SigE(E.rep, E.wheel), SigN(N.sig, N.desc, N.fl), f, credit_bytes, now)
+    _credit(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, credit_bytes, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_csig(E, N, f, t, s, lm, d, now):
-    _csig(SigE(E.rep, E.wheel), SigN(N.sig, N.desc, N.fl), f, t, s, lm, d, now)
+    _csig(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, t, s, lm, d, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_tx(E, N, f, nbytes, retx, inflight, now):
     if _reported(E, f, C.EV_TX):
-        _tx(SigE(E.rep, E.wheel), SigN(N.sig, N.desc, N.fl), f, nbytes, retx, inflight, now)
+        _tx(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, nbytes, retx, inflight, now)
     else:
         sg.count_tx(N, f, nbytes, retx)
 
@@ -138,4 +140,4 @@ def signal_tx(E, N, f, nbytes, retx, inflight, now):
 def signal_custom(E, f, i, pds_off, length, ptype, now):
     """Custom feedback segments of frame i (pool index: no view crosses over)."""
     if _reported(E, f, C.EV_CUSTOM):
-        _custom(SigE(E.rep, E.wheel), f, E.pool.data, i, pds_off, length, ptype, now)
+        _custom(SigE(E.rep, E.wheel, E.alg), f, E.pool.data, i, pds_off, length, ptype, now)

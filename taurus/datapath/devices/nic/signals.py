@@ -3,7 +3,8 @@
 Each signal updates the per-flow counters in ``N.sig`` (tests and
 ``flow_stats`` read them) and hands the event to the TAURUS report engine
 (report.py), which aggregates it for the agent if the flow's algorithm bound
-it, with ``now`` as its arrival time.
+it, with ``now`` as its arrival time, or hands it at once to the flow's
+native algorithm (ccnative.py).
 """
 import numba as nb
 

@@ -24,7 +24,6 @@ import numba as nb
 from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
 
 from ...ccguard import cc_cwnd, cc_rate
-from ...ccnative import cc_native_rto
 import numpy as np
 
 from ...wheel import wheel_armed, wheel_cancel, wheel_schedule
@@ -463,7 +462,6 @@ def rto_fire(E, n, f, now):
     N.fl[f, FL_WBLOCK] = 0              # probe the receiver's window optimistically
     N.ncnt[n, C_RTO_FIRE] += 1
     signal_rto(E, N, f, N.fl[f, FL_UNA], now)
-    cc_native_rto(E, f)
     if not probe:                       # a full receiver is alive: not a failure
         N.fl[f, FL_RETRIES] += 1
     if N.fl[f, FL_RETRIES] > N.nr[n, NR_RETRIES]:
