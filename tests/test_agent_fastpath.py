@@ -139,8 +139,8 @@ def reports(seed, steps=60, flows=12):
 
 def table(dp):
     cc = dp.cc
-    return {k: getattr(cc, k).copy() for k in ("rate", "cwnd", "credit", "version", "event_mask",
-                                               "flags", "timer_ns")} | {"period": cc.period_ns.copy()}
+    cols = ("rate", "cwnd", "credit", "version", "event_mask", "flags", "timer_ns")
+    return {k: getattr(cc, k).copy() for k in cols} | {"period": cc.period_ns.copy()}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

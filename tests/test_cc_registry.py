@@ -53,7 +53,8 @@ def test_builtin_alias_and_module_class():
     assert registry.lookup(f"{__name__}:Good") is Good
     assert registry.lookup("dctcp", role="sender") is Dctcp
     assert event_mask(Dctcp, DctcpParams()) == (1 << EV_ACK) | (1 << EV_RTO)
-    assert event_mask(Dctcp, DctcpParams(pace=True)) == (1 << EV_ACK) | (1 << EV_RTO) | (1 << EV_RTT)
+    assert event_mask(Dctcp, DctcpParams(pace=True)) == \
+        (1 << EV_ACK) | (1 << EV_RTO) | (1 << EV_RTT)
 
 
 @pytest.mark.parametrize("name, msg", [

@@ -63,14 +63,23 @@ FAULTS = {REJECTED: "non-finite", CLAMPED: "out of bounds, clamped:"}
 CPU_PERIOD_US = 100_000           # host_cpu: cpu.max's period
 
 
+def plain(a):
+    """A record array as compiled code takes it: Numba's dispatcher types an
+    np.recarray in Python (~2 us an argument), a plain ndarray in C."""
+    return a.view(np.ndarray)
+
+
 class AlgClass:
     """One algorithm class in use: its Runtime and its state and parameter
-    tables (a row per flow of the engine)."""
+    tables (a row per flow of the engine): ``S``, ``P`` as np.recarray (plain
+    Python handlers read their fields as attributes), ``Sx``, ``Px`` as the
+    runtime takes them (compiled: plain ndarray views of the same memory)."""
 
     def __init__(self, index: int, cls, jit: bool, max_flows: int):
         self.index, self.cls, self.name = index, cls, cls.name
         self.rt = Runtime(cls, jit=jit)
         self.S, self.P, _ = self.rt.tables(max_flows)
+        self.Sx, self.Px = (plain(self.S), plain(self.P)) if jit else (self.S, self.P)
         self.samplers_added = False
 
 
@@ -115,6 +124,8 @@ class AlgorithmHandler:
         self.default = conf_of(*default)
         self.per_flow = {f: conf_of(*cp) for f, cp in per_flow.items() if f < n}
         self.D = np.zeros(n, DECISION_DTYPE).view(np.recarray)
+        self.Dn = plain(self.D)                    # for the agent's compiled steps
+        self.Dx = self.Dn if self.jit else self.D  # for the drains
         self.known = np.zeros(n, np.bool_)         # flows seen
         self.falg = np.full(n, -1, np.int64)       # ... their class (-1: none, setup failed)
         self.fmask = np.zeros(n, np.int64)         # ... the events it binds (HOST too)
@@ -142,12 +153,12 @@ class AlgorithmHandler:
         _select(none, one, none, none, 0, self.fmask, self.falg, self.known, self.out[0],
                 self.out[1], self.astart.copy())
         self._apply(none, 0)
-        discard(self.D, self.dfaults, 0)
+        discard(self.Dn, self.dfaults, 0)
         empty = np.zeros((0, REC_WIDTH), np.int64)
         for a in self.algs:
-            a.rt.drain(a.S, a.P, self.D, empty, none, self.dfaults)   # compile errors: raised
+            a.rt.drain(a.Sx, a.Px, self.Dx, empty, none, self.dfaults)   # compile errors: raised
             try:
-                a.rt.setup(a.S.copy(), a.P, self.D.copy(), 0)
+                a.rt.setup(a.Sx.copy(), a.Px, self.Dx.copy(), 0)
             except nb.core.errors.NumbaError:
                 raise
             except Exception:
@@ -198,7 +209,7 @@ class AlgorithmHandler:
         D[f] = np.zeros((), D.dtype)
         D["cwnd"][f], D["rate"][f] = cc.cwnd[f], cc.rate[f]   # in force (an agent restart)
         try:
-            a.rt.setup(a.S, a.P, D, f)
+            a.rt.setup(a.Sx, a.Px, self.Dx, f)
         except Exception as e:
             D["set"][f] = 0
             self.fault(a.name, "setup failed", repr(e))
@@ -288,19 +299,19 @@ class AlgorithmHandler:
 
     def _drain(self, a: AlgClass, rec, rows, flows, faults) -> None:
         try:
-            nf = a.rt.drain(a.S, a.P, self.D, rec, rows, faults)
+            nf = a.rt.drain(a.Sx, a.Px, self.Dx, rec, rows, faults)
         except Exception as e:
             self.drain_raised(a, flows, e)
             return
         if nf:
-            discard(self.D, faults, nf)
+            discard(self.Dn, faults, nf)
             self.handler_faults(a, nf)
 
     def _apply(self, flows, now_ns: int) -> None:
         """The decisions of ``flows`` (int64 array) into the context table,
         then the host actions."""
         W, cc = self.filter, self.cc
-        nf, nh = apply_write(flows, self.D, cc.ev, cc.ev_n, cc.probe, cc.ctl, self.hostbuf,
+        nf, nh = apply_write(flows, self.Dn, cc.ev, cc.ev_n, cc.probe, cc.ctl, self.hostbuf,
                              W.stage, W.isset, W.lo, W.hi, W.last, W.n, cc.rate, cc.cwnd,
                              cc.credit, cc.version, cc.updated_ns, now_ns, W.faults)
         if nf:
@@ -394,7 +405,7 @@ class AlgorithmHandler:
         that steps (the agent's busy loop)."""
         a = self.algs[0]
         return FastArrays(self.fmask, self.falg, self.known, self.out, self.astart, self.dfaults,
-                          self.hostbuf, a.S, a.P, self.D)
+                          self.hostbuf, a.Sx, a.Px, self.Dx)
 
     def apply_arrays(self) -> ApplyArrays:
         return ApplyArrays(self.cc.ev, self.cc.ev_n, self.cc.probe)
