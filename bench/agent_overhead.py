@@ -2,11 +2,11 @@
 """TAURUS micro-benchmark (paper §5.2 and Table 2): N DCTCP flows from one
 sender host through the software switch's ECN bottleneck to one receiver,
 run four ways -- native (DCTCP compiled into the engine), agent (TAURUS:
-aggregated reports, one message per flow per RTT, DCTCP in Python),
-agent-jit (the same with DCTCP compiled for the agent's fast path,
-cc_algorithms/dctcp_jit.py: same decisions, a fraction of the CPU) and
-per-event (the agent with aggregation off, CCP-like; DCTCP in Python) --
-for N in 1, 2, 4, 8, 16, 32.
+aggregated reports, one message per flow per RTT, DCTCP's handlers as plain
+Python, ``[agent] jit = false``), agent-jit (the same handlers compiled,
+``jit = true``: same decisions, a fraction of the CPU) and per-event (the
+agent with aggregation off, CCP-like; DCTCP as plain Python) -- for N in 1,
+2, 4, 8, 16, 32.
 
     python bench/agent_overhead.py              # virtual time (default), ~11 s
     python bench/agent_overhead.py --flows 1,32 --modes agent-jit
@@ -260,8 +260,9 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     dctcp = native.add(Dctcp)
     eng = Engine(clock=clock, max_flows=64, max_nics=2, native=native.native)
     agent = None
-    algorithm = "dctcp-jit" if mode == "agent-jit" else "dctcp"
-    cfg_text = (f'[agent]\nalgorithm = "{algorithm}"\nmss = {mss}\nline_rate_bps = {line}\n'
+    jit = "true" if mode == "agent-jit" else "false"
+    cfg_text = (f'[agent]\nalgorithm = "dctcp"\njit = {jit}\n'
+                f'mss = {mss}\nline_rate_bps = {line}\n'
                 f'sleep_min_us = {SLEEP_US[0]}\nsleep_max_us = {SLEEP_US[1]}\n'
                 f'nap_rtt = {NAP_RTT[0]}\nbusy_loop = {str(BUSY_LOOP[0]).lower()}\n'
                 f'doorbell = {str(DOORBELL[0]).lower()}\n')

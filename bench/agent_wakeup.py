@@ -1,6 +1,6 @@
 """Agent throughput: records/s drained + dispatched with DCTCP on 32 flows,
-in Python and compiled (the agent's fast path), side by side; then what one
-wake-up costs.
+its handlers compiled (``[agent] jit = true``) and as plain Python (``jit =
+false``), side by side; then what one wake-up costs.
 
     python bench/agent_wakeup.py [--records N] [--flows F] [--batch B] [--algorithm A]
 
@@ -26,9 +26,10 @@ from taurus.testing.fake_datapath import FakeDatapath, record
 
 
 def bench(records: int = 2_000_000, flows: int = 32, batch: int = 16384,
-          algorithm: str = "dctcp") -> dict:
+          algorithm: str = "dctcp", jit: bool = True) -> dict:
     with FakeDatapath(max_flows=max(flows, 64), ring_capacity=1 << 16) as dp:
-        agent = Agent(dp.name, parse({"agent": {"batch_max": batch, "algorithm": algorithm}}),
+        agent = Agent(dp.name, parse({"agent": {"batch_max": batch, "algorithm": algorithm,
+                                                "jit": jit}}),
                       cc=dp.cc, stats_dir=None)
         agent.start()
         rows = np.repeat(record(0, EV_ACK, 0, (4096, 1, 0))[None], batch, 0)
@@ -51,15 +52,15 @@ def bench(records: int = 2_000_000, flows: int = 32, batch: int = 16384,
         st = agent.messages.stats()
         return {"records": done, "seconds": busy / 1e9, "records_per_s": done / (busy / 1e9),
                 "flows": flows, "batch": batch, "steps": st["steps"], "algorithm": algorithm,
-                "cwnd_writes": agent.handler.filter.c["written_cwnd"]}
+                "jit": jit, "cwnd_writes": agent.handler.filter.c["written_cwnd"]}
 
 
-def wake_cost(algorithm: str = "dctcp-jit", naps_us=(0, 100, 1000), records=(0, 10),
-              n: int = 1000) -> list[dict]:
+def wake_cost(algorithm: str = "dctcp", naps_us=(0, 100, 1000), records=(0, 10),
+              n: int = 1000, jit: bool = True) -> list[dict]:
     """Thread CPU per sleep and per step after it (median of ``n``)."""
     out = []
     with FakeDatapath(max_flows=64, ring_capacity=1 << 14) as dp:
-        agent = Agent(dp.name, parse({"agent": {"algorithm": algorithm}}), cc=dp.cc,
+        agent = Agent(dp.name, parse({"agent": {"algorithm": algorithm, "jit": jit}}), cc=dp.cc,
                       stats_dir=None)
         agent.start()
         rows = np.repeat(record(0, EV_ACK, 0, (4096, 1, 0))[None], max(records), 0)
@@ -81,7 +82,7 @@ def wake_cost(algorithm: str = "dctcp-jit", naps_us=(0, 100, 1000), records=(0, 
                     c2 = time.thread_time_ns()
                     sleeps.append(c1 - c0)
                     steps.append(c2 - c1)
-                out.append({"algorithm": algorithm, "nap_us": nap, "records": r,
+                out.append({"algorithm": algorithm, "jit": jit, "nap_us": nap, "records": r,
                             "sleep_us": float(np.median(sleeps[20:])) / 1e3,
                             "step_us": float(np.median(steps[20:])) / 1e3})
         agent.teardown()
@@ -93,19 +94,20 @@ def main(argv=None) -> int:
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--flows", type=int, default=32)
     ap.add_argument("--batch", type=int, default=16384)
-    ap.add_argument("--algorithm", action="append", help="default: dctcp and dctcp-jit")
+    ap.add_argument("--algorithm", default="dctcp")
     a = ap.parse_args(argv)
-    algs = a.algorithm or ("dctcp", "dctcp-jit")
-    for alg in algs:
-        r = bench(a.records, a.flows, a.batch, alg)
+    runs = [(a.algorithm, False), (a.algorithm, True)]
+    for alg, jit in runs:
+        r = bench(a.records, a.flows, a.batch, alg, jit)
         print(f"{r['records_per_s'] / 1e6:.2f} M records/s drained+dispatched "
-              f"({alg}, {r['flows']} flows, batch {r['batch']}, {r['records']} records, "
-              f"{r['steps']} steps, {r['cwnd_writes']} cwnd writes)")
+              f"({alg}, {'jit' if jit else 'python'}, {r['flows']} flows, batch {r['batch']}, "
+              f"{r['records']} records, {r['steps']} steps, {r['cwnd_writes']} cwnd writes)")
     print("one wake-up, thread CPU (median of 1000): the nap, then the step after it")
-    for alg in algs:
-        for w in wake_cost(alg):
+    for alg, jit in runs:
+        for w in wake_cost(alg, jit=jit):
             nap = f"after a {w['nap_us']} us nap" if w["nap_us"] else "back to back"
-            print(f"  {alg:10s} {nap:20s} {w['records']:2d} records: "
+            label = f"{alg} {'jit' if jit else 'python'}"
+            print(f"  {label:14s} {nap:20s} {w['records']:2d} records: "
                   f"sleep {w['sleep_us']:5.1f} us, step {w['step_us']:5.1f} us")
     return 0
 

@@ -29,7 +29,14 @@ params = { alpha_init = 0.0 }
     assert per_flow[3][1].alpha_init == 0.0 and per_flow[4][0] is Dctcp
     assert cfg.rate_max() == 25_000_000_000 and cfg.cwnd_min() == 1500
     assert cfg.backpressure.high == 0.4
+    assert cfg.agent.jit is True and cfg.resolve_receiver() is None
     assert load(None).agent.algorithm == "dctcp"
+
+
+def test_jit_and_a_receiver_algorithm():
+    from agent_algs import Grant
+    cfg = parse({"agent": {"jit": False, "receiver": "agent_algs:Grant"}})
+    assert cfg.agent.jit is False and cfg.resolve_receiver()[0] is Grant
 
 
 @pytest.mark.parametrize("data, msg", [
@@ -39,6 +46,18 @@ params = { alpha_init = 0.0 }
     ({"agent": {"params": {"gee": 1}}}, r"\[agent.params\]: unknown key 'gee'"),
     ({"agent": {"params": {"g": 5.0}}}, r"\[agent.params\].g: must be in"),
     ({"agent": {"algorithm": "cubic"}}, "unknown algorithm 'cubic'"),
+    ({"agent": {"jit": 1}}, r"config.agent.jit: expected true/false"),
+    ({"agent": {"receiver": "dctcp"}},
+     r"config.agent.receiver: algorithm 'dctcp' is a sender algorithm, not a receiver one"),
+    ({"agent": {"algorithm": "agent_algs:Grant"}},
+     r"config.agent.algorithm: algorithm 'agent_algs:Grant' is a receiver algorithm"),
+    ({"override": [{"flows": [1], "algorithm": "agent_algs:Grant"}]},
+     r"\[\[override\]\] #1 algorithm: .* is a receiver algorithm"),
+    ({"agent": {"receiver": "nosuch"}}, "config.agent.receiver: unknown algorithm 'nosuch'"),
+    ({"agent": {"receiver": "agent_algs:Grant", "receiver_params": {"x": 1}}},
+     r"\[agent.receiver_params\]: unknown key 'x'"),
+    ({"agent": {"receiver_params": {"x": 1}}}, "config.agent.receiver_params: set without"),
+    ({"agent": {"custom_segments": {"csig": 1}}}, "unknown key 'custom_segments'"),
     ({"backpressure": {"low": 0.9}}, "backpressure.high: need 0 <= low < high"),
     ({"agent": {"nap_rtt": -0.5}}, r"agent.nap_rtt: must be in \[0, 4\]"),
     ({"bounds": {"rate_min_bps": 0}}, "bounds.rate_min_bps"),

@@ -1,4 +1,7 @@
-"""Algorithm handler: instances per flow, filters, containment, custom and host events."""
+"""Algorithm handler: flows set up on their first record, decisions through
+the filters, containment, custom and host records, probes, timers, entropy,
+host actions, several algorithm classes -- each with the algorithm compiled
+(jit) and as plain Python."""
 import itertools
 import logging
 import os
@@ -8,66 +11,30 @@ import pytest
 
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
-from taurus.testing.fake_datapath import FakeDatapath, custom_record, record
-from taurus.cc_algorithms.base import Algorithm
+from taurus.agent.host_actions import ActionResult
+from taurus.agent.signals import SAMPLER_IDS
 from taurus.datapath import ccshm as C
-from taurus.datapath.wire import spec
-from taurus.datapath.wire.codec import set_field
+from taurus.testing.fake_datapath import FakeDatapath, custom_record, record
 
 _n = itertools.count()
 MSS = 4096
 
 
-class Scripted(Algorithm):
-    """Publishes cwnd = the ACK's V0 as given; special values misbehave."""
-    name = "scripted"
-    binds = ("ACK",)
-
-    def on_ack(self, ev):
-        v = ev.last("bytes")
-        if v == -1:
-            raise RuntimeError("boom")
-        self.result_update(cwnd={-2: float("nan"), -3: -5.0, -4: 1e30, -5: "x",
-                                 -6: float("inf")}.get(v, v))
-
-
-class BadSetup(Algorithm):
-    name = "badsetup"
-    binds = ("ACK",)
-
-    def setup(self):
-        raise ValueError("no")
-
-    def on_ack(self, ev):
-        pass
-
-
-GOT = []
-
-
-class Custom(Algorithm):
-    name = "custom"
-    binds = ("CUSTOM", "HOST")
-    samplers = {"cpu": 1}
-
-    def on_custom(self, ev):
-        GOT.append(("custom", int(ev.col("segment")[0]), ev.parsed))
-
-    def on_host(self, sample):
-        GOT.append(("host", sample.source, sample.values))
-        self.result_update(rate=1_000_000_000)
+@pytest.fixture(params=[True, False], ids=["jit", "python"])
+def jit(request):
+    return request.param
 
 
 @pytest.fixture
 def dp():
     d = FakeDatapath(f"t{os.getpid()}-h{next(_n)}", max_flows=16, ring_capacity=256)
-    GOT.clear()
     yield d
     d.close()
 
 
-def agent(dp, algorithm="Scripted", **sections):
-    sections.setdefault("agent", {}).update(algorithm=f"{__name__}:{algorithm}", mss=MSS)
+def agent(dp, jit, algorithm="Scripted", **sections):
+    sections.setdefault("agent", {}).update(algorithm=f"agent_algs:{algorithm}", mss=MSS,
+                                            jit=jit)
     a = Agent(dp.name, parse(sections), cc=dp.cc, stats_dir=None)
     a.start()
     return a
@@ -76,14 +43,14 @@ def agent(dp, algorithm="Scripted", **sections):
 _t = itertools.count(1)
 
 
-def feed(a, dp, flow, *values):
+def feed(a, dp, flow, *values, event=C.EV_ACK):
     for v in values:
-        dp.push([record(flow, C.EV_ACK, next(_t), (v, 1, 0))])
+        dp.push([record(flow, event, next(_t), (v, 1, 0) if np.isscalar(v) else v)])
         a.step()
 
 
-def test_write_bumps_version_and_duplicates_are_filtered(dp):
-    a = agent(dp)
+def test_write_bumps_version_and_duplicates_are_filtered(dp, jit):
+    a = agent(dp, jit)
     feed(a, dp, 1, 50_000)
     assert dp.cc.cwnd[1] == 50_000 and dp.cc.version[1] == 1 and dp.cc.updated_ns[1] > 0
     feed(a, dp, 1, 50_000, 50_000)
@@ -92,20 +59,25 @@ def test_write_bumps_version_and_duplicates_are_filtered(dp):
     assert f["duplicate_cwnd"] == 2 and f["written_cwnd"] == 1
     feed(a, dp, 1, 60_000)
     assert dp.cc.cwnd[1] == 60_000 and dp.cc.version[1] == 2
+    assert a.handler.c["calls"] == 4 and a.handler.c["flows"] == 1
 
 
-def test_misbehaving_algorithm_is_contained(dp, caplog):
-    a = agent(dp, bounds={"cwnd_max_bytes": 1 << 20})
+def test_misbehaving_algorithm_is_contained(dp, jit, caplog):
+    a = agent(dp, jit, bounds={"cwnd_max_bytes": 1 << 20})
     feed(a, dp, 2, 70_000)
     caplog.set_level(logging.WARNING, "taurus.agent.handler")
-    feed(a, dp, 2, -1, -1, -1, -2, -2, -5, -6)          # raise x3, NaN x2, junk, inf
+    feed(a, dp, 2, -1, -1, -1, -2, -2, -6, -8, -9)     # raise x3, NaN x2, inf, half-made, 1/0
     assert dp.cc.cwnd[2] == 70_000 and dp.cc.version[2] == 1      # last good kept
     faults = a.handler.stats()["faults"]
-    assert faults["scripted: on_ack raised"] == 3
-    assert faults["scripted: non-finite or non-numeric cwnd"] == 4
-    assert a.handler.filter.c["rejected_cwnd"] == 4
-    raised = [r for r in caplog.records if "raised" in r.getMessage()]
-    assert len(raised) == 1 and "boom" in raised[0].getMessage()    # logged once
+    assert faults["scripted: handler raised"] == 5
+    assert faults["scripted: non-finite cwnd"] == 3
+    assert a.handler.filter.c["rejected_cwnd"] == 3
+    raised = [r.getMessage() for r in caplog.records if "raised" in r.getMessage()]
+    assert len(raised) == 1                                         # logged once
+    if jit:
+        assert "jit = false" in raised[0]
+    else:
+        assert "on_ack" in raised[0] and "boom" in raised[0]
     feed(a, dp, 2, -3)                                    # negative: clamped to 1 MSS
     assert dp.cc.cwnd[2] == MSS
     feed(a, dp, 2, -4)                                    # absurd: clamped to the max
@@ -116,63 +88,183 @@ def test_misbehaving_algorithm_is_contained(dp, caplog):
     a.teardown()
 
 
-def test_per_flow_override_and_failed_setup(dp):
-    a = agent(dp, override=[{"flows": [5], "algorithm": f"{__name__}:BadSetup"}])
+def test_a_raising_record_costs_its_flow_that_drain_only(dp, jit):
+    """Several records in one drain: the flow whose handler raised loses
+    that drain's decisions, other flows keep theirs, and the next drain
+    decides again."""
+    a = agent(dp, jit)
+    dp.push([record(3, C.EV_ACK, 10, (30_000,)), record(4, C.EV_ACK, 11, (40_000,)),
+             record(3, C.EV_ACK, 12, (-1,)), record(4, C.EV_ACK, 13, (41_000,))])
+    a.step()
+    assert dp.cc.cwnd[3] == 0 and dp.cc.cwnd[4] == 41_000
+    feed(a, dp, 3, 33_000)
+    assert dp.cc.cwnd[3] == 33_000
+    assert a.handler.stats()["faults"]["scripted: handler raised"] == 1
+
+
+def test_per_flow_override_and_failed_setup(dp, jit):
+    a = agent(dp, jit, override=[{"flows": [5], "algorithm": "agent_algs:BadSetup"}])
     feed(a, dp, 5, 1000, 1000)
     feed(a, dp, 6, 9000)
-    assert 5 not in a.handler.inst and a.handler.c["no_algorithm"] == 2
+    h = a.handler
+    assert h.known[5] and h.falg[5] == -1 and h.c["no_algorithm"] == 2
     assert not dp.cc.flags[5] & C.FL_CC_ACTIVE and dp.cc.event_mask[5] == 0
-    assert dp.cc.cwnd[6] == 9000
-    assert a.handler.stats()["faults"]["badsetup: setup failed"] == 1
+    assert dp.cc.cwnd[6] == 9000 and dp.cc.flags[6] & C.FL_CC_ACTIVE
+    assert h.stats()["faults"]["badsetup: setup failed"] == 1
+    assert [x.name for x in h.algs] == ["scripted", "badsetup"]
+    assert h.busy is None
 
 
-def test_custom_segments_are_parsed_and_host_samples_delivered(dp):
-    a = agent(dp, "Custom")
+def test_unbound_events_are_counted_not_delivered(dp, jit):
+    a = agent(dp, jit)
+    dp.push([record(2, C.EV_TX, 1000, (1500, 1, 0)), record(2, C.EV_ACK, 1100, (MSS, 1, 1, 0)),
+             record(5, C.EV_TX, 1200, (1500, 1, 0))])
+    a.step(2000)
+    h = a.handler
+    assert h.c["unbound"] == 2 and h.c["flows"] == 2 and h.c["calls"] == 1
+    assert dp.cc.event_mask[2] == dp.cc.event_mask[5] == 1 << C.EV_ACK
+    assert dp.cc.cwnd[2] == MSS and dp.cc.cwnd[5] == 0
+    a.teardown()
+
+
+def test_custom_words_and_host_records_reach_the_handlers(dp, jit):
+    a = agent(dp, jit, "Custom")
     assert dp.cc.ctl[C.CTL_DEFAULT_MASK] == 1 << C.EV_CUSTOM      # HOST is not the engine's
-    state = np.zeros(8, np.uint8)
-    base = -spec.ACK_CCX_CCX_STATE[0]
-    for loc, v in ((spec.ACK_CCX_RCSIG_FMT, spec.CSIG_WIDE), (spec.ACK_CCX_RCSIG_T, spec.CSIG_T_DELAY),
-                   (spec.ACK_CCX_RCSIG_S, 12345), (spec.ACK_CCX_RCSIG_LM, 77)):
-        set_field(state, base, loc, v)
-    dp.push([custom_record(3, 10, 1, state.tobytes()), custom_record(3, 11, 9, b"\x01\x02")])
+    dp.push([custom_record(3, 10, 9, bytes(range(1, 11)))])
     a.step()
-    (_, seg, parsed), (_, seg2, unparsed) = [g for g in GOT if g[0] == "custom"]
-    assert seg == 1 and parsed["valid"][0] and parsed["s"][0] == 12345 and parsed["lm"][0] == 77
-    assert parsed["t"][0] == spec.CSIG_T_DELAY
-    assert seg2 == 9 and unparsed is None and a.handler.c["custom_unparsed"] == 1
-    hosts = [g for g in GOT if g[0] == "host"]
-    assert hosts and hosts[0][1] == "cpu" and 0 <= hosts[0][2]["busy"] <= 1
+    S = a.handler.algs[0].S
+    assert (S.segment[3], S.length[3], S.ncustom[3]) == (9, 10, 1)
+    assert S.w0[3] == int.from_bytes(bytes(range(1, 9)), "little")
+    assert "cpu" in a.samplers.items                                  # the algorithm's sampler
+    assert S.nhost[3] == 1 and S.source[3] == SAMPLER_IDS["cpu"]    # read in the same step
+    assert 0 <= S.value[3] <= 1_000_000 and 0 <= S.aux[3] <= 1_000_000
     assert dp.cc.rate[3] == 1_000_000_000
+    assert a.handler.c["host"] == 1
+    a.samplers.items["cpu"][2] = 0                                   # due again
+    dp.push([custom_record(4, 20, 1, b"\x05")])
+    a.step()
+    assert S.nhost[3] == 2 and S.nhost[4] == 1 and a.handler.c["host"] == 3
 
 
-class Prober(Algorithm):
-    """Declares its periods; asks for an RTT probe when an ACK says so."""
-    name = "prober"
-    binds = ("ACK", "OOO", "RTT")
-    periods = {"ACK": "0.5rtt", "OOO": 30_000, "RTT": "rtt"}    # RTT is Raw: ignored
-
-    def on_ack(self, ev):
-        if ev.last("bytes") == 7:
-            self.request_probe()
-
-    def on_rtt(self, ev):
-        pass
-
-    def on_ooo(self, ev):
-        pass
+def test_host_records_only_go_to_flows_whose_algorithm_binds_host(dp, jit):
+    a = agent(dp, jit, "Scripted", override=[{"flows": [2], "algorithm": "agent_algs:Custom"}])
+    feed(a, dp, 1, 10_000)
+    feed(a, dp, 2, (1, 1), event=C.EV_CUSTOM)
+    h = a.handler
+    assert h.host_flows == [2] and h.c["host"] == 1
+    assert h.algs[1].S.nhost[2] == 1 and dp.cc.rate[2] == 1_000_000_000 and dp.cc.rate[1] == 0
 
 
-def test_periods_at_flow_setup_and_probe_on_command():
-    cfg = parse({"agent": {"algorithm": f"{__name__}:Prober"}})
-    with FakeDatapath(f"t{os.getpid()}-{next(_n)}", max_flows=8) as dp:
-        a = Agent(dp.name, cfg, cc=dp.cc, stats_dir=None)
-        a.start()
-        dp.push([record(2, C.EV_ACK, 1, (1, 1, 0))])
-        a.step(10)
-        assert list(dp.cc.period_ns[2]) == [-C.RTT_UNIT // 2, 30_000, C.DEFAULT_PERIOD_NS[2]]
-        assert list(dp.cc.period_ns[3]) == list(C.DEFAULT_PERIOD_NS)      # no instance yet
-        assert dp.cc.probe[2] == 0
-        dp.push([record(2, C.EV_ACK, 2, (7, 1, 0))])
-        a.step(20)
-        assert dp.cc.probe[2] == 1 and dp.cc.ctl[C.CTL_PROBE_DOORBELL] == 1
-        a.teardown()
+def test_periods_at_flow_setup_and_probe_on_command(dp, jit):
+    a = agent(dp, jit, "Prober")
+    dp.push([record(2, C.EV_ACK, 1, (1, 1, 0))])
+    a.step(10)
+    assert list(dp.cc.period_ns[2]) == [-C.RTT_UNIT // 2, 30_000, C.DEFAULT_PERIOD_NS[2]]
+    assert list(dp.cc.period_ns[3]) == list(C.DEFAULT_PERIOD_NS)      # not set up yet
+    assert dp.cc.probe[2] == 0 and dp.cc.timer_ns[2] == 0
+    dp.push([record(2, C.EV_ACK, 2, (7, 1, 0)), record(3, C.EV_ACK, 3, (7, 1, 0))])
+    a.step(20)
+    assert dp.cc.probe[2] == dp.cc.probe[3] == 1
+    assert dp.cc.ctl[C.CTL_PROBE_DOORBELL] == 1                       # once per step
+    a.teardown()
+
+
+def test_timer_period_and_timer_records(dp, jit):
+    a = agent(dp, jit, "Ticker", agent={"params": {"tick_ns": 25_000}})
+    feed(a, dp, 4, 1)
+    assert dp.cc.timer_ns[4] == 25_000
+    assert dp.cc.event_mask[4] == 1 << C.EV_ACK | 1 << C.EV_TIMER
+    feed(a, dp, 4, (3, 25_000), event=C.EV_TIMER)
+    assert dp.cc.cwnd[4] == 4 * 4096
+
+
+def test_entropy_decisions(dp, jit):
+    a = agent(dp, jit, "Entropy")
+    feed(a, dp, 1, 1)
+    assert (dp.cc.ev[1], dp.cc.ev_n[1], dp.cc.version[1]) == (77, 0, 1)
+    feed(a, dp, 1, 1)                                 # the same: not written again
+    assert dp.cc.version[1] == 1
+    feed(a, dp, 1, 3)
+    assert (dp.cc.ev[1], dp.cc.ev_n[1], dp.cc.version[1]) == (100, 8, 2)
+    feed(a, dp, 1, 2)
+    assert (dp.cc.ev[1], dp.cc.ev_n[1], dp.cc.version[1]) == (100, -1, 3)
+    dp.cc.ev_n[1] = 0                                 # the NIC rotated
+    feed(a, dp, 1, 2)                                 # a rotation is always written
+    assert (dp.cc.ev_n[1], dp.cc.version[1]) == (-1, 4)
+
+
+class FakeHost:
+    def __init__(self, ok=True):
+        self.calls, self.ok, self.counts = [], ok, {}
+
+    def cpu_max(self, quota_us, period_us=100_000):
+        self.calls.append(("cpu_max", quota_us, period_us))
+        return ActionResult(self.ok, "fake")
+
+    def mba(self, percent, domain=0, group="taurus-agent"):
+        self.calls.append(("mba", percent))
+        return ActionResult(self.ok, "fake")
+
+
+def test_host_actions(dp, jit):
+    a = agent(dp, jit, "HostAct")
+    a.handler.host = host = FakeHost()
+    feed(a, dp, 1, (250, 1, 40))                      # cpu 0.25, MBA 40 %
+    assert host.calls == [("cpu_max", 25_000, 100_000), ("mba", 40)]
+    feed(a, dp, 2, (250, 1, 40))                      # the same values: not again
+    assert len(host.calls) == 2
+    feed(a, dp, 1, (1_000_000, 1, 0))                 # 1000 CPUs: no limit
+    assert host.calls[-1] == ("cpu_max", None, 100_000)
+    feed(a, dp, 1, (-1, 1, 0), (0, 1, 500))           # NaN share, 500 %: faults
+    faults = a.handler.stats()["faults"]
+    assert faults["hostact: host_cpu: not a CPU share > 0"] == 1
+    assert faults["hostact: host_mba: not a percent in (0, 100]"] == 1
+    assert len(host.calls) == 3
+    host.ok = False
+    feed(a, dp, 1, (100, 1, 0))
+    assert a.handler.stats()["faults"]["hostact: host_cpu failed"] == 1
+    a.handler.host = None                             # no [host] cgroup
+    feed(a, dp, 1, (300, 1, 0))
+    assert a.handler.stats()["faults"]["hostact: host_cpu: no host actions ([host] cgroup "
+                                       "unset)"] == 1
+    assert not (a.handler.D["set"] != 0).any()        # nothing left pending
+
+
+def test_a_restarted_agent_goes_on_from_the_decisions_in_force(dp, jit):
+    cfg = parse({"agent": {"algorithm": "dctcp", "mss": MSS, "jit": jit}})
+    dp.cc.cwnd[3] = 123 * MSS                         # a previous agent's window
+    a = Agent(dp.name, cfg, cc=dp.cc, stats_dir=None)
+    a.start()
+    feed(a, dp, 3, (MSS, 1, 0, 0))                    # a partial window: no change
+    assert dp.cc.cwnd[3] == 123 * MSS
+    S = a.handler.algs[0].S
+    assert S.cwnd[3] == S.ssthresh[3] == 123 * MSS
+    feed(a, dp, 5, (MSS, 1, 0, 0))                    # a new flow starts at 10 MSS
+    assert dp.cc.cwnd[5] == 10 * MSS
+
+
+def test_several_classes_each_drain_their_flows(dp, jit):
+    """Overrides of another class: each class its tables and drain; the
+    records of one drain are split between them."""
+    a = agent(dp, jit, "Scripted", override=[{"flows": [1, 3], "algorithm": "agent_algs:Entropy"},
+                                             {"flows": [5], "algorithm": "dctcp",
+                                              "params": {"init_cwnd_pkts": 4}}])
+    dp.push([record(f, C.EV_ACK, 10 + f, (f * 10_000 if f % 2 == 0 else 1, 1, 0))
+             for f in range(7)])
+    a.step()
+    h = a.handler
+    assert [x.name for x in h.algs] == ["scripted", "entropy", "dctcp"]
+    assert dp.cc.cwnd[[0, 2, 4, 6]].tolist() == [MSS, 20_000, 40_000, 60_000]   # 0: clamped
+    assert dp.cc.ev[[1, 3]].tolist() == [77, 77] and dp.cc.cwnd[1] == dp.cc.cwnd[3] == 0
+    assert dp.cc.cwnd[5] == 4 * MSS and h.c["calls"] == 7 and h.c["flows"] == 7
+    assert h.falg[:7].tolist() == [0, 1, 0, 1, 0, 2, 0]
+
+
+def test_the_same_class_with_other_params_shares_its_tables(dp, jit):
+    a = agent(dp, jit, "Ticker", override=[{"flows": [2], "algorithm": "agent_algs:Ticker",
+                                            "params": {"tick_ns": 7_000}}])
+    feed(a, dp, 1, 1)
+    feed(a, dp, 2, 1)
+    assert len(a.handler.algs) == 1
+    assert dp.cc.timer_ns[1] == 50_000 and dp.cc.timer_ns[2] == 7_000
+

@@ -1,46 +1,46 @@
 """Message handler: batch drain, gaps, ordering, back-pressure, eviction, and
-conservation (nothing lost silently), driven step by step by a fake datapath."""
+conservation (nothing lost silently), driven step by step by a fake datapath;
+what was delivered is what a recording algorithm (agent_algs.Recorder, run
+compiled and as plain Python) kept, per flow in delivery order."""
 import itertools
 import os
 
 import numpy as np
 import pytest
 
+from agent_algs import recorded
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
 from taurus.testing.fake_datapath import FakeDatapath, record
-from taurus.cc_algorithms.base import Algorithm
 from taurus.datapath import ccshm as C
 
 _n = itertools.count()
-SEEN = []
 
 
-class Recorder(Algorithm):
-    """Remembers every record it was given, in delivery order."""
-    name = "recorder"
-    binds = ("ACK", "ECN", "RTT", "OOO")
-
-    def _rec(self, ev):
-        for r in ev.rec:
-            SEEN.append((ev.flow, ev.event, int(r[C.T_FIRST]), tuple(r[C.V0:C.V0 + 3])))
-
-    on_ack = on_ecn = on_rtt = on_ooo = _rec
-
-
-@pytest.fixture
-def dp():
+@pytest.fixture(params=[True, False], ids=["jit", "python"])
+def dp(request):
     d = FakeDatapath(f"t{os.getpid()}-{next(_n)}", max_flows=16, ring_capacity=256)
-    SEEN.clear()
+    d.jit = request.param
     yield d
     d.close()
 
 
 def agent(dp, **sections):
-    sections.setdefault("agent", {}).setdefault("algorithm", f"{__name__}:Recorder")
+    a = sections.setdefault("agent", {})
+    a.setdefault("algorithm", "agent_algs:Recorder")
+    a.setdefault("jit", dp.jit)
     a = Agent(dp.name, parse(sections), cc=dp.cc, stats_dir=None)
     a.start()
     return a
+
+
+def seen(a):
+    """What the Recorder was given: (flow, event, T_FIRST, (V0, V1, V2)), flow by flow."""
+    return recorded(a.handler.algs[0].S)
+
+
+def forget(a):
+    a.handler.algs[0].S.n[:] = 0
 
 
 def acks(n, flow=0, t0=0):
@@ -51,7 +51,7 @@ def test_batch_drain_and_default_mask(dp):
     a = agent(dp)
     assert dp.cc.ctl[C.CTL_DEFAULT_MASK] == sum(1 << e for e in (C.EV_ACK, C.EV_ECN, C.EV_RTT, C.EV_OOO))
     dp.push(acks(100, flow=2))
-    assert a.step() == 100 and len(SEEN) == 100 and dp.cc.ring.pending() == 0
+    assert a.step() == 100 and len(seen(a)) == 100 and dp.cc.ring.pending() == 0
     assert dp.cc.event_mask[2] == dp.cc.ctl[C.CTL_DEFAULT_MASK]
     assert dp.cc.flags[2] & C.FL_CC_ACTIVE
     assert a.step() == 0
@@ -65,7 +65,7 @@ def test_gaps_are_counted(dp):
     r.rec[5:10, C.SEQ] += 3               # the producer lost SEQ 5, 6, 7
     a.step()
     assert a.messages.c["gaps"] == 3 and dp.cc.ctl[C.CTL_GAPS] == 3
-    assert len(SEEN) == 10                # what did arrive is still delivered
+    assert len(seen(a)) == 10             # what did arrive is still delivered
 
 
 def test_a_tail_past_the_head_is_resynchronised_and_counted(dp):
@@ -83,12 +83,12 @@ def test_ordering_by_t_first_within_a_batch_and_late_records(dp):
     ts = [50, 10, 40, 20, 30]
     dp.push([record(1, C.EV_RTT, t, (t * 100, 0, -1, -1)) for t in ts])
     a.step()
-    assert [s[2] for s in SEEN] == sorted(ts)
+    assert [s[2] for s in seen(a)] == sorted(ts)
     # one flow's groups come in order of first arrival (ECN first here)
-    SEEN.clear()
+    forget(a)
     dp.push([record(3, C.EV_ACK, 200, (1, 1, 1)), record(3, C.EV_ECN, 100, (1, 1))])
     a.step()
-    assert [s[1] for s in SEEN] == [C.EV_ECN, C.EV_ACK]
+    assert [s[1] for s in seen(a)] == [C.EV_ECN, C.EV_ACK]
     dp.push([record(1, C.EV_RTT, 5, (1, 0, -1, -1))])      # older than delivered ones
     a.step()
     assert a.messages.c["late"] == 1
@@ -101,14 +101,14 @@ def test_invalid_records_are_dropped_and_counted(dp):
              record(1, C.EV_CUSTOM, 1, (1, 999)), record(7, C.EV_ACK, 1, (1, 1, 1)),
              record(1, C.EV_ACK, 2, (1, 1, 1))])
     a.step()
-    assert a.messages.c["invalid"] == 5 and len(SEEN) == 1 and 7 not in a.handler.inst
+    assert a.messages.c["invalid"] == 5 and len(seen(a)) == 1 and not a.handler.known[7]
 
 
 def test_unbound_events_are_not_delivered(dp):
     a = agent(dp)
     dp.push([record(1, C.EV_TX, 1, (1, 1, 1)), record(1, C.EV_ACK, 2, (1, 1, 1))])
     a.step()
-    assert len(SEEN) == 1 and a.handler.c["unbound"] == 1
+    assert len(seen(a)) == 1 and a.handler.c["unbound"] == 1
 
 
 def test_slow_agent_backpressure_and_conservation(dp):
@@ -129,7 +129,7 @@ def test_slow_agent_backpressure_and_conservation(dp):
     refused = int(dp.cc.ctl[C.CTL_RING_FULL])
     assert dp.attempts == m["drained"] + refused + dp.cc.ring.pending()
     assert m["drained"] == m["delivered"] + m["merged"] + m["evicted"] + m["invalid"]
-    assert m["delivered"] == len(SEEN)
+    assert m["delivered"] == a.handler.algs[0].S.n.sum() == a.handler.c["calls"]
 
 
 def test_lag_raises_backpressure(dp):
@@ -163,6 +163,7 @@ def test_overload_merges_accumulable_and_evicts_oldest_raw(dp):
     dp.push(np.array(rows))                       # 202 of 256: above the watermark
     a.step()
     m = a.messages.c
+    SEEN = seen(a)
     acks_seen = [s for s in SEEN if s[1] == C.EV_ACK]
     assert len(acks_seen) == 1 and acks_seen[0][3] == (100 * 100, 100, 99)  # sums, max PSN
     assert acks_seen[0][2] == 1000                                          # first arrival kept
@@ -181,6 +182,7 @@ def test_ring_wrap_is_drained_in_two_steps_without_loss(dp):
     a.step()
     dp.push(acks(150, t0=1000))                   # wraps around the 256-slot ring
     assert a.step() == 256 - 120 and a.step() == 150 - 136
+    SEEN = seen(a)
     assert len(SEEN) == 270 and a.messages.c["gaps"] == 0 and a.messages.c["merged"] == 0
     assert [s[3][2] for s in SEEN[120:]] == list(range(150))
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from taurus.testing.fake_datapath import FakeDatapath, record
 from taurus.agent.host_actions import cgroup2_root
 from taurus.datapath import ccshm as C
@@ -20,14 +22,16 @@ def wait(cond, timeout=20.0):
     return False
 
 
-def test_agent_process_runs_and_stops_cleanly(tmp_path):
+@pytest.mark.parametrize("jit", [True, False], ids=["jit", "python"])
+def test_agent_process_runs_and_stops_cleanly(tmp_path, jit):
     root = cgroup2_root()
-    cg = f"taurus-t{os.getpid()}-agent"
+    cg = f"taurus-t{os.getpid()}-agent{int(jit)}"
     use_cg = root is not None and os.geteuid() == 0 and os.access(root, os.W_OK)
     cfg = tmp_path / "agent.toml"
-    cfg.write_text('[agent]\nalgorithm = "dctcp"\nparams = { alpha_init = 0.0 }\n'
+    cfg.write_text(f'[agent]\nalgorithm = "dctcp"\njit = {str(jit).lower()}\n'
+                   'params = { alpha_init = 0.0 }\n'
                    + (f'[host]\ncgroup = "{cg}"\ncreate_cgroup = true\n' if use_cg else ""))
-    with FakeDatapath(f"t{os.getpid()}-proc", max_flows=8, ring_capacity=256) as dp:
+    with FakeDatapath(f"t{os.getpid()}-proc{int(jit)}", max_flows=8, ring_capacity=256) as dp:
         p = subprocess.Popen([sys.executable, "-m", "taurus.agent.cli", "run", "--nic", dp.name,
                               "--config", str(cfg), "--pid-dir", str(tmp_path),
                               "--stats-dir", str(tmp_path)])

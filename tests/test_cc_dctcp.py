@@ -1,10 +1,14 @@
-"""DCTCP (agent mode) against hand-computed alpha and cwnd sequences."""
+"""DCTCP (v2, cc_algorithms/dctcp.py) against hand-computed alpha and cwnd
+sequences: its handlers driven through Runtime.setup / Runtime.drain with
+report records, compiled and as plain Python."""
 import numpy as np
 import pytest
 
-from taurus.cc_algorithms.base import Events, FlowContext, class_periods
+from taurus.cc_algorithms.algorithm import (D_CWND, D_RATE, FlowContext, class_periods,
+                                            param_row)
 from taurus.cc_algorithms.dctcp import Dctcp, DctcpParams
 from taurus.cc_algorithms.params import ConfigError, build
+from taurus.cc_algorithms.runtime import Runtime
 from taurus.datapath.ccshm import (CLS_ACCUMULABLE, CLS_COALESCENT, EV_ACK, EV_ECN, EV_RTO,
                                    EV_RTT, RTT_UNIT)
 from taurus.testing.fake_datapath import record
@@ -12,102 +16,146 @@ from taurus.testing.fake_datapath import record
 MSS = 4096
 
 
-def make(**p):
-    a = Dctcp(FlowContext(0, MSS, 100_000_000_000, max_cwnd=1 << 30), build(DctcpParams, p, "p"))
-    a.setup()
-    return a
+@pytest.fixture(params=[True, False], ids=["jit", "python"])
+def jit(request):
+    return request.param
 
 
-def ev(event, *values):
-    return Events.of(0, event, np.array([record(0, event, 0, values)]))
+class Flow:
+    """One DCTCP flow (row 0 of its tables)."""
+
+    def __init__(self, jit, cwnd_in_force=0.0, **p):
+        self.params = build(DctcpParams, p, "p")
+        self.rt = Runtime(Dctcp, jit=jit)
+        self.S, self.P, self.D = self.rt.tables(1)
+        self.P[0] = param_row(Dctcp, self.params, FlowContext(MSS, 100e9, float(1 << 30)))[0]
+        self.D["cwnd"][0] = cwnd_in_force
+        self.rt.setup(self.S, self.P, self.D, 0)
+        self.init = self.decision()
+
+    @property
+    def alpha(self):
+        return float(self.S.alpha[0])
+
+    @property
+    def cwnd(self):
+        return float(self.S.cwnd[0])
+
+    def decision(self):
+        """(rate or None, cwnd or None) decided since the last call."""
+        d = self.D[0]
+        out = (float(d.rate) if d.set & D_RATE else None,
+               float(d.cwnd) if d.set & D_CWND else None)
+        self.D["set"][0] = 0
+        return out
+
+    def deliver(self, *recs):
+        rec = np.array(recs, np.int64)
+        faults = np.zeros(len(rec), np.int64)
+        assert self.rt.drain(self.S, self.P, self.D, rec, np.arange(len(rec)), faults) == 0
+        return self.decision()
+
+    def window(self, acked, marked):
+        """One ACK record as the engine reports it: the ECN-echoed bytes in it."""
+        return self.deliver(record(0, EV_ACK, 0, (acked, acked // MSS, 0, marked)))[1]
 
 
-def window(a, acked, marked):
-    """One window as the engine reports it: an ACK message summing the ECN-echoed bytes."""
-    a.on_ack(ev(EV_ACK, acked, acked // MSS, 0, marked))
-    a.decide()
-    r, a._result = a._result, None
-    return r
+def test_init_publishes_the_initial_window_or_the_one_in_force(jit):
+    a = Flow(jit)
+    assert a.init == (None, 10 * MSS) and a.alpha == 1.0
+    b = Flow(jit, cwnd_in_force=123 * MSS)             # an agent restart: go on from it
+    assert b.init == (None, 123 * MSS) and b.S.ssthresh[0] == 123 * MSS
 
 
-def test_one_all_marked_window_from_alpha_zero():
-    a = make(alpha_init=0.0)
+def test_one_all_marked_window_from_alpha_zero(jit):
+    a = Flow(jit, alpha_init=0.0)
     w0 = a.cwnd
     assert w0 == 10 * MSS
-    r = window(a, int(w0), int(w0))
+    c = a.window(int(w0), int(w0))
     assert a.alpha == pytest.approx(1 / 16)
     assert a.cwnd == pytest.approx(w0 * (1 - 1 / 32))
-    assert r[1] == pytest.approx(w0 * (1 - 1 / 32))
+    assert c == pytest.approx(w0 * (1 - 1 / 32))
 
 
-def test_alpha_sequence_half_marked_then_clean():
-    a = make(alpha_init=0.0, slow_start=False)
+def test_alpha_sequence_half_marked_then_clean(jit):
+    a = Flow(jit, alpha_init=0.0, slow_start=False)
     w, alpha = a.cwnd, 0.0
     for marked_frac in (0.5, 0.5, 0.0, 1.0):
         acked = int(np.ceil(w))
-        window(a, acked, int(acked * marked_frac))
+        a.window(acked, int(acked * marked_frac))
         alpha = 15 / 16 * alpha + 1 / 16 * (int(acked * marked_frac) / acked)
         w = w * (1 - alpha / 2) if marked_frac else w + MSS
         assert a.alpha == pytest.approx(alpha)
         assert a.cwnd == pytest.approx(w)
 
 
-def test_linux_default_alpha_halves_on_first_marked_window():
-    a = make()
+def test_linux_default_alpha_halves_on_first_marked_window(jit):
+    a = Flow(jit)
     w0 = a.cwnd
-    window(a, int(w0), int(w0))
+    a.window(int(w0), int(w0))
     assert a.alpha == 1.0 and a.cwnd == pytest.approx(w0 / 2)
 
 
-def test_partial_window_does_nothing_and_cut_is_once_per_window():
-    a = make(alpha_init=0.0)
+def test_partial_window_does_nothing_and_cut_is_once_per_window(jit):
+    a = Flow(jit, alpha_init=0.0)
     w0 = a.cwnd
-    assert window(a, int(w0) // 2, int(w0) // 2) is None       # window not over
+    assert a.window(int(w0) // 2, int(w0) // 2) is None       # window not over: no decision
     assert a.cwnd == w0
     # the second half closes the window: one cut, with F over the whole window
-    window(a, int(w0) // 2, int(w0) // 2)
+    a.window(int(w0) // 2, int(w0) // 2)
     assert a.cwnd == pytest.approx(w0 * (1 - 1 / 32))
 
 
-def test_slow_start_doubles_then_additive_increase():
-    a = make()
+def test_slow_start_doubles_then_additive_increase(jit):
+    a = Flow(jit)
     w0 = a.cwnd
-    window(a, int(w0), 0)
+    a.window(int(w0), 0)
     assert a.cwnd == 2 * w0
-    window(a, int(a.cwnd), int(a.cwnd) // 10)      # first mark ends slow start
+    a.window(int(a.cwnd), int(a.cwnd) // 10)      # first mark ends slow start
     w = a.cwnd
-    window(a, int(w), 0)
+    a.window(int(w), 0)
     assert a.cwnd == w + MSS
 
 
-def test_multi_window_step_applies_alpha_update_per_window():
-    a = make(alpha_init=0.0, slow_start=False)
+def test_a_record_covering_several_windows_closes_one(jit):
+    """As Linux: a window closes at the first ACK that completes it, however
+    many bytes that ACK covers; F is over all of them, alpha moves once and
+    the excess does not carry into the next window."""
+    a = Flow(jit, alpha_init=0.0, slow_start=False)
     w0 = a.cwnd
-    window(a, 3 * int(w0), 3 * int(w0))
-    alpha = 1 - (15 / 16) ** 3
-    assert a.alpha == pytest.approx(alpha)
-    assert a.cwnd == pytest.approx(w0 * (1 - alpha / 2))
-
-
-def test_separate_ecn_records_count_too_and_periods_are_per_rtt():
-    a = make(alpha_init=0.0)
-    w0 = a.cwnd
-    a.on_ack(ev(EV_ACK, int(w0), int(w0) // MSS))
-    a.on_ecn(ev(EV_ECN, int(w0), int(w0) // MSS))
-    a.decide()
+    a.window(3 * int(w0), 3 * int(w0))
+    assert a.alpha == pytest.approx(1 / 16)
     assert a.cwnd == pytest.approx(w0 * (1 - 1 / 32))
-    assert class_periods(a) == {CLS_ACCUMULABLE: -RTT_UNIT, CLS_COALESCENT: 0}
-    assert "ECN" not in a.bindings()          # the ACK message carries the marks
+    assert a.S.acked[0] == a.S.marked[0] == 0
+    w1 = a.cwnd
+    assert a.window(int(w1) // 2, 0) is None             # a new window starts from zero
 
 
-def test_rto_collapses_to_one_mss_and_pace_publishes_rate():
-    a = make(pace=True)
-    assert "RTT" in a.bindings()
-    a.on_rtt(ev(EV_RTT, 20_000, 1, -1, -1))
-    a.on_rto(ev(EV_RTO, 1, 5))
-    rate, cwnd, _ = a._result
+def test_marks_come_in_the_ack_record_and_periods_are_per_rtt(jit):
+    a = Flow(jit, alpha_init=0.0)
+    w0 = a.cwnd
+    assert a.deliver(record(0, EV_ECN, 0, (int(w0), int(w0) // MSS))) == (None, None)  # not bound
+    a.window(int(w0), 0)
+    assert a.alpha == 0.0 and a.cwnd == 2 * w0
+    assert class_periods(Dctcp) == {CLS_ACCUMULABLE: -RTT_UNIT, CLS_COALESCENT: 0}
+    assert "ECN" not in Dctcp.bindings(a.params)          # the ACK record carries the marks
+
+
+def test_rto_collapses_to_one_mss_and_pace_publishes_rate(jit):
+    a = Flow(jit, pace=True)
+    assert "RTT" in Dctcp.bindings(a.params)
+    assert a.deliver(record(0, EV_RTT, 0, (20_000, 1, -1, -1))) == (None, None)
+    rate, cwnd = a.deliver(record(0, EV_RTO, 0, (1, 0, 5)))
     assert cwnd == MSS and rate == pytest.approx(MSS * 8e9 / 20_000)
-    assert "RTT" not in make().bindings()
+    assert a.S.ssthresh[0] == 5 * MSS
+    assert "RTT" not in Dctcp.bindings(DctcpParams())
+
+
+def test_the_window_never_exceeds_max_cwnd(jit):
+    a = Flow(jit, slow_start=False)
+    a.P.max_cwnd[0] = 10.5 * MSS
+    a.window(int(a.cwnd), 0)
+    assert a.cwnd == 10.5 * MSS
 
 
 @pytest.mark.parametrize("bad, key", [({"g": 0.0}, "g"), ({"g": "x"}, "g"),

@@ -15,8 +15,8 @@ and so does a busy one when the engine publishes less often than it naps.
 Why: a wake-up costs ~30-80 us of CPU on the development machines whether or
 not it finds records (``python bench/agent_wakeup.py``), and an idle agent's
 timer wake-ups find none.
-With a compiled algorithm, the busy phase -- nap, step, nap, ... -- runs
-inside one Numba loop (busyloop.py) until a step needs Python.
+With ``jit`` and one algorithm class, the busy phase -- nap, step, nap,
+... -- runs inside one Numba loop (busyloop.py) until a step needs Python.
 """
 import json
 import logging
@@ -63,7 +63,6 @@ class Agent:
         # Last: the only step that changes the host (it may create a cgroup).
         self.host = HostActions(h.cgroup, h.create_cgroup) if h.cgroup else None
         self.handler = AlgorithmHandler(self.cc, cfg, host=self.host, samplers=self.samplers)
-        self.messages.as_records = self.handler.compiled is not None
         self.bell = Doorbell(self.cc.ring.ring) if cfg.agent.doorbell else None
         self.stats_file = stats_path(nic, stats_dir, self.cc.nic) if stats_dir else None
         self.stopping = False
@@ -74,7 +73,7 @@ class Agent:
 
     def start(self, loop: bool = False) -> None:
         """Configure the engine's reporting, compile, announce; ``loop``: also
-        compile the busy loop (run() uses it with a compiled algorithm)."""
+        compile the busy loop (run() uses it with jit and one algorithm class)."""
         # How the engine should report to us: batching, probe cadence, custom segments.
         self.cc.ctl[CTL_BATCH_BYTES] = self.cfg.agent.batch_bytes
         self.cc.ctl[CTL_DEADLINE_NS] = round(self.cfg.agent.deadline_us * 1000)
@@ -167,9 +166,7 @@ class Agent:
 
     def _busy(self, busy, nap: int, until: int) -> None:
         try:
-            flows = busy.run(self.messages, nap, until)
-            if flows is not None:
-                self.handler._write(flows, time.monotonic_ns())
+            busy.run(self.messages, nap, until)
         finally:
             self.messages.release()
 

@@ -1,22 +1,22 @@
-"""The agent's busy phase, compiled (compiled algorithms, ``taurus agent run``).
+"""The agent's busy phase, compiled (``jit``, one algorithm class, ``taurus
+agent run``).
 
 While reports keep coming, the run loop is: rest, step, rest, step ...  From
 Python each wake-up costs ~100 us of CPU on the development machines: the sleep,
 then a step whose interpreter paths, dispatchers and data went cold
 meanwhile (``python bench/agent_wakeup.py``).  Here that phase is one Numba
-loop around the algorithm's ``drain``: rest, heartbeat, _poll, drain, the
-filters' write, release, and again -- back in Python only when a step needs
-it (nothing found, a new flow, overload, a fault, the drain raised) or
-``until`` passes (stats, signals, samplers, the nap's refresh).  A rest is
+loop around the algorithm's ``Runtime.drain``: rest, heartbeat, _poll, drain,
+apply_write (decisions through the filters into the table), release, and
+again -- back in Python only when a step needs it (nothing found, a new flow,
+overload, a handler raised, a filter fault, a host action, the drain raised)
+or ``until`` passes (stats, signals, samplers, the nap's refresh).  A rest is
 the nap, or, when the engine publishes less often than a nap lasts
-(pacing.Cadence), a wait on the doorbell (doorbell.bell_wait).  On the wall
-clock the loop takes agent-jit from ~20% to ~12% of a core at N=1 and from
-~23% to ~18% at N=32 (``python bench/agent_overhead.py --clock wall --flows
-1,32 --repeat 3 --modes agent-jit``, with and without ``--no-busy-loop``).
+(pacing.Cadence), a wait on the doorbell (doorbell.bell_wait).
 
 Numba cannot cache a closure, so the loop compiles (its callees come from
 the cache) when the agent starts, before it announces itself.
 """
+import time
 from collections import namedtuple
 
 import numba as nb
@@ -28,26 +28,27 @@ from taurus.datapath.lowlevel import monotonic_ns, nap
 from taurus.datapath.shmring import BELL, TAIL
 
 from .doorbell import OUTCOMES, bell_wait
-from .fastpath import READY, FastArrays, _poll
-from .filters import WriteArrays, filter_write
+from .fastpath import READY, ApplyArrays, FastArrays, _poll, apply_write, discard
+from .filters import WriteArrays
 from .messages import S_MORE, S_TAIL_AFTER, PollArrays, _release
 from .pacing import cadence_sparse, cadence_update
 
 # The last step's result (res, float64) and the counts the loop keeps (cnt).
-R_STATUS, R_SLOT, R_LEN, R_OCC, R_GROUPS, R_FLOWS, R_FAULTS, R_STEPS, N_RES = range(9)
+(R_STATUS, R_SLOT, R_LEN, R_OCC, R_SEL, R_FLOWS, R_FAULTS, R_DFAULTS, R_HOST, R_STEPS,
+ N_RES) = range(11)
 K_CALLS, K_UNBOUND, K_NO_ALG = range(3)
 NO_REST, NAP, BELL_WAIT = range(3)
 
 LoopArrays = namedtuple("LoopArrays", "res cnt ts gen bells cad bell_on slack_ns")
 """The loop's own: results, counts, clock scratch, the doorbell's and the
 cadence's state, whether there is a doorbell, the timer slack."""
-LoopArgs = namedtuple("LoopArgs", "poll fast write loop")
+LoopArgs = namedtuple("LoopArgs", "poll fast apply write loop")
 """Everything the loop reads and updates, by owner: the message handler
-(PollArrays), the fast path (FastArrays), the filters (WriteArrays), the
-BusyLoop (LoopArrays).  The loop is handed its four parts as plain tuples
-and names them again inside: Numba's dispatcher types a plain tuple in C
-but a namedtuple in Python, which for these ~40 arrays doubles the cost of
-a call (~4 us more)."""
+(PollArrays), the algorithm handler (FastArrays, ApplyArrays), the filters
+(WriteArrays), the BusyLoop (LoopArrays).  The loop is handed its five parts
+as plain tuples and names them again inside: Numba's dispatcher types a
+plain tuple in C but a namedtuple in Python, which for these ~45 arrays
+doubles the cost of a call (~4 us more)."""
 
 
 @nb.njit(cache=True, nogil=True)
@@ -63,12 +64,12 @@ def _rest(st, ctl, cad, bell_on, nap_ns, slack_ns):
 
 
 def make_loop(drain):
-    """The busy loop compiled around one algorithm's ``drain``."""
+    """The busy loop compiled around one algorithm class's ``drain``."""
     @nb.njit(nogil=True)
     def loop(args, nap_ns, until_ns):
-        A = byref(LoopArgs(PollArrays(*args[0]), FastArrays(*args[1]), WriteArrays(*args[2]),
-                           LoopArrays(*args[3])))   # fields read in place
-        M, F, W, L = A.poll, A.fast, A.write, A.loop
+        A = byref(LoopArgs(PollArrays(*args[0]), FastArrays(*args[1]), ApplyArrays(*args[2]),
+                           WriteArrays(*args[3]), LoopArrays(*args[4])))   # fields read in place
+        M, F, X, W, L = A.poll, A.fast, A.apply, A.write, A.loop
         L.res[R_STEPS] = 0
         rest = _rest(M.st, M.ctl, L.cad, L.bell_on, nap_ns, L.slack_ns)
         while True:
@@ -79,27 +80,30 @@ def make_loop(drain):
                           L.bells)
             now = monotonic_ns(L.ts)
             M.ctl[CTL_HEARTBEAT_NS] = now
-            status, i, k, occ, ng, nu, unbound, no_alg = _poll(
+            status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
                 M.prod, M.cons, M.ring, M.ctl, M.bp, M.st, M.n, M.cap, M.batch_max, now, M.owner,
-                M.nic, M.last_t, M.scratch, F.mask, F.ok, F.known, F.out)
+                M.nic, M.last_t, M.scratch, F.fmask, F.falg, F.known, F.out, F.astart)
             res = L.res
             res[R_STATUS], res[R_SLOT], res[R_LEN], res[R_OCC] = status, i, k, occ
-            res[R_GROUPS], res[R_FLOWS], res[R_FAULTS] = ng, nu, 0
+            res[R_SEL], res[R_FLOWS] = nsel, nu
+            res[R_FAULTS] = res[R_DFAULTS] = res[R_HOST] = 0
             res[R_STEPS] += 1
             if status != READY:
                 return                    # nothing found, or Python's turn
             L.cnt[K_UNBOUND] += unbound
             L.cnt[K_NO_ALG] += no_alg
             if nu > 0:
-                L.cnt[K_CALLS] += ng
+                L.cnt[K_CALLS] += nsel
                 out = F.out
-                drain(F.S, F.P, M.ring[i:i + k], out[0][:out[1][ng]], out[1][:ng + 1], W.stage,
-                      W.isset)
-                nf = filter_write(out[2][:nu], W.stage, W.isset, W.lo, W.hi, W.last, W.n, W.rate,
-                                  W.cwnd, W.credit, W.version, W.updated_ns, now, W.faults)
-                if nf > 0:
-                    res[R_FAULTS] = nf
-                    return                # Python logs them
+                nd = drain(F.S, F.P, F.D, M.ring, out[0][:nsel], F.faults)
+                if nd > 0:
+                    discard(F.D, F.faults, nd)
+                nf, nh = apply_write(out[1][:nu], F.D, X.ev, X.ev_n, X.probe, M.ctl, F.hostbuf,
+                                     W.stage, W.isset, W.lo, W.hi, W.last, W.n, W.rate, W.cwnd,
+                                     W.credit, W.version, W.updated_ns, now, W.faults)
+                if nd > 0 or nf > 0 or nh > 0:
+                    res[R_DFAULTS], res[R_FAULTS], res[R_HOST] = nd, nf, nh
+                    return                # Python logs them, or acts on the host
             _release(M.cons, M.st)        # before resting
             cadence_update(L.cad, now, np.int64(M.prod[BELL]))
             rest = _rest(M.st, M.ctl, L.cad, L.bell_on, nap_ns, L.slack_ns)
@@ -109,13 +113,14 @@ def make_loop(drain):
 
 
 class BusyLoop:
-    """Runs the compiled loop for a FastPath and turns its exits into what
-    the Python step would have done."""
+    """Runs the compiled loop for the algorithm handler (one class, jit) and
+    turns its exits into what the Python step would have done."""
 
-    def __init__(self, fast, bell, cadence, slack_ns: int):
-        """``fast``: the FastPath; ``bell``: the agent's Doorbell (None: off);
-        ``cadence``: its pacing.Cadence; ``slack_ns``: the timer slack."""
-        self.fast, self.bell, self.cadence, self.slack = fast, bell, cadence, slack_ns
+    def __init__(self, handler, bell, cadence, slack_ns: int):
+        """``handler``: the AlgorithmHandler; ``bell``: the agent's Doorbell
+        (None: off); ``cadence``: its pacing.Cadence; ``slack_ns``: the timer
+        slack."""
+        self.h, self.bell, self.cadence, self.slack = handler, bell, cadence, slack_ns
         if bell is None:
             self._gen, self._bells = np.zeros(1, np.int64), np.zeros(len(OUTCOMES) + 1, np.int64)
         else:
@@ -126,22 +131,25 @@ class BusyLoop:
         self.c = dict(runs=0, steps=0, raised=0)
         self._own = LoopArrays(self.res, self.cnt, self.ts, self._gen, self._bells,
                                cadence.a, bell is not None, slack_ns)
-        self._made = (None, None, None)        # (handler, fast path's out, the loop's args)
-        self._loop = make_loop(fast.alg.drain)
+        self._made = (None, None)            # (message handler, the loop's args)
+        (a,) = handler.algs
+        self.alg = a
+        self._loop = make_loop(a.rt.drain)
 
     def _args(self, m, poll=None, loop=None) -> tuple:
         """LoopArgs' parts as plain tuples (see LoopArgs)."""
-        fp = self.fast
-        return (tuple(m.poll_arrays() if poll is None else poll), tuple(fp.arrays()),
-                tuple(fp.filter.write_arrays(fp.cc)), tuple(self._own if loop is None else loop))
+        h = self.h
+        return (tuple(m.poll_arrays() if poll is None else poll), tuple(h.arrays()),
+                tuple(h.apply_arrays()), tuple(h.filter.write_arrays(h.cc)),
+                tuple(self._own if loop is None else loop))
 
     def _run_args(self, m) -> tuple:
-        """_args(m), made again only for another handler or when the fast path's
-        ``out`` was replaced (it grows): its owners allocate the rest once."""
-        h, out, args = self._made
-        if h is not m or out is not self.fast.out:
+        """_args(m), made again only for another message handler: their
+        owners allocate the arrays once."""
+        mm, args = self._made
+        if mm is not m:
             args = self._args(m)
-            self._made = (m, self.fast.out, args)
+            self._made = (m, args)
         return args
 
     def warm(self, m) -> None:
@@ -158,12 +166,10 @@ class BusyLoop:
         self._loop(self._args(m, p, own), 0, 0)
         self.cnt[:] = 0
 
-    def run(self, m, nap_ns: int, until_ns: int):
+    def run(self, m, nap_ns: int, until_ns: int) -> None:
         """Nap, step, ... until a step needs Python or ``until_ns`` (monotonic)
-        passes; returns the flows whose decisions are still to be written."""
-        fp = self.fast
-        if fp.out.shape[1] < m.scratch.shape[1]:
-            fp.out = np.empty_like(m.scratch[:3])
+        passes; then what the Python step would have done with that step."""
+        h = self.h
         self.res[R_STATUS] = -1
         err = None
         try:
@@ -172,11 +178,11 @@ class BusyLoop:
             err = e
         calls, unbound, no_alg = self.cnt.tolist()
         self.cnt[:] = 0
-        fp.c["calls"] += calls
+        h.c["calls"] += calls
         if unbound or no_alg:
-            fp.c["unbound"] += unbound
-            fp.c["no_algorithm"] += no_alg
-        status, i, k, occ, ng, nu, nf, steps = self.res.tolist()
+            h.c["unbound"] += unbound
+            h.c["no_algorithm"] += no_alg
+        status, i, k, occ, nsel, nu, nf, nd, nh, steps = self.res.tolist()
         self.c["runs"] += 1
         self.c["steps"] += int(steps)
         m.occupancy = occ
@@ -184,10 +190,14 @@ class BusyLoop:
             if status != READY:
                 raise err                 # ours, not the algorithm's
             self.c["raised"] += 1
-            fp._failed(int(nu), err)
-            return None
+            h.drain_raised(self.alg, h.out[1][:int(nu)], err)
+            return
         if status == READY:
+            if nd:
+                h.handler_faults(self.alg, int(nd))
             if nf:
-                fp.report(fp.filter.faults[:int(nf)])
-            return None
-        return fp.finish(m, int(status), int(i), int(k), occ, int(ng))
+                h.report(h.filter.faults[:int(nf)])
+            if nh:
+                h.host_actions(h.hostbuf[:int(nh)])
+            return
+        h.finish(m, int(status), int(i), int(k), occ, int(nsel), time.monotonic_ns())

@@ -1,21 +1,24 @@
 """The agent's config file (TOML).  Every key is optional; unknown keys are errors.
 
     [agent]
-    algorithm = "dctcp"              # built-in name, entry point or "module:Class"
+    algorithm = "dctcp"              # built-in name, entry point or "module:Class" (sender role)
     params = { g = 0.0625 }          # the algorithm's Params
+    jit = true                       # compile the algorithms (false: the same handlers as
+                                     # plain Python: print() and pdb work; no busy loop)
+    receiver = ""                    # a receiver-role algorithm ("": none; validated only,
+    receiver_params = {}             # the engine side of receivers is not there yet)
     mss = 4096                       # bytes
     line_rate_bps = 100e9
     sleep_min_us = 50                # adaptive idle sleep (never busy-polls)
     sleep_max_us = 1000
     nap_rtt = 0.0                    # nap after work: this share of the flows' median
                                      # srtt, within the two above (0: sleep_min_us)
-    busy_loop = true                 # compiled algorithm: rest and step inside Numba
+    busy_loop = true                 # jit, one algorithm class: rest and step inside Numba
     doorbell = true                  # idle: block until the engine publishes ...
     idle_max_us = 10000              # ... or this long (heartbeat, samplers)
     batch_max = 16384                # records drained per step at most
     batch_bytes = 512                # engine: publish a batch of records at this size ...
     deadline_us = 1.0                # ... or when its oldest record is this old
-    custom_segments = { csig = 1, int = 2, credit = 3 }   # parser -> segment id
 
     [bounds]                         # boundary filter (defaults: 100 kbit/s .. line rate)
     rate_min_bps = 100_000
@@ -39,7 +42,7 @@
     create_cgroup = false            # create it (name must start with taurus-)
     samplers = { cpu = { period_us = 10000 } }   # extra samplers and their args
 
-    [[override]]                     # per-flow algorithm
+    [[override]]                     # per-flow algorithm (each class: its own tables)
     flows = [3, 4]
     algorithm = "dctcp"
     params = { alpha_init = 0.0 }
@@ -49,7 +52,7 @@
     every_us = 0                     # or one per T us, whichever first
 
     [[segment]]                      # custom feedback segment (at most 4; paper §3.3)
-    id = 1                           # segment id (1..; custom_segments names its parser)
+    id = 1                           # segment id (1..): the CUSTOM record's ``segment``
     types = ["ACK_CCX"]              # PDS types it applies to ([] = every feedback packet)
     offset = 12                      # bytes from the PDS header
     length = 20
@@ -70,6 +73,9 @@ from taurus.cc_algorithms.registry import lookup, make_params
 class AgentSection:
     algorithm: str = "dctcp"
     params: dict = field(default_factory=dict)
+    jit: bool = True                # Runtime(cls, jit): compiled, or the same handlers in Python
+    receiver: str = ""              # a receiver-role algorithm (validated; no engine side yet)
+    receiver_params: dict = field(default_factory=dict)
     mss: int = 4096
     line_rate_bps: int = 100_000_000_000
     sleep_min_us: int = 50
@@ -77,7 +83,7 @@ class AgentSection:
     # Decisions act on per-RTT reports: waking much more often than once per
     # RTT buys little, and each wake-up costs tens of us of CPU on a VM.
     nap_rtt: float = 0.0
-    busy_loop: bool = True          # busyloop.py (a compiled algorithm's busy phase)
+    busy_loop: bool = True          # busyloop.py (jit, one algorithm class: the busy phase)
     doorbell: bool = True
     idle_max_us: int = 10_000
     batch_max: int = 16384
@@ -87,7 +93,6 @@ class AgentSection:
     # 10 us on an 85 us RTT doubled the two-flow DCTCP gap).
     batch_bytes: int = 512
     deadline_us: float = 1.0
-    custom_segments: dict[str, int] = field(default_factory=lambda: {"csig": 1, "int": 2, "credit": 3})
 
     def check(self):
         require(self.mss > 0, "mss", "must be > 0")
@@ -213,24 +218,29 @@ class AgentConfig:
 
     # resolved at load: algorithm classes and their Params
     def resolve(self):
-        """(default (cls, params), {flow: (cls, params)}); errors name the key."""
-        cls = lookup(self.agent.algorithm)
+        """(default (cls, params), {flow: (cls, params)}): sender algorithms;
+        errors name the key."""
+        cls = _lookup(self.agent.algorithm, "sender", "config.agent.algorithm")
         default = (cls, make_params(cls, self.agent.params, "[agent.params]"))
         per_flow = {}
-        if cls.compiled and self.override:
-            raise ConfigError(f"[[override]]: algorithm {cls.name!r} is compiled (one object for "
-                              f"all flows); per-flow overrides need a Python default algorithm")
         for i, o in enumerate(self.override):
-            ocls = lookup(o.algorithm)
-            if ocls.compiled:
-                raise ConfigError(f"[[override]] #{i + 1}: {ocls.name!r} is compiled; it can "
-                                  f"only be the default algorithm")
+            ocls = _lookup(o.algorithm, "sender", f"[[override]] #{i + 1} algorithm")
             op = make_params(ocls, o.params, f"[[override]] #{i + 1} params")
             for f in o.flows:
                 if f in per_flow:
                     raise ConfigError(f"[[override]] #{i + 1}: flow {f} already overridden")
                 per_flow[f] = (ocls, op)
         return default, per_flow
+
+    def resolve_receiver(self):
+        """The receiver algorithm (cls, params), or None (``receiver = ""``)."""
+        if not self.agent.receiver:
+            if self.agent.receiver_params:
+                raise ConfigError("set without a receiver algorithm",
+                                  key="config.agent.receiver_params")
+            return None
+        cls = _lookup(self.agent.receiver, "receiver", "config.agent.receiver")
+        return cls, make_params(cls, self.agent.receiver_params, "[agent.receiver_params]")
 
     def rate_max(self) -> int:
         return self.bounds.rate_max_bps or self.agent.line_rate_bps
@@ -239,11 +249,20 @@ class AgentConfig:
         return self.bounds.cwnd_min_bytes or self.agent.mss
 
 
+def _lookup(name: str, role: str, key: str):
+    """registry.lookup with the role checked; a ConfigError names ``key``."""
+    try:
+        return lookup(name, role=role)
+    except ConfigError as e:
+        raise ConfigError(e.message, key=key) from None
+
+
 def parse(data: dict) -> AgentConfig:
     cfg = build(AgentConfig, data, "config")
     if len(cfg.segment) > MAX_SEGS:
         raise ConfigError(f"config.segment: at most {MAX_SEGS} segments, got {len(cfg.segment)}")
     cfg.resolve()          # surface algorithm/param errors at load time
+    cfg.resolve_receiver()
     return cfg
 
 

@@ -1,28 +1,42 @@
-"""The agent's fast path, for a compiled default algorithm
-(cc_algorithms/compiled.py): one object serves every flow, and a whole
-drain -- a message-handler RecordBatch -- goes to its compiled ``drain`` in
-one call.  What the algorithm handler does per flow for Python algorithms
-happens here per flow too (setup on its first record: periods, event mask,
-FL_CC_ACTIVE; unbound events counted, not delivered), with the same filters
-and counts; only the calls are fewer.  A step is three compiled calls: the
-message handler's poll fused with the selection of what the algorithm binds
-(_poll), the algorithm's drain, the filters' write.  Fusing those too (a
-closure per algorithm) measured no faster and cannot be cached: Numba's
-per-call cost is per argument, and after a nap every call runs cold.
+"""The agent's compiled steps around the algorithms' drains (handler.py
+drives them; busyloop.py runs them in one loop).
+
+A step is: the message handler's poll fused with the selection of what the
+algorithms take (_poll: ring, checks, order, then _select), one
+``Runtime.drain`` per algorithm class with records in this drain, then the
+decisions out of the decision table ``D`` (apply_write: rate, cwnd and
+credit through the update filters, the entropy decision, probes; host
+actions are left to Python).
+
+Selection (_select): a group (flow, event) is taken when the flow is set up
+(``falg[f]``: the index of its algorithm class, -1 none) and its algorithm
+binds the event (``fmask[f]``); other records are counted (unbound, no
+algorithm).  The rows taken are partitioned by algorithm class, each class's
+rows in delivery order (rows ``out[0][astart[a]:astart[a + 1]]`` go to class
+a's drain; a flow has one class, so each flow's records keep their order),
+and the distinct flows are listed (``out[1]``) for apply_write.  A flow not
+seen yet (``known``) stops the selection: Python sets it up first.
 """
 from collections import namedtuple
 
 import numba as nb
 import numpy as np
 
-from taurus.datapath.ccshm import FL_CC_ACTIVE, REC_WIDTH
+from taurus.cc_algorithms.algorithm import (D_CREDIT, D_CWND, D_EV, D_HOST_CPU, D_HOST_MBA,
+                                           D_PROBE, D_RATE)
+from taurus.datapath.ccshm import CTL_PROBE_DOORBELL
+from taurus.datapath.lowlevel import store_release_u64
 
-from .messages import B_EVICT, S_TAIL_AFTER, RecordBatch, _head, _prepare
+from .filters import filter_write
+from .messages import B_EVICT, _head, _prepare
 
 EMPTY, READY, NEW_FLOWS, OVERLOAD = range(4)     # how _poll ended
+D_HOST = D_HOST_CPU | D_HOST_MBA
 
-FastArrays = namedtuple("FastArrays", "mask ok known out S P")
-"""_select's arrays and the algorithm's state (FastPath.arrays)."""
+FastArrays = namedtuple("FastArrays", "fmask falg known out astart faults hostbuf S P D")
+"""What _select and one algorithm class's drain take (AlgorithmHandler.arrays)."""
+ApplyArrays = namedtuple("ApplyArrays", "ev ev_n probe")
+"""The context-table columns apply_write writes besides the filters' (cc's)."""
 
 
 @nb.njit(cache=True, nogil=True)
@@ -38,41 +52,54 @@ def _new_flows(flows, known):
 
 
 @nb.njit(cache=True, nogil=True)
-def _select(rows, bounds, flows, events, mask, ok, known, out_rows, out_bounds, out_flows):
-    """The groups the algorithm takes -- bound events of flows it set up --
-    written to out_rows, out_bounds and (their distinct flows) out_flows;
-    returns (groups, distinct flows, records left out as unbound, ... as
-    without an algorithm), or groups = -1 if a flow is new (set it up first)."""
+def _select(rows, bounds, flows, events, base, fmask, falg, known, out_rows, out_flows, astart):
+    """The records the algorithms take (see the module doc), as row numbers
+    plus ``base``; returns (records taken, distinct flows, records left out
+    as unbound, ... as without an algorithm), or records taken = -1 if a
+    flow is new (set it up first)."""
     for f in flows:
         if not known[f]:
             return -1, 0, 0, 0
-    out_bounds[0] = nr = ng = nu = unbound = no_alg = 0
-    for g in range(len(flows)):
-        f, a, b = flows[g], bounds[g], bounds[g + 1]
-        if not (mask >> events[g]) & 1:
-            unbound += b - a
-        elif not ok[f]:
-            no_alg += b - a
+    na = len(astart) - 1
+    astart[:] = 0
+    nu = unbound = no_alg = 0
+    for g in range(len(flows)):               # count per class, list the flows
+        f, n = flows[g], bounds[g + 1] - bounds[g]
+        a = falg[f]
+        if a < 0:
+            no_alg += n
+        elif not (fmask[f] >> events[g]) & 1:
+            unbound += n
         else:
-            out_rows[nr:nr + b - a] = rows[a:b]
-            nr += b - a
-            ng += 1
-            out_bounds[ng] = nr
+            astart[a + 1] += n
             if nu == 0 or out_flows[nu - 1] != f:
                 out_flows[nu] = f
                 nu += 1
-    return ng, nu, unbound, no_alg
+    for a in range(na):
+        astart[a + 1] += astart[a]
+    pos = astart[:na].copy()
+    for g in range(len(flows)):               # place each class's rows, in order
+        f = flows[g]
+        a = falg[f]
+        if a < 0 or not (fmask[f] >> events[g]) & 1:
+            continue
+        p = pos[a]
+        for j in range(bounds[g], bounds[g + 1]):
+            out_rows[p] = rows[j] + base
+            p += 1
+        pos[a] = p
+    return astart[na], nu, unbound, no_alg
 
 
 @nb.njit(cache=True, nogil=True)
 def _poll(prod, cons, ring, ctl, bp, st, n, cap, batch_max, now, owner, nic, last_t, scratch,
-          mask, ok, known, out):
+          fmask, falg, known, out, astart):
     """The message handler's poll (steps 1, 2, 3, 5) and _select in one
     call: the common case of a step, without Python in between.  Returns
-    (status, slot, length, occupancy, groups, distinct flows, unbound,
-    no_alg): READY
-    with the selection in ``out`` (rows, bounds, flows); EMPTY; NEW_FLOWS
-    (the drain is prepared in ``scratch``: set them up, then select);
+    (status, slot, length, occupancy, records taken or groups, distinct
+    flows, unbound, no_alg): READY with the selection in ``out`` and
+    ``astart`` (rows of ``ring`` itself); EMPTY; NEW_FLOWS (the drain is
+    prepared in ``scratch``, ``groups`` of it: set them up, then select);
     OVERLOAD (only step 1 is done: the handler's own poll does the rest)."""
     i, k, occ = _head(prod, cons, ctl, bp, st, n, cap, batch_max, now)
     if k == 0:
@@ -84,121 +111,72 @@ def _poll(prod, cons, ring, ctl, bp, st, n, cap, batch_max, now, owner, nic, las
     if ng == 0:
         return EMPTY, i, k, occ, 0, 0, 0, 0
     sel, nu, unbound, no_alg = _select(scratch[0], scratch[1][:ng + 1], scratch[2][:ng],
-                                       scratch[3][:ng], mask, ok, known, out[0], out[1], out[2])
+                                       scratch[3][:ng], i, fmask, falg, known, out[0], out[1],
+                                       astart)
     if sel < 0:
         return NEW_FLOWS, i, k, occ, ng, 0, 0, 0
     return READY, i, k, occ, sel, nu, unbound, no_alg
 
 
-class FastPath:
-    def __init__(self, alg, cc, filt, mask: int, periods: dict, counts: dict, fault, report):
-        """``alg``: the CompiledAlgorithm (set up); ``filt``: the handler's
-        UpdateFilter (its stage takes the decisions); ``mask``, ``periods``:
-        what to ask of the engine per flow; ``counts``, ``fault``: the
-        handler's counters and fault log; ``report``: logs a filtered
-        write's fault rows."""
-        self.alg, self.cc, self.filter, self.mask, self.periods = alg, cc, filt, mask, periods
-        self.c, self.fault, self.report = counts, fault, report
-        n = cc.max_flows
-        self.S, self.P = alg.make_state(n)
-        self.known = np.zeros(n, np.bool_)      # flows seen
-        self.ok = np.zeros(n, np.bool_)         # ... and set up
-        self.out = np.empty((3, 1025), np.int64)   # _select's rows, bounds, flows
+@nb.njit(cache=True, nogil=True)
+def discard(D, faults, nf):
+    """A flow whose handler raised loses this drain's decisions (a half-made
+    decision is not a decision): the flows ``faults[:nf]``."""
+    for j in range(nf):
+        D[faults[j]].set = 0
 
-    def arrays(self) -> FastArrays:
-        """What _poll selects with and the algorithm's drain takes, for
-        compiled code that steps (the agent's busy loop)."""
-        return FastArrays(self.mask, self.ok, self.known, self.out, self.S, self.P)
 
-    def warm(self, m) -> None:
-        """Compile (or load from Numba's cache) every call now (``m``: the
-        message handler; its state is left as it was)."""
-        none, one = np.zeros(0, np.int64), np.zeros(1, np.int64)
-        _new_flows(none, self.known)
-        _select(none, one, none, none, self.mask, self.ok, self.known, *self.out)
-        self.alg.flow_setup(self.S.copy(), self.P, 0, 0, 0)
-        self.alg.drain(self.S, self.P, np.zeros((0, REC_WIDTH), np.int64), none, one,
-                       self.filter.stage, self.filter.isset)
-        st = np.zeros_like(m.st)
-        st[S_TAIL_AFTER] = -1
-        _poll(m._prod.copy(), m._cons.copy(), m._rec, m.ctl.copy(), m.bpa, st, m.n.copy(),
-              m._cap, m.batch_max, 0, self.cc.owner, self.cc.nic, m.last_t.copy(),
-              m.scratch.copy(), self.mask, self.ok, self.known, self.out)
+@nb.njit(cache=True, nogil=True)
+def _decisions(flows, D, stage, isset, ev, ev_n, probe, version, updated_ns, ctl, now, hostbuf):
+    """The decisions of ``flows`` out of D: rate, cwnd and credit staged for
+    the filters; the entropy decision written (a repeat of the one in force
+    is not; a rotation always is) and the version bumped; probes flagged, and
+    the probe doorbell rung once.  Host actions stay in D (their set bits)
+    and their flows go to ``hostbuf``; every other bit is cleared.
+    Returns how many flows have host actions."""
+    nh = 0
+    probes = 0
+    for i in range(len(flows)):
+        f = flows[i]
+        d = D[f]
+        s = d.set
+        if s == 0:
+            continue
+        if s & D_RATE:
+            stage[f, 0] = d.rate
+            isset[f, 0] = True
+        if s & D_CWND:
+            stage[f, 1] = d.cwnd
+            isset[f, 1] = True
+        if s & D_CREDIT:
+            stage[f, 2] = d.credit
+            isset[f, 2] = True
+        if s & D_EV:
+            if d.ev_n < 0 or ev[f] != d.ev or ev_n[f] != d.ev_n:
+                if d.ev_n >= 0:
+                    ev[f] = d.ev
+                ev_n[f] = d.ev_n
+                updated_ns[f] = now
+                store_release_u64(version, f, version[f] + 1)
+        if s & D_PROBE:
+            probe[f] = 1
+            probes += 1
+        if s & D_HOST:
+            hostbuf[nh] = f
+            nh += 1
+        d.set = s & D_HOST
+    if probes:
+        ctl[CTL_PROBE_DOORBELL] += 1
+    return nh
 
-    def step(self, m, now_ns: int):
-        """Poll the message handler ``m`` and hand the drain to the algorithm,
-        in one compiled call when nothing unusual happens; returns the flows
-        whose decisions are staged (None: nothing to write)."""
-        if self.out.shape[1] < m.scratch.shape[1]:
-            self.out = np.empty_like(m.scratch[:3])
-        cc = self.cc
-        status, i, k, occ, ng, nu, unbound, no_alg = _poll(
-            m._prod, m._cons, m._rec, m.ctl, m.bpa, m.st, m.n, m._cap, m.batch_max, now_ns,
-            cc.owner, cc.nic, m.last_t, m.scratch, self.mask, self.ok, self.known, self.out)
-        m.occupancy = occ
-        if status == READY:
-            return self._run(m._rec[i:i + k], ng, nu, unbound, no_alg)
-        return self.finish(m, status, i, k, occ, ng)
 
-    def finish(self, m, status: int, i: int, k: int, occ: float, ng: int):
-        """What _poll left to Python: a drain with new flows (prepared: ng
-        groups), or one in overload (only polled); as step() returns."""
-        if status == NEW_FLOWS:
-            return self.drain(RecordBatch(m._rec[i:i + k], m._rows, m._bounds[:ng + 1],
-                                          m._flows[:ng], m._events[:ng]))
-        if status == OVERLOAD:
-            b = m.finish(i, k, occ)
-            return self.drain(b) if b is not None else None
-        return None
-
-    def drain(self, b):
-        """Hand a RecordBatch to the algorithm; returns the flows whose
-        decisions are staged (None: nothing to write)."""
-        if self.out.shape[1] <= len(b.rows):
-            self.out = np.empty((3, len(b.rows) + 1), np.int64)
-        out = self.out
-        sel = _select(b.rows, b.bounds, b.flows, b.events, self.mask, self.ok, self.known, *out)
-        if sel[0] < 0:
-            for f in _new_flows(b.flows, self.known).tolist():
-                self._setup(f)
-            sel = _select(b.rows, b.bounds, b.flows, b.events, self.mask, self.ok, self.known,
-                          *out)
-        return self._run(b.rec, *sel)
-
-    def _run(self, rec, ng: int, nu: int, unbound: int, no_alg: int):
-        """The algorithm's drain over the selection in ``out`` (ng groups, nu flows)."""
-        if unbound or no_alg:
-            self.c["unbound"] += unbound
-            self.c["no_algorithm"] += no_alg
-        if not nu:
-            return None
-        self.c["calls"] += ng
-        out = self.out
-        bounds, flows = out[1][:ng + 1], out[2][:nu]
-        try:
-            self.alg.drain(self.S, self.P, rec, out[0][:bounds.item(ng)], bounds,
-                           self.filter.stage, self.filter.isset)
-        except Exception as e:
-            self._failed(nu, e)
-            return None
-        return flows
-
-    def _failed(self, nu: int, e: BaseException) -> None:
-        """The drain raised: a half-made decision is not a decision."""
-        self.filter.isset[self.out[2][:nu]] = False
-        self.fault(self.alg, "drain raised", e)
-
-    def _setup(self, f: int) -> None:
-        self.known[f] = True
-        cc = self.cc
-        try:
-            self.alg.flow_setup(self.S, self.P, f, int(cc.cwnd[f]), int(cc.rate[f]))
-        except Exception as e:
-            self.fault(self.alg, "setup failed", e)
-            return
-        self.ok[f] = True
-        for c, v in self.periods.items():      # before the mask: the engine reads both
-            cc.period_ns[f, c] = v
-        cc.event_mask[f] = self.mask
-        cc.flags[f] |= FL_CC_ACTIVE
-        self.c["flows"] += 1
+@nb.njit(cache=True, nogil=True)
+def apply_write(flows, D, ev, ev_n, probe, ctl, hostbuf, stage, isset, lo, hi, last, n, rate,
+                cwnd, credit, version, updated_ns, now, faults):
+    """_decisions, then the filters' write (filters.filter_write) of what
+    was staged; returns (filter fault rows, flows with host actions)."""
+    nh = _decisions(flows, D, stage, isset, ev, ev_n, probe, version, updated_ns, ctl, now,
+                    hostbuf)
+    nf = filter_write(flows, stage, isset, lo, hi, last, n, rate, cwnd, credit, version,
+                      updated_ns, now, faults)
+    return nf, nh

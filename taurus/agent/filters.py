@@ -7,12 +7,13 @@ keeps its last good decision); a finite value outside [min, max] is clamped
 Duplicate-value filter: a value equal to the one last written is not written
 again (the engine keeps the previous decision).  Both count what they did.
 
-A step's decisions are staged in a per-flow table (``stage``: value, ``set``:
-whether the algorithm set it) and pass the filters and reach the context
-table in one compiled call, whether Python algorithms or a compiled one
-made them: one definition of the filters, and no per-decision Python.
+A step's decisions are staged in a per-flow table (``stage``: value,
+``isset``: whether the algorithm set it; fastpath.apply_write moves them
+there from the algorithms' decision records) and pass the filters and reach
+the context table in one compiled call, whether the algorithm ran compiled
+or as plain Python: one definition of the filters, and no per-decision
+Python.
 """
-import math
 from collections import namedtuple
 
 import numba as nb
@@ -93,15 +94,6 @@ class UpdateFilter:
         return {f"{k}_{f}": int(self.n[i, j]) for i, k in enumerate(KINDS)
                 for j, f in enumerate(FIELDS)}
 
-    def put(self, flow: int, result) -> None:
-        """Stage a Python algorithm's (rate, cwnd, credit), None where it set
-        nothing; what is not a number becomes inf (rejected)."""
-        st, s = self.stage[flow], self.isset[flow]
-        for j, v in enumerate(result):
-            if v is not None:
-                st[j] = v if type(v) is float else _float(v)
-                s[j] = True
-
     def write_arrays(self, cc) -> WriteArrays:
         """What filter_write reads and writes, for compiled code that calls it
         (the agent's busy loop): the stage, the filters' state and cc's columns."""
@@ -116,10 +108,3 @@ class UpdateFilter:
                           self.faults)
         return self.faults[:nf]
 
-
-def _float(v) -> float:
-    """inf for what is not a number (rejected as non-finite)."""
-    try:
-        return float(v)
-    except (TypeError, ValueError, OverflowError):
-        return math.inf

@@ -1,268 +1,422 @@
-"""Algorithm handler (paper §3.5): per-flow instances, event binding,
-filtered ``result_update`` into the CC context table, and containment.
+"""Algorithm handler (paper §3.5): every algorithm -- the default and the
+per-flow overrides, compiled or plain Python -- runs through one path,
+``Runtime.drain`` (cc_algorithms/runtime.py), over the ring's own records.
 
-- A flow gets its instance on its first record: the per-flow override if
-  configured, else the default algorithm.  Its event_mask is set from the
-  instance's bindings and its aggregation periods (period_ns) from the
-  instance's declared periods; ctl[CTL_DEFAULT_MASK] is the default's mask.
-- Only bound events are delivered (others counted as ``unbound``), one
-  ``Events`` batch per (flow, event) per step, then ``decide()``.
-- Results pass the boundary and duplicate-value filters (filters.py); the
-  written fields, then ``version`` and ``updated_ns``, are stored per flow.
-- Containment: an exception in any algorithm call, a non-numeric / NaN /
-  infinite value, or a clamped value never reaches the table unfiltered; the
-  flow keeps its last good decision.  Each kind of fault is logged once per
-  algorithm, then only counted (``faults`` in stats, and a summary at teardown).
-- A compiled default algorithm (cc_algorithms/compiled.py) takes the fast
-  path instead (fastpath.py): same set-up per flow, same filters and counts.
+- Classes and tables: each algorithm class in use has its Runtime (``jit``
+  from the config) and its state and parameter tables, one row per flow of
+  the engine; the decision table ``D`` (algorithm.DECISION_DTYPE) is one,
+  shared by every class (a flow has one algorithm).
+- A flow is set up on its first record: the per-flow override if
+  configured, else the default algorithm.  Its state row is zeroed, its
+  ``D`` row holds the rate and cwnd in the context table (so an algorithm
+  can go on from them after an agent restart), its parameter row is the
+  class's Params plus mss, line rate and the cwnd bound; then ``init`` runs,
+  and what it decides is written like any decision.  Then the flow's
+  aggregation periods (period_ns), TIMER period (timer_ns) and event_mask,
+  then FL_CC_ACTIVE.  ctl[CTL_DEFAULT_MASK] is the default's mask.
+- A step: the message handler's poll fused with the selection of bound
+  events of set-up flows (fastpath._poll; unbound records and those of flows
+  without an algorithm are counted, not delivered), one drain per class with
+  records, then apply_write: the decisions of the touched flows out of ``D``
+  -- rate, cwnd and credit through the update filters (filters.py), the
+  entropy decision (ev, ev_n), probes (cc.probe, one CTL_PROBE_DOORBELL) --
+  and host actions (host_cpu, host_mba) here in Python, on HostActions.
+- HOST: each host-sampler reading becomes one EV_HOST record per flow whose
+  algorithm binds HOST (signals.host_fields), delivered through the same
+  drain.
+- Containment: a handler that raises costs its record, and its flow loses
+  that drain's decisions (a half-made decision is not a decision); init
+  raising leaves the flow without an algorithm; a non-finite decision is
+  rejected and an out-of-bounds one clamped by the filters; a bad host
+  action is dropped.  Each kind of fault is logged once per algorithm (with
+  the exception when there is one: only uncompiled code keeps it), then only
+  counted (``faults`` in stats, and a summary at teardown).
+- With one algorithm class and ``jit``, ``taurus agent run`` steps inside a
+  compiled loop while reports keep coming (busyloop.py); with several
+  classes (overrides of another class) or ``jit = false`` every step is
+  driven from Python as above.
 """
 import logging
+import math
+import os
 
+import numba as nb
 import numpy as np
 
-from taurus.cc_algorithms.base import (HANDLERS, Events, FlowContext, HostSample, class_periods,
-                                       event_mask)
-from taurus.datapath.ccshm import (CTL_DEFAULT_MASK, CTL_PROBE_DOORBELL, EV_CUSTOM, EV_HOST,
-                                   FL_CC_ACTIVE, V0)
+from taurus.cc_algorithms.algorithm import (D_HOST_CPU, D_HOST_MBA, DECISION_DTYPE, FlowContext,
+                                           class_periods, event_mask, param_row)
+from taurus.cc_algorithms.runtime import Runtime
+from taurus.datapath.ccevents import EVENT_NAMES
+from taurus.datapath.ccshm import (COUNT, CTL_DEFAULT_MASK, EV_HOST, EVENT, FL_CC_ACTIVE, FLOW,
+                                   REC_WIDTH, T_FIRST, T_LAST, V0)
 
 from .busyloop import BusyLoop
-from .fastpath import FastPath
+from .fastpath import (NEW_FLOWS, OVERLOAD, READY, ApplyArrays, FastArrays, _new_flows, _poll,
+                       _select, apply_write, discard)
 from .filters import CLAMPED, FIELDS, REJECTED, UpdateFilter
-from .signals import CUSTOM_PARSERS, raw_bytes
+from .messages import S_TAIL_AFTER, RecordBatch
+from .signals import SAMPLER_IDS, host_fields
 
 log = logging.getLogger("taurus.agent.handler")
 ENGINE_EVENTS = ~(1 << EV_HOST)   # HOST is the agent's own: never asked of the engine
-FAULTS = {REJECTED: "non-finite or non-numeric", CLAMPED: "out of bounds, clamped:"}
+FAULTS = {REJECTED: "non-finite", CLAMPED: "out of bounds, clamped:"}
+CPU_PERIOD_US = 100_000           # host_cpu: cpu.max's period
+
+
+def plain(a):
+    """A record array as compiled code takes it: Numba's dispatcher types an
+    np.recarray in Python (~2 us an argument), a plain ndarray in C."""
+    return a.view(np.ndarray)
+
+
+class AlgClass:
+    """One algorithm class in use: its Runtime and its state and parameter
+    tables (a row per flow of the engine): ``S``, ``P`` as np.recarray (plain
+    Python handlers read their fields as attributes), ``Sx``, ``Px`` as the
+    runtime takes them (compiled: plain ndarray views of the same memory)."""
+
+    def __init__(self, index: int, cls, jit: bool, max_flows: int):
+        self.index, self.cls, self.name = index, cls, cls.name
+        self.rt = Runtime(cls, jit=jit)
+        self.S, self.P, _ = self.rt.tables(max_flows)
+        self.Sx, self.Px = (plain(self.S), plain(self.P)) if jit else (self.S, self.P)
+        self.samplers_added = False
+
+
+class FlowConf:
+    """What a flow of one (class, Params) gets at set-up."""
+
+    def __init__(self, alg: AlgClass, params, ctx: FlowContext):
+        cls = alg.cls
+        self.alg, self.params = alg, params
+        self.prow = param_row(cls, params, ctx)[0]
+        self.mask = event_mask(cls, params)
+        self.periods = class_periods(cls)
+        self.timer = cls.timer_ns(params)
 
 
 class AlgorithmHandler:
     def __init__(self, cc, cfg, host=None, samplers=None):
+        """``host``: HostActions (None: host actions are faults);
+        ``samplers``: the agent's SamplerSet (algorithms' samplers join it)."""
         self.cc, self.cfg, self.host, self.samplers = cc, cfg, host, samplers
-        self.default, self.per_flow = cfg.resolve()
+        self.jit = cfg.agent.jit
+        n = cc.max_flows
         b = cfg.bounds
-        self.filter = UpdateFilter(cc.max_flows,
-                                   (b.rate_min_bps, cfg.cwnd_min(), b.credit_min_bytes),
+        self.filter = UpdateFilter(n, (b.rate_min_bps, cfg.cwnd_min(), b.credit_min_bytes),
                                    (cfg.rate_max(), b.cwnd_max_bytes, b.credit_max_bytes))
-        self.inst = {}              # flow -> Algorithm
-        self.failed = set()         # flows whose instance could not be made
-        self.host_bound = []        # instances bound to HOST
-        self.segments = {sid: CUSTOM_PARSERS[name]
-                         for name, sid in cfg.agent.custom_segments.items() if name in CUSTOM_PARSERS}
+        ctx = FlowContext(mss=cfg.agent.mss, line_rate=float(cfg.agent.line_rate_bps),
+                          max_cwnd=float(b.cwnd_max_bytes))
+        self.algs = []              # AlgClass, by index
+        by_cls, confs = {}, {}
+
+        def conf_of(cls, params):
+            k = (cls, id(params))
+            c = confs.get(k)
+            if c is None:
+                a = by_cls.get(cls)
+                if a is None:
+                    a = by_cls[cls] = AlgClass(len(self.algs), cls, self.jit, n)
+                    self.algs.append(a)
+                c = confs[k] = FlowConf(a, params, ctx)
+            return c
+        default, per_flow = cfg.resolve()
+        self.default = conf_of(*default)
+        self.per_flow = {f: conf_of(*cp) for f, cp in per_flow.items() if f < n}
+        self.D = np.zeros(n, DECISION_DTYPE).view(np.recarray)
+        self.Dn = plain(self.D)                    # for the agent's compiled steps
+        self.Dx = self.Dn if self.jit else self.D  # for the drains
+        self.known = np.zeros(n, np.bool_)         # flows seen
+        self.falg = np.full(n, -1, np.int64)       # ... their class (-1: none, setup failed)
+        self.fmask = np.zeros(n, np.int64)         # ... the events it binds (HOST too)
+        w = cc.ring.capacity + 1
+        self.out = np.empty((2, w), np.int64)      # _select's rows and distinct flows
+        self.astart = np.zeros(len(self.algs) + 1, np.int64)
+        self.dfaults = np.empty(w, np.int64)       # a drain's faulted flows
+        self.hostbuf = np.empty(n, np.int64)       # flows with host actions to take
+        self.host_flows = []                       # flows whose algorithm binds HOST
         self.faults = {}            # (algorithm, what) -> count
-        self.c = dict(flows=0, unbound=0, no_algorithm=0, custom_unparsed=0, calls=0)
-        self.compiled = self._compiled() if self.default[0].compiled else None
+        self.c = dict(flows=0, calls=0, unbound=0, no_algorithm=0, host=0)
+        self._host_last = {}        # host action -> the value last applied
         self.busy = None            # the compiled busy loop (busyloop.py), once warmed
 
-    def _compiled(self) -> FastPath:
-        cls, params = self.default
-        a = cls(FlowContext(-1, self.cfg.agent.mss, self.cfg.agent.line_rate_bps,
-                            self.cfg.bounds.cwnd_max_bytes, self.host), params)
-        a.setup()
-        return FastPath(a, self.cc, self.filter, event_mask(a) & ENGINE_EVENTS, class_periods(a),
-                        self.c, self.fault, self._report)
-
     def start(self) -> None:
-        cls, params = self.default
-        self.cc.ctl[CTL_DEFAULT_MASK] = self._mask_of_class(cls, params)
+        self.cc.ctl[CTL_DEFAULT_MASK] = self.default.mask & ENGINE_EVENTS
 
-    def warm(self, messages, loop=None) -> None:
-        """Compile (or load) the filters and the fast path now (see
-        MessageHandler.warm); ``loop``: (doorbell, cadence, timer slack) to
-        compile the busy loop with as well."""
-        self.filter.write(self.cc, np.zeros(0, np.int64), 0)
-        if self.compiled is not None:
-            self.compiled.warm(messages)
-            if loop is not None:
-                self.busy = BusyLoop(self.compiled, *loop)
-                self.busy.warm(messages)
-
-    def _mask_of_class(self, cls, params) -> int:
-        """Bindings of a fresh instance (bindings() may read params, not setup state)."""
-        probe = cls(FlowContext(-1, self.cfg.agent.mss, self.cfg.agent.line_rate_bps), params)
-        try:
-            return event_mask(probe) & ENGINE_EVENTS
-        except Exception:
-            return event_mask(cls) & ENGINE_EVENTS
+    def warm(self, m, loop=None) -> None:
+        """Compile (or load from Numba's cache) every call now, before the
+        agent announces itself, not in its first drain (``m``: the message
+        handler, left as it was); ``loop``: (doorbell, cadence, timer slack)
+        to compile the busy loop with as well (jit and one algorithm class)."""
+        none, one = np.zeros(0, np.int64), np.zeros(1, np.int64)
+        _new_flows(none, self.known)
+        _select(none, one, none, none, 0, self.fmask, self.falg, self.known, self.out[0],
+                self.out[1], self.astart.copy())
+        self._apply(none, 0)
+        discard(self.Dn, self.dfaults, 0)
+        empty = np.zeros((0, REC_WIDTH), np.int64)
+        for a in self.algs:
+            a.rt.drain(a.Sx, a.Px, self.Dx, empty, none, self.dfaults)   # compile errors: raised
+            try:
+                a.rt.setup(a.Sx.copy(), a.Px, self.Dx.copy(), 0)
+            except nb.core.errors.NumbaError:
+                raise
+            except Exception:
+                pass              # init on an empty parameter row: only its compilation counts
+        st = np.zeros_like(m.st)
+        st[S_TAIL_AFTER] = -1
+        _poll(m._prod.copy(), m._cons.copy(), m._rec, m.ctl.copy(), m.bpa, st, m.n.copy(),
+              m._cap, m.batch_max, 0, self.cc.owner, self.cc.nic, m.last_t.copy(),
+              m.scratch.copy(), self.fmask, self.falg, self.known, self.out, self.astart.copy())
+        if loop is not None and self.jit and len(self.algs) == 1:
+            self.busy = BusyLoop(self, *loop)
+            self.busy.warm(m)
 
     # ---- containment ----------------------------------------------------
-    def fault(self, inst_or_cls, what: str, exc: BaseException | None = None) -> None:
-        name = getattr(inst_or_cls, "name", "?")
+    def fault(self, name: str, what: str, detail=None, n: int = 1) -> None:
         k = (name, what)
-        n = self.faults.get(k, 0) + 1
-        self.faults[k] = n
-        if n == 1:
+        m = self.faults.get(k, 0)
+        self.faults[k] = m + n
+        if m == 0:
             log.warning("algorithm %r: %s%s (logged once; further occurrences are counted)",
-                        name, what, f": {exc!r}" if exc is not None else "")
+                        name, what, f": {detail}" if detail is not None else "")
 
-    # ---- instances ------------------------------------------------------
-    def instance(self, flow: int):
-        a = self.inst.get(flow)
-        if a is not None or flow in self.failed:
-            return a
-        cls, params = self.per_flow.get(flow, self.default)
-        ctx = FlowContext(flow, self.cfg.agent.mss, self.cfg.agent.line_rate_bps,
-                          self.cfg.bounds.cwnd_max_bytes, self.host,
-                          int(self.cc.cwnd[flow]), int(self.cc.rate[flow]))
+    def handler_faults(self, a: AlgClass, nf: int) -> None:
+        """``nf`` records whose handler raised (their flows lost this drain's decisions)."""
+        err = a.rt.last_error
+        if err is not None:
+            e, exc = err
+            detail = f"on_{EVENT_NAMES[e].lower()}: {exc!r}"
+        else:
+            detail = "compiled: set [agent] jit = false to see the exception"
+        self.fault(a.name, "handler raised", detail, nf)
+
+    def drain_raised(self, a: AlgClass, flows, exc: BaseException) -> None:
+        """A drain raised (not a handler: those are caught inside): its
+        flows' decisions are dropped."""
+        mine = flows[self.falg[flows] == a.index]
+        self.D["set"][mine] = 0
+        self.fault(a.name, "drain raised", repr(exc))
+
+    # ---- flows ------------------------------------------------------------
+    def _setup(self, f: int) -> bool:
+        self.known[f] = True
+        conf = self.per_flow.get(f, self.default)
+        a = conf.alg
+        cc, D = self.cc, self.D
+        a.S[f] = np.zeros((), a.S.dtype)
+        a.P[f] = conf.prow
+        D[f] = np.zeros((), D.dtype)
+        D["cwnd"][f], D["rate"][f] = cc.cwnd[f], cc.rate[f]   # in force (an agent restart)
         try:
-            a = cls(ctx, params)
-            a.setup()
-            mask = event_mask(a)
-            periods = class_periods(a)
+            a.rt.setup(a.Sx, a.Px, self.Dx, f)
         except Exception as e:
-            self.fault(cls, "setup failed", e)
-            self.failed.add(flow)
-            return None
-        a._handlers = [getattr(a, HANDLERS[e]) for e in range(len(HANDLERS))]
-        a._mask = mask
-        for name, period in (cls.samplers or {}).items():
-            if self.samplers is not None:
-                try:
-                    self.samplers.add(name, period)
-                except Exception as e:
-                    self.fault(cls, f"host sampler {name!r} unavailable", e)
-        if mask >> EV_HOST & 1:
-            self.host_bound.append(a)
-        self.inst[flow] = a
-        for c, v in periods.items():   # before the mask: the engine reads both
-            self.cc.period_ns[flow, c] = v
-        self.cc.event_mask[flow] = mask & ENGINE_EVENTS
-        self.cc.flags[flow] |= FL_CC_ACTIVE
+            D["set"][f] = 0
+            self.fault(a.name, "setup failed", repr(e))
+            return False
+        self.falg[f], self.fmask[f] = a.index, conf.mask
+        for c, v in conf.periods.items():    # before the mask: the engine reads both
+            cc.period_ns[f, c] = v
+        cc.timer_ns[f] = conf.timer
+        cc.event_mask[f] = conf.mask & ENGINE_EVENTS
+        cc.flags[f] |= FL_CC_ACTIVE
         self.c["flows"] += 1
-        return a
+        if conf.mask >> EV_HOST & 1:
+            self.host_flows.append(f)
+        if not a.samplers_added:
+            a.samplers_added = True
+            for name, period in (a.cls.samplers or {}).items():
+                if self.samplers is not None:
+                    try:
+                        self.samplers.add(name, period)
+                    except Exception as e:
+                        self.fault(a.name, f"host sampler {name!r} unavailable", repr(e))
+        return True
 
-    def _call(self, a, fn, arg=None) -> None:
+    def _setup_flows(self, flows) -> np.ndarray:
+        """Set up ``flows``; returns those set up (their init may have decided)."""
+        return np.array([f for f in flows.tolist() if self._setup(f)], np.int64)
+
+    # ---- a step -------------------------------------------------------------
+    def step(self, m, now_ns: int) -> None:
+        """Poll the message handler ``m`` and deliver what it drained: one
+        compiled call for the poll and the selection when nothing unusual
+        happens, then the drains and the decisions."""
+        cc = self.cc
+        status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
+            m._prod, m._cons, m._rec, m.ctl, m.bpa, m.st, m.n, m._cap, m.batch_max, now_ns,
+            cc.owner, cc.nic, m.last_t, m.scratch, self.fmask, self.falg, self.known, self.out,
+            self.astart)
+        m.occupancy = occ
+        if status == READY:
+            self._run(m._rec, nsel, nu, unbound, no_alg, now_ns)
+        else:
+            self.finish(m, status, i, k, occ, nsel, now_ns)
+
+    def finish(self, m, status: int, i: int, k: int, occ: float, ng: int, now_ns: int) -> None:
+        """What _poll left to Python: a drain with new flows (prepared: ng
+        groups), or one in overload (only polled)."""
+        if status == NEW_FLOWS:
+            self.dispatch(RecordBatch(m._rec[i:i + k], m._rows, m._bounds[:ng + 1],
+                                      m._flows[:ng], m._events[:ng]), now_ns)
+        elif status == OVERLOAD:
+            b = m.finish(i, k, occ)
+            if b is not None:
+                self.dispatch(b, now_ns)
+
+    def dispatch(self, b: RecordBatch, now_ns: int) -> None:
+        """Deliver a message-handler RecordBatch: new flows set up, then the
+        drains and the decisions."""
+        sel = _select(b.rows, b.bounds, b.flows, b.events, 0, self.fmask, self.falg, self.known,
+                      self.out[0], self.out[1], self.astart)
+        new = None
+        if sel[0] < 0:
+            new = self._setup_flows(_new_flows(b.flows, self.known))
+            sel = _select(b.rows, b.bounds, b.flows, b.events, 0, self.fmask, self.falg,
+                          self.known, self.out[0], self.out[1], self.astart)
+        self._run(b.rec, *sel, now_ns, new)
+
+    def _run(self, rec, nsel: int, nu: int, unbound: int, no_alg: int, now_ns: int,
+             new=None) -> None:
+        """The drains over the selection in ``out`` (nsel records of nu
+        flows), then the decisions of those flows and of ``new`` ones."""
+        c = self.c
+        if unbound or no_alg:
+            c["unbound"] += unbound
+            c["no_algorithm"] += no_alg
+        flows = self.out[1][:nu]
+        if nsel > 0:
+            c["calls"] += nsel
+            rows, st = self.out[0], self.astart
+            for a in self.algs:
+                lo, hi = st.item(a.index), st.item(a.index + 1)
+                if hi > lo:
+                    self._drain(a, rec, rows[lo:hi], flows, self.dfaults)
+        if new is not None and len(new):
+            flows = np.union1d(flows, new)
+        if len(flows):
+            self._apply(flows, now_ns)
+
+    def _drain(self, a: AlgClass, rec, rows, flows, faults) -> None:
         try:
-            fn() if arg is None else fn(arg)
+            nf = a.rt.drain(a.Sx, a.Px, self.Dx, rec, rows, faults)
         except Exception as e:
-            self._fail(a, fn, e)
-
-    def _fail(self, a, fn, e: BaseException) -> None:
-        a._result = None              # a half-made decision is not a decision
-        self.fault(a, f"{getattr(fn, '__name__', 'handler')} raised", e)
-
-    # ---- delivery -------------------------------------------------------
-    def step(self, messages, now_ns: int) -> None:
-        """Poll the message handler and deliver what it drained."""
-        if self.compiled is not None:             # poll and drain fused (fastpath.py)
-            flows = self.compiled.step(messages, now_ns)
-            if flows is not None:
-                self._write(flows, now_ns)
+            self.drain_raised(a, flows, e)
             return
-        batch = messages.poll(now_ns)
-        if batch is not None:
-            self.dispatch(batch, now_ns)
+        if nf:
+            discard(self.Dn, faults, nf)
+            self.handler_faults(a, nf)
 
-    def dispatch(self, batch, now_ns: int) -> None:
-        """Deliver a message-handler Batch (groups of (flow, first arrival,
-        event, Events), each flow's groups together), then decide and write
-        per flow."""
-        if self.compiled is not None:
-            flows = self.compiled.drain(batch)
-            if flows is not None:
-                self._write(flows, now_ns)
-            return
-        touched = []
-        prev = -1
-        a = None
-        calls = 0
-        for f, _, e, ev in batch.groups:
-            if f != prev:
-                prev = f
-                a = self.inst.get(f)
-                if a is None:
-                    a = self.instance(f)
-                if a is not None:
-                    touched.append(a)
-            if a is None:
-                self.c["no_algorithm"] += len(ev)
-            elif not a._mask >> e & 1:
-                self.c["unbound"] += len(ev)
-            elif e == EV_CUSTOM:
-                calls += 1
-                self._custom(a, f, ev.rec)
-            else:
-                calls += 1
-                try:
-                    a._handlers[e](ev)
-                except Exception as exc:
-                    self._fail(a, a._handlers[e], exc)
-        self.c["calls"] += calls
-        self._decide_and_write(touched, now_ns)
+    def _apply(self, flows, now_ns: int) -> None:
+        """The decisions of ``flows`` (int64 array) into the context table,
+        then the host actions."""
+        W, cc = self.filter, self.cc
+        nf, nh = apply_write(flows, self.Dn, cc.ev, cc.ev_n, cc.probe, cc.ctl, self.hostbuf,
+                             W.stage, W.isset, W.lo, W.hi, W.last, W.n, cc.rate, cc.cwnd,
+                             cc.credit, cc.version, cc.updated_ns, now_ns, W.faults)
+        if nf:
+            self.report(W.faults[:nf])
+        if nh:
+            self.host_actions(self.hostbuf[:nh])
 
-    def _custom(self, a, flow, rec) -> None:
-        seg = rec[:, V0]
-        for sid in np.unique(seg).tolist():     # usually one segment kind
-            part = rec[seg == sid]
-            parser = self.segments.get(sid)
-            parsed = None
-            if parser is not None:
-                try:
-                    parsed = parser(*raw_bytes(part))
-                except Exception as e:
-                    self.fault(a, f"custom parser for segment {sid} raised", e)
-            else:
-                self.c["custom_unparsed"] += len(part)
-            self._call(a, a._handlers[EV_CUSTOM], Events.of(flow, EV_CUSTOM, part, parsed))
-
-    def deliver_host(self, samples, now_ns: int) -> None:
-        """Host samples (name, values) to every instance bound to HOST."""
-        if not samples or not self.host_bound:
-            return
-        for name, values in samples:
-            hs = HostSample(name, now_ns, values)
-            for a in self.host_bound:
-                self._call(a, a._handlers[EV_HOST], hs)
-        self._decide_and_write(self.host_bound, now_ns)
-
-    def _write(self, flows, now_ns: int) -> None:
-        """The staged decisions of ``flows`` through the filters into the table."""
-        self._report(self.filter.write(self.cc, flows, now_ns))
-
-    def _report(self, faults) -> None:
+    def report(self, faults) -> None:
         """Log what the filters rejected or clamped (rows flow, kind, field)."""
         for f, kind, k in faults.tolist():
-            a = self.compiled.alg if self.compiled is not None else self.inst.get(f)
-            self.fault(a, f"{FAULTS[kind]} {FIELDS[k]}")
+            a = self.falg.item(f)
+            self.fault(self.algs[a].name if a >= 0 else "?", f"{FAULTS[kind]} {FIELDS[k]}")
 
-    def _decide_and_write(self, insts, now_ns: int) -> None:
-        """decide() per flow; each decision is staged, then all pass the
-        filters and what is left is stored (most are duplicates: nothing to
-        store).  Probes asked for are flagged per flow, then the engine is
-        told once (the doorbell)."""
-        probes = 0
-        staged = []
-        for a in insts:
-            try:
-                a.decide()
-            except Exception as exc:
-                self._fail(a, a.decide, exc)
-            if a._probe:
-                a._probe = False
-                self.cc.probe[a.flow] = 1
-                probes += 1
-            r = a._result
-            if r is not None:
-                a._result = None
-                self.filter.put(a.flow, r)
-                staged.append(a.flow)
-        if staged:
-            self._write(np.array(staged, np.int64), now_ns)
-        if probes:
-            self.cc.ctl[CTL_PROBE_DOORBELL] += 1
+    # ---- host ---------------------------------------------------------------
+    def deliver_host(self, samples, now_ns: int) -> None:
+        """Host-sampler readings (name, values) as EV_HOST records to every
+        flow whose algorithm binds HOST, through the same drains."""
+        if not samples or not self.host_flows:
+            return
+        vals = [host_fields(name, v) for name, v in samples if name in SAMPLER_IDS]
+        if not vals:
+            return
+        flows = np.array(self.host_flows, np.int64)
+        rec = np.zeros((len(flows) * len(vals), REC_WIDTH), np.int64)
+        rec[:, FLOW] = np.repeat(flows, len(vals))
+        rec[:, EVENT] = EV_HOST
+        rec[:, T_FIRST] = rec[:, T_LAST] = now_ns
+        rec[:, COUNT] = 1
+        rec[:, V0:V0 + 3] = np.tile(np.array(vals, np.int64), (len(flows), 1))
+        faults = np.empty(len(rec), np.int64)
+        alg_of = self.falg[rec[:, FLOW]]
+        for a in self.algs:
+            rows = np.flatnonzero(alg_of == a.index)
+            if len(rows):
+                self._drain(a, rec, rows, flows, faults)
+        self.c["host"] += len(rec)
+        self.c["calls"] += len(rec)
+        self._apply(flows, now_ns)
+
+    def host_actions(self, flows) -> None:
+        """The host actions ``flows`` decided (their D rows), on HostActions;
+        the last of a step wins, a repeat of the value in force is not
+        applied again."""
+        D = self.D
+        for f in flows.tolist():
+            a = self.falg.item(f)
+            name = self.algs[a].name if a >= 0 else "?"
+            s = int(D["set"][f])
+            if s & D_HOST_CPU:
+                self._host_cpu(name, float(D["host_cpu"][f]))
+            if s & D_HOST_MBA:
+                self._host_mba(name, float(D["host_mba"][f]))
+            D["set"][f] = 0
+
+    def _host_cpu(self, name: str, share: float) -> None:
+        """The host cgroup's cpu.max: ``share`` of a CPU per CPU_PERIOD_US (as
+        many CPUs as the machine has or more: no limit)."""
+        if not (math.isfinite(share) and share > 0):
+            self.fault(name, "host_cpu: not a CPU share > 0", repr(share))
+            return
+        if self._host_ok(name, "cpu", share):
+            ncpu = os.cpu_count() or 1
+            r = self.host.cpu_max(None if share >= ncpu else round(share * CPU_PERIOD_US),
+                                  CPU_PERIOD_US)
+            if not r.ok:
+                self.fault(name, "host_cpu failed", r.detail)
+
+    def _host_mba(self, name: str, percent: float) -> None:
+        """resctrl memory-bandwidth allocation, ``percent`` (HostActions.mba)."""
+        if not (math.isfinite(percent) and 0 < percent <= 100):
+            self.fault(name, "host_mba: not a percent in (0, 100]", repr(percent))
+            return
+        if self._host_ok(name, "mba", percent):
+            r = self.host.mba(round(percent))
+            if not r.ok:
+                self.fault(name, "host_mba failed", r.detail)
+
+    def _host_ok(self, name: str, what: str, value: float) -> bool:
+        """Whether to act: there are host actions and the value is new."""
+        if self.host is None:
+            self.fault(name, f"host_{what}: no host actions ([host] cgroup unset)")
+            return False
+        if self._host_last.get(what) == value:
+            return False
+        self._host_last[what] = value
+        return True
+
+    # ---- for the busy loop ----------------------------------------------------
+    def arrays(self) -> FastArrays:
+        """What _select and the (one) class's drain take, for compiled code
+        that steps (the agent's busy loop)."""
+        a = self.algs[0]
+        return FastArrays(self.fmask, self.falg, self.known, self.out, self.astart, self.dfaults,
+                          self.hostbuf, a.Sx, a.Px, self.Dx)
+
+    def apply_arrays(self) -> ApplyArrays:
+        return ApplyArrays(self.cc.ev, self.cc.ev_n, self.cc.probe)
 
     # ---- teardown -------------------------------------------------------
     def teardown(self) -> None:
-        for a in self.inst.values():
-            self._call(a, a.teardown)
-        if self.compiled is not None:
-            self._call(self.compiled.alg, self.compiled.alg.teardown)
         for (name, what), n in sorted(self.faults.items()):
             if n > 1:
                 log.warning("algorithm %r: %s: %d times in all", name, what, n)
-        self.inst.clear()
-        self.host_bound.clear()
+        self.host_flows.clear()
 
     def stats(self) -> dict:
         return dict(self.c, filters=dict(self.filter.c),
                     faults={f"{n}: {w}": c for (n, w), c in self.faults.items()})
-

@@ -1,10 +1,10 @@
 """Message handler (paper §3.5): drain the report ring in batches, account for
 every record, apply back-pressure, and order records by hardware timestamps.
 
-Per step (step 1 compiled, _head; then a small batch in plain Python over
-row lists, a large one, any batch in overload and every batch for a
-compiled algorithm compiled, _prepare; all give the same results; the
-handler's state and counters are arrays the compiled steps update):
+Per step (compiled: _head, then _prepare; in overload the merge and
+eviction of step 4 run vectorised in between; the handler's state and
+counters are arrays the compiled steps update, and the agent's usual step
+fuses them with the selection of what the algorithms take, fastpath._poll):
 1. back-pressure: ring occupancy before the drain, records the producer
    refused since last step (ctl[CTL_RING_FULL] / the ring's own counter) and
    drain lag decide: how long the oldest pending record has been ready, i.e.
@@ -37,26 +37,20 @@ Conservation: producer attempts == drained + refused (+ still pending), and
 drained == delivered + merged + evicted + invalid.
 """
 from collections import namedtuple
-from operator import itemgetter
 
 import numba as nb
 import numpy as np
 
+from taurus.datapath import ccevents
 from taurus.datapath.ccshm import (CLS_RAW, COUNT, CTL_BACKPRESSURE, CTL_EVICTED, CTL_GAPS,
-                                   CTL_RING_FULL, CUSTOM_MAX, EV_ACK, EV_CREDIT, EV_CUSTOM,
-                                   EV_ECN, EV_HOST, EV_NACK, EV_OOO, EV_RTO, EV_TX, EVENT,
+                                   CTL_RING_FULL, CUSTOM_MAX, EV_CUSTOM, EV_HOST, EVENT,
                                    EVENT_CLASS, FLOW, N_EVENTS, N_VALUES, REC_WIDTH, SEQ, T_FIRST,
                                    T_LAST, V0)
-from taurus.cc_algorithms.base import BatchEvents, Events
-from taurus.datapath import ccevents
 from taurus.datapath.shmring import FULL, HEAD, SINCE, TAIL
 
 # Merge rule of each value of each event (used only in overload): the engine's.
 SUM, MAX, LAST, MIN = ccevents.SUM, ccevents.MAX, ccevents.LAST, ccevents.MIN
 MERGE = ccevents.MERGE
-SMALL_MAX = 128   # batches up to this size: plain Python (the two cross near here, 32 flows)
-_BY_KEY_TIME = itemgetter(FLOW, EVENT, T_FIRST)
-_BY_FLOW_ARRIVAL = itemgetter(0, 1, 2)
 LAG_SANE_NS = 1_000_000_000  # a lag beyond this means the clocks differ (virtual time)
 
 # The handler's state and counters live in arrays its compiled steps share.
@@ -92,25 +86,11 @@ class Counts:
         return self._i.keys()
 
 
-class Batch:
-    """``groups``: (flow, first T_FIRST, event, Events) in delivery order,
-    i.e. sorted: each flow's groups together, by first arrival; each
-    group's records oldest first.
-    The Events may be views of the ring: valid until the handler's
-    ``release()``."""
-    __slots__ = ("groups",)
-
-    def __init__(self, groups):
-        self.groups = groups
-
-    def __len__(self):
-        return len(self.groups)
-
-
 class RecordBatch:
-    """The same delivery order as arrays, for compiled algorithms: group g is
-    rows[bounds[g]:bounds[g + 1]] of ``rec`` (flow ``flows[g]``, event
-    ``events[g]``).  A view of the ring: valid until ``release()``."""
+    """A drain in delivery order: group g is rows[bounds[g]:bounds[g + 1]]
+    of ``rec`` (flow ``flows[g]``, event ``events[g]``); each flow's groups
+    together, by first arrival; each group's records oldest first.  A view
+    of the ring (and of the handler's scratch): valid until ``release()``."""
     __slots__ = ("rec", "rows", "bounds", "flows", "events")
 
     def __init__(self, rec, rows, bounds, flows, events):
@@ -118,22 +98,6 @@ class RecordBatch:
 
     def __len__(self):
         return len(self.flows)
-
-
-class GroupSums:
-    """A large batch's per-group column sums, each column computed once for
-    all groups (so an algorithm's ``ev.total(...)`` costs a lookup).  Group g
-    is rows ``rows[bounds[g]:bounds[g + 1]]`` of ``rec``."""
-    __slots__ = ("rec", "rows", "bounds", "cache")
-
-    def __init__(self, rec, rows, bounds):
-        self.rec, self.rows, self.bounds, self.cache = rec, rows, bounds, {}
-
-    def group_sum(self, j: int) -> np.ndarray:
-        s = self.cache.get(j)
-        if s is None:
-            s = self.cache[j] = np.add.reduceat(self.rec[self.rows, j], self.bounds[:-1])
-        return s
 
 
 @nb.njit(cache=True, nogil=True)
@@ -328,12 +292,11 @@ def _prepare(rec, checked, st, n, ctl, owner, nic, last_t, scratch):
 
 
 class MessageHandler:
-    def __init__(self, cc, bp, batch_max: int = 65536, small_max: int = SMALL_MAX):
+    def __init__(self, cc, bp, batch_max: int = 65536):
         self.cc, self.ring, self.ctl, self.bp = cc, cc.ring, cc.ctl, bp
         r = cc.ring.ring                    # the ring's arrays, looked up once
         self._prod, self._cons, self._rec, self._cap = r.prod, r.cons, r.rec, cc.ring.capacity
         self.batch_max = batch_max
-        self.small_max = small_max          # batches up to this size take the plain-Python path
         self.bpa = np.array([bp.high, bp.low, bp.lag_high_us * 1000, bp.max_factor,
                              bp.calm_steps, bp.evict], np.float64)
         self.st = np.zeros(N_STATE, np.int64)
@@ -343,7 +306,6 @@ class MessageHandler:
         self.c = Counts(COUNTS)
         self.n = self.c.a
         self.occupancy = 0.0
-        self.as_records = False             # poll() returns RecordBatch (compiled algorithms)
         # Where _prepare writes a drain's groups (the batches are views of these):
         # rows, bounds, flows, events, first arrivals.
         self.scratch = np.empty((5, min(batch_max, self._cap) + 1), np.int64)
@@ -403,20 +365,15 @@ class MessageHandler:
         self.occupancy = occ
         return i, k, occ
 
-    def poll(self, now_ns: int) -> Batch | None:
+    def poll(self, now_ns: int) -> RecordBatch | None:
         """Account for, check and order the next batch; call ``release()`` after
-        delivering it (the batch may be a view of the ring)."""
+        delivering it (the batch is a view of the ring)."""
         i, k, occ = self.head(now_ns)
         return self.finish(i, k, occ) if k else None
 
-    def finish(self, i: int, k: int, occ: float) -> Batch | None:
+    def finish(self, i: int, k: int, occ: float) -> RecordBatch | None:
         """Steps 2 to 5 for the k records at slot i (after head())."""
         rec = self._rec[i:i + k]
-        # A few records: plain Python over row lists (numpy's per-call cost
-        # would dominate); many, or overload: compiled.  Same results.
-        small = k <= self.small_max and occ < self.bp.evict and not self.as_records
-        if small:
-            return self._poll_small(rec.tolist())
         checked = occ >= self.bp.evict
         if checked:                          # overload: 2 and 3, then 4, then 5
             self.c["overload_steps"] += 1
@@ -426,71 +383,8 @@ class MessageHandler:
                       self.last_t, self.scratch)
         if not ng:
             return None
-        rows, bounds = self._rows[:self._bounds.item(ng)], self._bounds[:ng + 1]
-        if self.as_records:
-            return RecordBatch(rec, rows, bounds, self._flows[:ng], self._events[:ng])
-        sums = GroupSums(rec, rows, bounds)
-        b = bounds.tolist()
-        return Batch([(f, t, e, BatchEvents(f, e, rec, rows[b[g]:b[g + 1]], None, sums, g))
-                      for g, (f, t, e) in enumerate(zip(self._flows[:ng].tolist(),
-                                                        self._firsts[:ng].tolist(),
-                                                        self._events[:ng].tolist()))])
-
-    def _poll_small(self, rows: list) -> Batch | None:
-        """Steps 2, 3 and 5 over row lists (no overload here: step 4 is vectorised)."""
-        n = len(rows)
-        first = self.st.item(S_NEXT_SEQ) if self.st[S_HAVE_SEQ] else rows[0][SEQ]
-        if rows[0][SEQ] == first and rows[-1][SEQ] == first + n - 1 and \
-                (n < 3 or [x[SEQ] for x in rows] == list(range(first, first + n))):
-            self.st[S_NEXT_SEQ], self.st[S_HAVE_SEQ] = first + n, 1
-        else:
-            _seq(np.array([x[SEQ] for x in rows], np.int64), self.st, self.n, self.ctl)
-        # 3 and 5 in one pass: sort everything (invalid rows too; the sort is
-        # stable, so valid rows keep their order), then check and group.
-        if n > 1:
-            rows.sort(key=_BY_KEY_TIME)
-        mf, owner, nic = self.cc.max_flows, self.cc.owner, self.cc.nic
-        groups = []                           # (flow, first T_FIRST, event, Events)
-        pf = pe = of = -1                     # the current group's flow and event; owner memo
-        mine = False
-        delivered = 0
-        for x in rows:
-            f, e = x[FLOW], x[EVENT]
-            if x[COUNT] < 0 or (e == EV_CUSTOM and not 0 <= x[V0 + 1] <= CUSTOM_MAX):
-                continue
-            if f == pf and e == pe:           # the current group passed the other checks
-                g.append(x)
-                delivered += 1
-                continue
-            if not (0 <= f < mf and 0 <= e < N_EVENTS and e != EV_HOST):
-                continue
-            if f != of:                       # sorted by flow: its owner is read once
-                of, o = f, owner.item(f)
-                mine = o == nic or o < 0
-            if mine:
-                pf, pe, g = f, e, [x]
-                groups.append((f, x[T_FIRST], e, Events(f, e, g)))
-                delivered += 1
-        if delivered < n:
-            self.c["invalid"] += n - delivered
-        if not delivered:
-            return None
-        self.c["delivered"] += delivered
-        late = 0
-        last_t = self.last_t
-        for f, t0, e, ev in groups:
-            k = f * N_EVENTS + e
-            lt = last_t.item(k)
-            if t0 < lt:                       # oldest first: only a prefix can be late
-                late += sum([y[T_FIRST] < lt for y in ev.rows])
-            t1 = ev.rows[-1][T_FIRST]
-            if t1 > lt:
-                last_t[k] = t1
-        if late:
-            self.c["late"] += late
-        if len(groups) > 1:
-            groups.sort(key=_BY_FLOW_ARRIVAL)  # per flow, by first arrival
-        return Batch(groups)
+        return RecordBatch(rec, self._rows[:self._bounds.item(ng)], self._bounds[:ng + 1],
+                           self._flows[:ng], self._events[:ng])
 
     # ---- 1. back-pressure (_backpressure, _head) ------------------------
     def steps_to_lower(self) -> int | None:

@@ -1,14 +1,32 @@
-"""Software signal collection (paper §3.3): custom-signal parsers and host samplers.
+"""Software signal collection (paper §3.3): host samplers, and custom-segment
+parsers for tests and tools.
 
 Custom signals: the engine forwards configured feedback segments as EV_CUSTOM
-records (V0 segment id, V1 length, V2.. raw bytes in wire order).  A parser
-turns a batch of segments into named numpy columns, vectorised; it never
-trusts a length (bad rows get ``valid = False``).  Field locations come from
-taurus.datapath.wire.spec, the single definition of every wire format.
+records (``segment`` id, ``length``, then the raw bytes in wire order as
+little-endian words ``w0``..``w7``); algorithms read those words in their
+``on_custom`` handler.  The parsers here (CUSTOM_PARSERS: csig, int, credit)
+turn a batch of such records into named numpy columns, vectorised, never
+trusting a length (bad rows get ``valid = False``), for tests and offline
+tools; field locations come from taurus.datapath.wire.spec, the single
+definition of every wire format.
 
 Host signals: samplers are added on demand (an algorithm's ``samplers``, or
 the config's [host.samplers]); each runs at its own period and yields a dict
-of numbers that the agent delivers as an EV_HOST ``HostSample``.
+of numbers.  The agent turns each reading into one EV_HOST record per flow
+whose algorithm binds HOST (``host_fields``): ``source`` the sampler's id
+(SAMPLER_IDS), ``value`` and ``aux`` two of its numbers as integers:
+
+    sampler        source  value                               aux
+    cpu            1       busy share of all CPUs, ppm         iowait share, ppm
+    psi_cpu        2       "some" avg10, 1/100 of a percent    "some" stall since the
+    psi_memory     3         (PSI's own resolution)              last sample, us
+    psi_io         4
+    engine_drops   5       rx_nobuf + tx_drop since the last   rx_err + tx_err since the
+                           sample, packets                     last sample
+    netdev_drops   6       rx_dropped + tx_dropped since the   rx_errors + tx_errors since
+                           last sample, packets                the last sample
+    cgroup_memory  7       memory in use, bytes                memory.high (v2) or the
+                                                               limit (v1), bytes; -1 none
 """
 import os
 
@@ -118,11 +136,16 @@ class Unavailable(RuntimeError):
 
 
 class Sampler:
-    """Reads something now; ``sample()`` returns a dict of numbers."""
+    """Reads something now; ``sample()`` returns a dict of numbers and
+    ``fields(values)`` the two an EV_HOST record carries (value, aux)."""
     name = "?"
     period_ns = 10_000_000
 
     def sample(self) -> dict:
+        raise NotImplementedError
+
+    @staticmethod
+    def fields(v: dict) -> tuple[int, int]:
         raise NotImplementedError
 
 
@@ -158,6 +181,10 @@ class CpuSampler(Sampler):
         self.prev = now
         return out
 
+    @staticmethod
+    def fields(v):
+        return round(v["busy"] * 1e6), round(v["iowait"] * 1e6)
+
 
 class PsiSampler(Sampler):
     """/proc/pressure/<resource>: some/full avg10/60/300 (%) and stall µs since last."""
@@ -185,6 +212,10 @@ class PsiSampler(Sampler):
                 now[f"{kind}_stall_us"] = now[f"{kind}_total"] - self.prev.get(f"{kind}_total", 0)
         self.prev = now
         return now
+
+    @staticmethod
+    def fields(v):
+        return round(v["some_avg10"] * 100), int(v.get("some_stall_us", 0))
 
 
 for _res in ("cpu", "memory", "io"):
@@ -215,6 +246,10 @@ class EngineDropsSampler(Sampler):
         self.prev = now
         return out
 
+    @staticmethod
+    def fields(v):
+        return (v["rx_nobuf_delta"] + v["tx_drop_delta"], v["rx_err_delta"] + v["tx_err_delta"])
+
 
 @register_sampler("netdev_drops")
 class NetdevDropsSampler(Sampler):
@@ -233,6 +268,11 @@ class NetdevDropsSampler(Sampler):
         out = dict(now, **{f"{k}_delta": now[k] - self.prev[k] for k in self.KEYS})
         self.prev = now
         return out
+
+    @staticmethod
+    def fields(v):
+        return (v["rx_dropped_delta"] + v["tx_dropped_delta"],
+                v["rx_errors_delta"] + v["tx_errors_delta"])
 
 
 @register_sampler("cgroup_memory")
@@ -260,6 +300,22 @@ class CgroupMemorySampler(Sampler):
             if k in self.STAT_KEYS:
                 out[k] = int(v)
         return out
+
+    @staticmethod
+    def fields(v):
+        return int(v["current"]), int(v["high"])
+
+
+SAMPLER_IDS = {"cpu": 1, "psi_cpu": 2, "psi_memory": 3, "psi_io": 4, "engine_drops": 5,
+               "netdev_drops": 6, "cgroup_memory": 7}
+"""The ``source`` of an EV_HOST record: which sampler read it (0: none)."""
+assert set(SAMPLER_IDS) == set(SAMPLERS)
+
+
+def host_fields(name: str, values: dict) -> tuple[int, int, int]:
+    """(source, value, aux) of an EV_HOST record for one reading of sampler ``name``."""
+    value, aux = SAMPLERS[name].fields(values)
+    return SAMPLER_IDS[name], int(value), int(aux)
 
 
 class SamplerSet:

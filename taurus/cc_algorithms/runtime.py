@@ -10,7 +10,8 @@ each mode makes, built once per algorithm class from its one definition.
   ``rec[rows]`` (int64 ring rows, in the order given) each to its flow's
   handler, decisions accumulating in ``D[flow]`` (fields set later win, set
   bits add up); a handler that raises costs only its record's decision
-  (that flow is listed in ``faults``; the count is returned);
+  (that flow is listed in ``faults``; the count is returned); uncompiled,
+  ``Runtime.last_error`` keeps (event id, exception) of the last one;
 - ``entry``: the native call, ``(st float64[:], par float64[:], f, rec
   int64[:], dec int64[:]) -> int64`` (0 ok, 1 the handler raised), whose
   machine address the engine calls (ccnative.py) -- the same signature for
@@ -132,6 +133,25 @@ def _make_drain(dispatch):
     return drain
 
 
+def _make_py_drain(dispatch, rt):
+    """_make_drain's loop, uncompiled, keeping the last exception on ``rt``
+    (compiled code cannot keep it)."""
+    def drain(S, P, D, rec, rows, faults):
+        evs = events(rec)
+        nf = 0
+        for i in range(len(rows)):
+            ev = evs[rows[i]]
+            f = ev.flow
+            try:
+                dispatch(S[f], P[f], ev, D[f])
+            except Exception as e:
+                faults[nf] = f
+                nf += 1
+                rt.last_error = (int(ev.event), e)
+        return nf
+    return drain
+
+
 def _make_entry(dispatch, sdt, pdt):
     def entry(st, par, f, rec, dec):
         S = st.view(sdt)
@@ -172,6 +192,7 @@ class Runtime:
 
     def _build(self, alg, jit: bool) -> None:
         self.alg, self.jit = alg, jit
+        self.last_error = None
         self.key = source_key(alg)
         self.state_dtype, self.param_dtype = state_dtype(alg), param_dtype(alg)
         hs = [alg.handler(e) or _ignore for e in EVENT_NAMES]
@@ -180,7 +201,7 @@ class Runtime:
         if not jit:
             self.dispatch = raw
             self.setup = _make_setup(init, self.key)
-            self.drain = _make_drain(raw)
+            self.drain = _make_py_drain(raw, self)
             self._entry = None
             return
         njit = nb.njit(cache=True)

@@ -30,6 +30,8 @@ is optional; unknown keys and bad values are errors that name the key, as
     mss = 1024                     # bytes per packet payload
     cwnd = "20KB"                  # initial window (0: none)
     rate = "0"                     # initial pacing rate (0: unpaced)
+    jit = true                     # agent modes: the algorithm compiled (false: its
+                                   #   handlers as plain Python; per host, not per flow)
     [cc.hosts.h2]                  # per host: the same keys
     mode = "native"
 
@@ -125,6 +127,7 @@ class CcSpec:
     mss: int = 1024
     cwnd: int = 20 * 1024
     rate: int = 0
+    jit: bool = True                # the host's agent: [agent] jit
 
 
 @dataclass
@@ -283,7 +286,7 @@ def _dict(v) -> dict:
 
 # ---------------------------------------------------------------- sections
 
-_CC_KEYS = ("algorithm", "mode", "params", "mss", "cwnd", "rate")
+_CC_KEYS = ("algorithm", "mode", "params", "mss", "cwnd", "rate", "jit")
 _FLOW_CC_KEYS = ("algorithm", "mode", "params", "cwnd", "rate")   # mss is the host NIC's
 
 
@@ -294,7 +297,8 @@ def _cc(src, key, raw, base: CcSpec, keys=_CC_KEYS) -> CcSpec:
                   params=t.get("params", _dict, dict(base.params)),
                   mss=t.get("mss", _int(64, 9000), base.mss),
                   cwnd=t.get("cwnd", _size0, base.cwnd),
-                  rate=t.get("rate", _rate0, base.rate))
+                  rate=t.get("rate", _rate0, base.rate),
+                  jit=t.get("jit", _bool, base.jit))
 
 
 def _hosts(topo: T.Topology, one: bool):
