@@ -213,7 +213,8 @@ class Runner:
                     for fid, cc in flows
                     if (cc.algorithm, cc.params) != (base.algorithm, base.params)]
             cfg = agent_config({"agent": {"algorithm": base.algorithm, "params": base.params,
-                                          "mss": base.mss, "line_rate_bps": link_rate(self.x, h)},
+                                          "mss": base.mss, "line_rate_bps": link_rate(self.x, h),
+                                          "jit": base.jit},
                                 "override": over})
             slot = int(self.eng.E.devs.regs[self.nics[h], 0])
             a = Agent(self.eng.name + "-cc", cfg, cc=CcShm.attach(self.eng.name + "-cc", nic=slot),
