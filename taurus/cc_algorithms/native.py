@@ -29,6 +29,7 @@ import numpy as np
 from taurus.datapath import ccnative as CN
 from taurus.datapath.ccevents import EV_TIMER
 from taurus.datapath.devices.nic.setup import flow_nic, set_flow_mode
+from taurus.datapath.devices.nic.state import NR_LINE, NR_MSS
 
 from .algorithm import (DECISION_DTYPE, FlowContext, check_class, event_mask, param_row)
 from .params import ConfigError, Params, build
@@ -62,7 +63,8 @@ class NativeTable:
 
     # ---- building (before the engine) -------------------------------------------
     def add(self, cls) -> int:
-        """Algorithm ``cls`` (an Algorithm subclass, sender role) in the table;
+        """Algorithm ``cls`` (an Algorithm subclass; a receiver algorithm's
+        rows are per receiving NIC, see start_receiver) in the table;
         returns its id (the same id if it is there already).  Compiles its
         native entry (cached on disk)."""
         for i, a in enumerate(self.algs):
@@ -72,9 +74,6 @@ class NativeTable:
             raise ValueError("NativeTable.add: the engine has the table already; add every "
                              "algorithm before taking .native")
         check_class(cls)
-        if cls.role != "sender":
-            raise ConfigError(f"algorithm {cls.name!r}: native mode runs sender algorithms, "
-                              f"not {cls.role} ones")
         rt = Runtime(cls)
         st_off = sum(a.st_row for a in self.algs) * self.max_flows
         par_off = sum(a.par_row for a in self.algs) * self.max_flows
@@ -165,6 +164,9 @@ class NativeTable:
         if ctx is None:
             ctx = FlowContext(mss=nic["mss"], line_rate=nic["line_rate"] or FlowContext.line_rate)
             rate_max = nic["line_rate"]
+        if self.algs[alg].cls.role != "sender":
+            raise ConfigError(f"algorithm {self.algs[alg].cls.name!r} is a receiver algorithm: "
+                              f"start_receiver() gives it a NIC")
         mask, t = self.set_flow(flow, alg, params, ctx, rate_max)
         set_flow_mode(eng, flow, "native", alg=alg, event_mask=mask, timer_ns=t)
         self._init(eng, flow, alg, nic["slot"])
@@ -181,3 +183,32 @@ class NativeTable:
         rt.setup(S[flow:flow + 1], P[flow:flow + 1], D, 0)
         A.dec[:] = D.view(np.int64)
         CN.native_apply(A, eng.E.rep, slot, flow, eng.now())
+
+    # ---- per receiving NIC ----------------------------------------------------------
+    def start_receiver(self, eng, dev: int, alg: int, params=None,
+                       ctx: FlowContext | None = None) -> None:
+        """NIC device ``dev`` of ``eng`` runs receiver algorithm ``alg``
+        natively: it sees JOIN and DATA of each of its senders (nic/rxcc.py)
+        and its ``set_credit`` grants are their credit.  Its state and
+        parameter row is the NIC's index."""
+        if eng.E.alg is not self._native:
+            raise ValueError("this engine was not built with this table "
+                             "(Engine(native=table.native))")
+        cls = self.algs[alg].cls
+        if cls.role != "receiver":
+            raise ConfigError(f"algorithm {cls.name!r} is a {cls.role} algorithm, not a receiver")
+        n = int(eng.E.devs.regs[dev, 0])
+        if not n < min(self.max_flows, len(self.native.nic_alg)):
+            raise ValueError(f"NIC index {n} beyond the table's rows")
+        p = self.make_params(alg, params)
+        if ctx is None:
+            N = eng.E.nic
+            ctx = FlowContext(mss=int(N.nr[n, NR_MSS]),
+                              line_rate=float(N.nr[n, NR_LINE]) or FlowContext.line_rate)
+        self.params(alg)[n] = param_row(cls, p, ctx)[0]
+        S = self.state(alg)
+        S[n:n + 1].view(np.float64)[:] = 0.0
+        D = self._D
+        D[:] = 0
+        self.algs[alg].rt.setup(S[n:n + 1], self.params(alg)[n:n + 1], D, 0)
+        self.native.nic_alg[n] = alg

@@ -49,12 +49,16 @@ from . import ccshm as C
 from .ccevents import (D_CREDIT, D_CWND, D_EV, D_PROBE, D_RATE, DEC_CREDIT, DEC_CWND, DEC_EV,
                        DEC_EV_N, DEC_RATE, DEC_SET, N_DECISION)
 
-NativeCC = namedtuple("NativeCC", ["st", "par", "tab", "flow_alg", "lim", "rec", "dec", "decf"])
+NativeCC = namedtuple("NativeCC", ["st", "par", "tab", "flow_alg", "lim", "rec", "dec", "decf",
+                                   "nic_alg"])
 """st, par float64[:]: every algorithm's state and parameter rows; tab
 int64[K, TAB_W]: the algorithms (T_*); flow_alg int64[F]: each flow's
 algorithm, -1 none; lim float64[F, N_LIM]: each flow's decision bounds
 (L_*); rec int64[REC_WIDTH], dec int64[N_DECISION]: the event and decision
-scratch of one call; decf: dec's words as float64 (the same memory)."""
+scratch of one call; decf: dec's words as float64 (the same memory);
+nic_alg int64[MAX_NICS]: each NIC's receiver algorithm, -1 none (its state
+and parameter row is the NIC's index)."""
+MAX_NICS = 256
 
 T_ENTRY, T_ST_OFF, T_ST_ROW, T_PAR_OFF, T_PAR_ROW = range(5)
 TAB_W = 8
@@ -70,15 +74,18 @@ SIG = types.int64(types.float64[::1], types.float64[::1], types.int64, types.int
 (st region, par region, flow, event record, decision) -> 0 ok, 1 raised."""
 
 
-def native_cc(st, par, tab, flow_alg, lim) -> NativeCC:
+def native_cc(st, par, tab, flow_alg, lim, nic_alg=None) -> NativeCC:
     """Package a table for ``Engine(native=...)`` (with its call scratch)."""
     dec = np.zeros(N_DECISION, np.int64)
+    if nic_alg is None:
+        nic_alg = np.full(MAX_NICS, -1, np.int64)
     return NativeCC(st=np.ascontiguousarray(st, np.float64),
                     par=np.ascontiguousarray(par, np.float64),
                     tab=np.ascontiguousarray(tab, np.int64),
                     flow_alg=np.ascontiguousarray(flow_alg, np.int64),
                     lim=np.ascontiguousarray(lim, np.float64),
-                    rec=np.zeros(C.REC_WIDTH, np.int64), dec=dec, decf=dec.view(np.float64))
+                    rec=np.zeros(C.REC_WIDTH, np.int64), dec=dec, decf=dec.view(np.float64),
+                    nic_alg=np.ascontiguousarray(nic_alg, np.int64))
 
 
 def no_native() -> NativeCC:
@@ -197,3 +204,42 @@ def native_apply(A, R, k, flow, now):
     if wrote:
         R.updated_ns[flow] = now
         R.version[flow] += 1
+
+
+@nb.njit(cache=True)
+def native_receiver(A, R, n, sender, ev, now, v0, v1, v2, v3, v4, v5):
+    """Event ev about `sender` (a receive PDC of NIC n) to NIC n's receiver
+    algorithm (state and parameter row n); returns the cumulative credit it
+    granted that sender (bytes), or -1 if it granted none (or a value that
+    is not a finite number >= 0: rejected and counted)."""
+    a = A.nic_alg[n]
+    if a < 0:
+        return np.int64(-1)
+    rec = A.rec
+    rec[C.SEQ] = 0
+    rec[C.FLOW] = sender
+    rec[C.EVENT] = ev
+    rec[C.T_FIRST] = now
+    rec[C.T_LAST] = now
+    rec[C.COUNT] = 1
+    rec[C.V0], rec[C.V0 + 1], rec[C.V0 + 2], rec[C.V0 + 3] = v0, v1, v2, v3
+    rec[C.V0 + 4], rec[C.V0 + 5] = v4, v5
+    for i in range(6, C.N_VALUES):
+        rec[C.V0 + i] = 0
+    A.dec[DEC_SET] = 0
+    t = A.tab[a]
+    nf = A.flow_alg.shape[0]
+    so, sr, po, pr = t[T_ST_OFF], t[T_ST_ROW], t[T_PAR_OFF], t[T_PAR_ROW]
+    ctl = R.ctls[min(n, R.ctls.shape[0] - 1)]
+    ctl[C.CTL_NATIVE_CALLS] += 1
+    r = _call_entry(t[T_ENTRY], A.st[so:so + nf * sr], A.par[po:po + nf * pr], n, rec, A.dec)
+    if r != 0:
+        ctl[C.CTL_NATIVE_FAULTS] += 1
+        return np.int64(-1)
+    if (A.dec[DEC_SET] & D_CREDIT) == 0:
+        return np.int64(-1)
+    v = A.decf[DEC_CREDIT]
+    if not (np.isfinite(v) and v >= 0):
+        ctl[C.CTL_NATIVE_REJECTED] += 1
+        return np.int64(-1)
+    return np.int64(np.rint(min(v, 1e18)))

@@ -66,6 +66,7 @@ class Runner:
         self.eng = None
         self.agents: dict = {}                      # host -> in-process Agent
         self.native: NativeTable | None = None
+        self.receivers: dict = {}       # host -> (receiver algorithm id, params)
         self.native_flows: dict[int, tuple] = {}    # plan index -> (algorithm id, Params)
         self.alg_name: dict[int, str] = {}          # plan index -> native algorithm's name
         self.nics: dict[str, int] = {}
@@ -133,6 +134,19 @@ class Runner:
             tab = tab or NativeTable(max_flows)
             self.native_flows[k] = (tab.add(cls), params)
             self.alg_name[k] = cls.name
+        for h in sorted({f.dst for f in self.plan.flows}):
+            cc = self.x.host_cc(h)
+            if not cc.receiver:
+                continue
+            where = f"cc.hosts.{h}" if h in self.x.cc_hosts else "cc"
+            try:
+                cls = lookup(cc.receiver, role="receiver")
+                params = make_params(cls, cc.receiver_params, f"{where}.receiver_params")
+            except ConfigError as e:
+                raise ExperimentError(self.x.source, e.key or f"{where}.receiver",
+                                      e.message) from None
+            tab = tab or NativeTable(max_flows)
+            self.receivers[h] = (tab.add(cls), params)
         return tab
 
     def build(self) -> None:
@@ -171,10 +185,14 @@ class Runner:
                                            rx_buf_bytes=cap[h], rto_min_ns=WALL_RTO_STEPS * self.step,
                                            rto_init_ns=2 * WALL_RTO_STEPS * self.step)
         self._start_agents()
+        for h, (alg, params) in self.receivers.items():
+            self.native.start_receiver(eng, self.nics[h], alg, params,
+                                       FlowContext(mss=x.host_cc(h).mss, line_rate=link_rate(x, h)))
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)
             fid = NS.add_flow(eng, self.nics[f.src], topo.mac_of(f.dst), topo.ip_of(f.dst),
-                              rate_bps=cc.rate, cwnd_bytes=cc.cwnd, buf_bytes=max(1, f.budget))
+                              rate_bps=cc.rate, cwnd_bytes=cc.cwnd, buf_bytes=max(1, f.budget),
+                              credit=f.dst in self.receivers)
             assert fid == k + 1, "flow ids follow the plan (agent overrides rely on it)"
             if cc.mode == "native":
                 alg, params = self.native_flows[k]

@@ -32,6 +32,8 @@ is optional; unknown keys and bad values are errors that name the key, as
     rate = "0"                     # initial pacing rate (0: unpaced)
     jit = true                     # agent modes: the algorithm compiled (false: its
                                    #   handlers as plain Python; per host, not per flow)
+    receiver = ""                  # the receiving host's algorithm (role "receiver", native
+    receiver_params = {}           #   in its NIC); flows to it are credit (RCCC) flows
     [cc.hosts.h2]                  # per host: the same keys
     mode = "native"
 
@@ -128,6 +130,8 @@ class CcSpec:
     cwnd: int = 20 * 1024
     rate: int = 0
     jit: bool = True                # the host's agent: [agent] jit
+    receiver: str = ""              # the host's receiver algorithm ("" none)
+    receiver_params: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -224,6 +228,12 @@ def _str(v) -> str:
     return v
 
 
+def _str0(v) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"expected a string, got {U.quote(v)}")
+    return v
+
+
 def _bool(v) -> bool:
     if not isinstance(v, bool):
         raise ValueError(f"expected true or false, got {U.quote(v)}")
@@ -286,7 +296,8 @@ def _dict(v) -> dict:
 
 # ---------------------------------------------------------------- sections
 
-_CC_KEYS = ("algorithm", "mode", "params", "mss", "cwnd", "rate", "jit")
+_CC_KEYS = ("algorithm", "mode", "params", "mss", "cwnd", "rate", "jit", "receiver",
+            "receiver_params")
 _FLOW_CC_KEYS = ("algorithm", "mode", "params", "cwnd", "rate")   # mss is the host NIC's
 
 
@@ -298,7 +309,9 @@ def _cc(src, key, raw, base: CcSpec, keys=_CC_KEYS) -> CcSpec:
                   mss=t.get("mss", _int(64, 9000), base.mss),
                   cwnd=t.get("cwnd", _size0, base.cwnd),
                   rate=t.get("rate", _rate0, base.rate),
-                  jit=t.get("jit", _bool, base.jit))
+                  jit=t.get("jit", _bool, base.jit),
+                  receiver=t.get("receiver", _str0, base.receiver),
+                  receiver_params=t.get("receiver_params", _dict, dict(base.receiver_params)))
 
 
 def _hosts(topo: T.Topology, one: bool):

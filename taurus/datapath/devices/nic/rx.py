@@ -28,6 +28,7 @@ from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
 from .frame import ECN_CE, PDS_OFF, frame_l2l4, frame_new, tx_emit
+from .rxcc import rx_cc_data
 from ..table import CTL_YIELD
 from .state import (C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
                         C_DROP_WRONG_PDC, C_PDC_OPEN, C_RX_CE, C_RX_DATA, C_RX_DUP, C_RX_OOO,
@@ -51,11 +52,14 @@ def _ring_put(ring, base, cap, off, src, so, ln):
 
 
 @hot
-def rx_grant_credit(N, n, r, now):
-    """Cumulative credit for an RCCC sender (bytes).  Placeholder policy until
-    the algorithms arrive: a static window beyond what has arrived, bounded
-    by the sender's backlog; never decreasing.  The real RCCC divides the
-    link over the Active Sender Table per time slice."""
+def rx_grant_credit(N, n, r, now, decided):
+    """Cumulative credit for an RCCC sender (bytes).  ``decided``: the NIC
+    has a receiver algorithm, whose grants (rxcc.py) are the credit.
+    Otherwise the default policy: a static window (credit_window) beyond
+    what has arrived, bounded by the sender's backlog, at least the initial
+    credit; never decreasing."""
+    if decided:
+        return N.rp[r, RP_CREDIT]
     g = N.rp[r, RP_RCVD] + min(N.nr[n, NR_CREDIT_WIN], N.rp[r, RP_TARGET])
     g = max(g, N.nr[n, NR_INIT_CREDIT])
     if g > N.rp[r, RP_CREDIT]:
@@ -84,7 +88,7 @@ def send_ack(E, n, r, now):
     cack = _ack_header(rp, r, buf, q, t, has_ts)
     _ack_sack(N, rp, r, buf, q, cack)
     if t == S.T_ACK_CC:
-        _ack_cc_state(N, rp, n, r, buf, q, cc, now)
+        _ack_cc_state(N, rp, n, r, buf, q, cc, E.alg.nic_alg[n] >= 0, now)
     else:
         _ack_csig_echo(rp, r, buf, q)
     if has_ts:
@@ -133,12 +137,12 @@ def _ack_sack(N, rp, r, buf, q, cack):
 
 
 @hot_stage
-def _ack_cc_state(N, rp, n, r, buf, q, cc, now):
+def _ack_cc_state(N, rp, n, r, buf, q, cc, decided, now):
     """ACK_CC's congestion state: a credit grant (RCCC) or the bytes received
     (NSCC, 256 B units), and the out-of-order count."""
     if cc:
         set_field(buf, q, S.ACK_CC_CC_TYPE, S.CC_CREDIT)
-        g = rx_grant_credit(N, n, r, now)
+        g = rx_grant_credit(N, n, r, now, decided)
         set_field(buf, q, S.ACK_CC_CREDIT, (g // S.CREDIT_UNIT_BYTES) & 0xFFFFFF)
     else:
         set_field(buf, q, S.ACK_CC_CC_TYPE, S.CC_NSCC)
@@ -325,10 +329,12 @@ def _rx_place(E, N, d, rp, n, r, i, p, msk, now):
     N.rs_msg[r, s] = d[D_SES_MSG_ID] + 1 if (d[D_SES_FLAGS] & S.SF_EOM) else 0
     rp[r, RP_RCVD] += ln
     N.ncnt[n, C_RX_DATA] += 1
+    was_cc = rp[r, RP_CC]
     if d[D_PDS_TYPE] == S.T_RUD_CC_REQ:
         rp[r, RP_CC] = 1
         rp[r, RP_TARGET] = get_field(buf, d[D_PDS_OFF], S.RUD_CC_REQ_CREDIT_TARGET) \
             * S.CREDIT_UNIT_BYTES
+    rx_cc_data(E, rp, n, r, p, ln, d[D_IP_ECN] == ECN_CE, was_cc, now)
     return True
 
 
