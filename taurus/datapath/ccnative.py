@@ -121,12 +121,11 @@ def _call_entry(typingctx, addr, st, par, f, rec, dec):
 
 
 @nb.njit(cache=True)
-def native_call(A, R, k, flow, ev, now):
-    """Flow `flow`'s algorithm on the event whose values are in A.rec[V0:]
-    already; apply what it decided.  k: the flow's NIC slot (counters)."""
-    a = A.flow_alg[flow]
-    if a < 0:
-        return
+def _invoke(A, ctl, a, row, flow, ev, now):
+    """Algorithm a on the event whose values are in A.rec[V0:] already, with
+    state and parameter row `row`, the record naming `flow`; returns the
+    entry's status (0 ok, 1 the handler raised: counted).  The decision is
+    left in A.dec."""
     rec = A.rec
     rec[C.SEQ] = 0
     rec[C.FLOW] = flow
@@ -138,13 +137,20 @@ def native_call(A, R, k, flow, ev, now):
     t = A.tab[a]
     nf = A.flow_alg.shape[0]
     so, sr, po, pr = t[T_ST_OFF], t[T_ST_ROW], t[T_PAR_OFF], t[T_PAR_ROW]
-    ctl = R.ctls[k]
     ctl[C.CTL_NATIVE_CALLS] += 1
-    r = _call_entry(t[T_ENTRY], A.st[so:so + nf * sr], A.par[po:po + nf * pr], flow, rec, A.dec)
+    r = _call_entry(t[T_ENTRY], A.st[so:so + nf * sr], A.par[po:po + nf * pr], row, rec, A.dec)
     if r != 0:
         ctl[C.CTL_NATIVE_FAULTS] += 1
-        return
-    native_apply(A, R, k, flow, now)
+    return r
+
+
+@nb.njit(cache=True)
+def native_call(A, R, k, flow, ev, now):
+    """Flow `flow`'s algorithm on the event whose values are in A.rec[V0:]
+    already; apply what it decided.  k: the flow's NIC slot (counters)."""
+    a = A.flow_alg[flow]
+    if a >= 0 and _invoke(A, R.ctls[k], a, flow, flow, ev, now) == 0:
+        native_apply(A, R, k, flow, now)
 
 
 @nb.njit(cache=True)
@@ -216,25 +222,12 @@ def native_receiver(A, R, n, sender, ev, now, v0, v1, v2, v3, v4, v5):
     if a < 0:
         return np.int64(-1)
     rec = A.rec
-    rec[C.SEQ] = 0
-    rec[C.FLOW] = sender
-    rec[C.EVENT] = ev
-    rec[C.T_FIRST] = now
-    rec[C.T_LAST] = now
-    rec[C.COUNT] = 1
     rec[C.V0], rec[C.V0 + 1], rec[C.V0 + 2], rec[C.V0 + 3] = v0, v1, v2, v3
     rec[C.V0 + 4], rec[C.V0 + 5] = v4, v5
     for i in range(6, C.N_VALUES):
         rec[C.V0 + i] = 0
-    A.dec[DEC_SET] = 0
-    t = A.tab[a]
-    nf = A.flow_alg.shape[0]
-    so, sr, po, pr = t[T_ST_OFF], t[T_ST_ROW], t[T_PAR_OFF], t[T_PAR_ROW]
     ctl = R.ctls[min(n, R.ctls.shape[0] - 1)]
-    ctl[C.CTL_NATIVE_CALLS] += 1
-    r = _call_entry(t[T_ENTRY], A.st[so:so + nf * sr], A.par[po:po + nf * pr], n, rec, A.dec)
-    if r != 0:
-        ctl[C.CTL_NATIVE_FAULTS] += 1
+    if _invoke(A, ctl, a, n, sender, ev, now) != 0:
         return np.int64(-1)
     if (A.dec[DEC_SET] & D_CREDIT) == 0:
         return np.int64(-1)
