@@ -34,6 +34,12 @@ def win_on_join(s, p, ev, d):
 
 
 @kernel
+def win_on_leave(s, p, ev, d):
+    s.leaves += 1
+    s.joined[ev.flow] -= 1
+
+
+@kernel
 def win_on_data(s, p, ev, d):
     s.rcvd[ev.flow] += ev.bytes
     s.backlog[ev.flow] = ev.backlog
@@ -46,10 +52,11 @@ class Window(Algorithm):
     name = "test-window"
     role = "receiver"
     Params = WindowParams
-    state = ("joins", ("joined", SENDERS), ("rcvd", SENDERS), ("granted", SENDERS),
+    state = ("joins", "leaves", ("joined", SENDERS), ("rcvd", SENDERS), ("granted", SENDERS),
              ("backlog", SENDERS))
-    binds = ("JOIN", "DATA")
+    binds = ("JOIN", "DATA", "LEAVE")
     on_join = staticmethod(win_on_join)
+    on_leave = staticmethod(win_on_leave)
     on_data = staticmethod(win_on_data)
 
 
@@ -61,16 +68,19 @@ def test_receiver_sees_its_senders_and_its_grants_gate_them():
     d1 = add_nic(eng, a, MAC1, IP1, line_rate_bps=10_000_000_000, mss=MSS, init_credit=2048)
     d2 = add_nic(eng, b, MAC2, IP2, line_rate_bps=10_000_000_000, mss=MSS, init_credit=2048)
     with eng:
-        tab.start_receiver(eng, d2, win, {"window": 6 * 1024})
+        tab.start_receiver(eng, d2, win, {"window": 6 * 1024}, idle_ns=200_000)
         flows = [add_flow(eng, d1, MAC2, IP2, credit=True, init_credit=2048) for _ in range(2)]
         data = [bytes([k + 1]) * (200_000 + 1000 * k) for k in range(2)]
         for f, x in zip(flows, data):
             nic_post(eng, d1, f, x)
-        eng.run_for(10**8)
         S = tab.state(win)[int(eng.E.devs.regs[d2, 0])]
-        assert S["joins"] == 2                               # each sender joined once
+        while not all(flow_done(eng, f) for f in flows):
+            eng.run_for(20_000)
+        assert S["joins"] == 2 and S["leaves"] == 0          # each sender joined once
         rs = np.flatnonzero(S["joined"])
         assert len(rs) == 2 and (S["joined"][rs] == 1).all()
+        eng.run_for(1_000_000)                               # silent past the idle timeout
+        assert S["leaves"] == 2 and (S["joined"][rs] == 0).all()
         assert sorted(S["rcvd"][rs]) == [len(x) for x in data]      # every byte, as DATA
         assert (S["backlog"][rs] > 0).all()
         for f, x in zip(flows, data):
@@ -113,7 +123,7 @@ def test_experiment_runs_a_sender_and_a_receiver_algorithm(mode, tmp_path):
     the flows become credit flows the receiver's grants pace, and finish."""
     from taurus.experiment.runner import run_experiment
     x = _experiment({"algorithm": "dctcp", "mode": mode, "receiver": "test_cc_receiver:Window",
-                     "receiver_params": {"window": 8192}})
+                     "receiver_params": {"window": 8192}, "receiver_idle": "100us"})
     s = run_experiment(x, str(tmp_path), "virtual")
     assert s["complete"] and not s["error"]
     assert all(f["done"] for f in s["flows"]), s["flows"]

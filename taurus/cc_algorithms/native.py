@@ -28,7 +28,7 @@ import numpy as np
 
 from taurus.datapath import ccnative as CN
 from taurus.datapath.ccevents import EV_TIMER
-from taurus.datapath.devices.nic.setup import flow_nic, set_flow_mode
+from taurus.datapath.devices.nic.setup import flow_nic, nic_rx_idle, set_flow_mode
 from taurus.datapath.devices.nic.state import NR_LINE, NR_MSS
 
 from .algorithm import (DECISION_DTYPE, FlowContext, check_class, event_mask, param_row)
@@ -37,6 +37,7 @@ from .runtime import Runtime
 
 RATE_MIN = 100_000.0
 CREDIT_MAX = float(1 << 30)
+IDLE_NS = 500_000              # a receiver's senders leave after this long silent
 
 
 @dataclasses.dataclass
@@ -186,11 +187,11 @@ class NativeTable:
 
     # ---- per receiving NIC ----------------------------------------------------------
     def start_receiver(self, eng, dev: int, alg: int, params=None,
-                       ctx: FlowContext | None = None) -> None:
+                       ctx: FlowContext | None = None, idle_ns: int = IDLE_NS) -> None:
         """NIC device ``dev`` of ``eng`` runs receiver algorithm ``alg``
-        natively: it sees JOIN and DATA of each of its senders (nic/rxcc.py)
-        and its ``set_credit`` grants are their credit.  Its state and
-        parameter row is the NIC's index."""
+        natively: it sees JOIN, DATA and LEAVE (silent for idle_ns) of each
+        of its senders (nic/rxcc.py) and its ``set_credit`` grants are their
+        credit.  Its state and parameter row is the NIC's index."""
         if eng.E.alg is not self._native:
             raise ValueError("this engine was not built with this table "
                              "(Engine(native=table.native))")
@@ -212,3 +213,4 @@ class NativeTable:
         D[:] = 0
         self.algs[alg].rt.setup(S[n:n + 1], self.params(alg)[n:n + 1], D, 0)
         self.native.nic_alg[n] = alg
+        nic_rx_idle(eng, dev, idle_ns)

@@ -187,7 +187,8 @@ class Runner:
         self._start_agents()
         for h, (alg, params) in self.receivers.items():
             self.native.start_receiver(eng, self.nics[h], alg, params,
-                                       FlowContext(mss=x.host_cc(h).mss, line_rate=link_rate(x, h)))
+                                       FlowContext(mss=x.host_cc(h).mss, line_rate=link_rate(x, h)),
+                                       idle_ns=x.host_cc(h).receiver_idle)
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)
             fid = NS.add_flow(eng, self.nics[f.src], topo.mac_of(f.dst), topo.ip_of(f.dst),

@@ -34,6 +34,7 @@ is optional; unknown keys and bad values are errors that name the key, as
                                    #   handlers as plain Python; per host, not per flow)
     receiver = ""                  # the receiving host's algorithm (role "receiver", native
     receiver_params = {}           #   in its NIC); flows to it are credit (RCCC) flows
+    receiver_idle = "500us"        # its senders leave (LEAVE) after this long silent
     [cc.hosts.h2]                  # per host: the same keys
     mode = "native"
 
@@ -132,6 +133,7 @@ class CcSpec:
     jit: bool = True                # the host's agent: [agent] jit
     receiver: str = ""              # the host's receiver algorithm ("" none)
     receiver_params: dict = field(default_factory=dict)
+    receiver_idle: int = 500_000    # ns: its senders leave after this long silent (0: never)
 
 
 @dataclass
@@ -297,7 +299,7 @@ def _dict(v) -> dict:
 # ---------------------------------------------------------------- sections
 
 _CC_KEYS = ("algorithm", "mode", "params", "mss", "cwnd", "rate", "jit", "receiver",
-            "receiver_params")
+            "receiver_params", "receiver_idle")
 _FLOW_CC_KEYS = ("algorithm", "mode", "params", "cwnd", "rate")   # mss is the host NIC's
 
 
@@ -311,7 +313,8 @@ def _cc(src, key, raw, base: CcSpec, keys=_CC_KEYS) -> CcSpec:
                   rate=t.get("rate", _rate0, base.rate),
                   jit=t.get("jit", _bool, base.jit),
                   receiver=t.get("receiver", _str0, base.receiver),
-                  receiver_params=t.get("receiver_params", _dict, dict(base.receiver_params)))
+                  receiver_params=t.get("receiver_params", _dict, dict(base.receiver_params)),
+                  receiver_idle=t.get("receiver_idle", _delay0, base.receiver_idle))
 
 
 def _hosts(topo: T.Topology, one: bool):

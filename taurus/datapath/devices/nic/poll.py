@@ -15,8 +15,9 @@ from ...wire.parse import parse_frame
 from .ack import rx_ack, rx_nack
 from .frame import tx_flush
 from .rx import ack_timer, rx_control, rx_data
+from .rxcc import rx_cc_idle
 from .state import (C_DROP_BAD_TYPE, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRAMES, NR_IP,
-                        NR_PORT, TK_ACK, TK_PACE, TK_RTO, TK_SHIFT, FL_SCHED, SCH_IDLE,
+                        NR_PORT, TK_ACK, TK_PACE, TK_RTO, TK_RXIDLE, TK_SHIFT, FL_SCHED, SCH_IDLE,
                         NicState, make_nic_state)
 from .sq import sq_poll
 from .tx import flow_wake, probe_commands, rto_expired, tx_schedule
@@ -78,5 +79,7 @@ def nic_timer(E, d, timer, now):
         work = rto_expired(E, n, x, timer, now)
     elif kind == TK_ACK:
         work = ack_timer(E, n, x, now)
+    elif kind == TK_RXIDLE:
+        rx_cc_idle(E, n, now)
     tx_flush(E, n, now)
     return work      # TK_TX: the line is free again; the poll that follows sends

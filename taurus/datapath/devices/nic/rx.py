@@ -329,12 +329,11 @@ def _rx_place(E, N, d, rp, n, r, i, p, msk, now):
     N.rs_msg[r, s] = d[D_SES_MSG_ID] + 1 if (d[D_SES_FLAGS] & S.SF_EOM) else 0
     rp[r, RP_RCVD] += ln
     N.ncnt[n, C_RX_DATA] += 1
-    was_cc = rp[r, RP_CC]
     if d[D_PDS_TYPE] == S.T_RUD_CC_REQ:
         rp[r, RP_CC] = 1
         rp[r, RP_TARGET] = get_field(buf, d[D_PDS_OFF], S.RUD_CC_REQ_CREDIT_TARGET) \
             * S.CREDIT_UNIT_BYTES
-    rx_cc_data(E, rp, n, r, p, ln, d[D_IP_ECN] == ECN_CE, was_cc, now)
+    rx_cc_data(E, rp, n, r, p, ln, d[D_IP_ECN] == ECN_CE, now)
     return True
 
 

@@ -28,7 +28,7 @@ from ... import ccshm as C
 from ...ccnative import T_ENTRY, T_ST_OFF, T_ST_ROW
 from ...report import TimerE, report_timer_start
 from ...wire import spec as S
-from .state import (CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
+from .state import (NR_RX_IDLE, NR_RX_TIMER, TK_RXIDLE, CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
                         FL_RTO, FL_SCHED, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO,
@@ -46,7 +46,7 @@ from .app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
 from .shm import NicShm
 from .tx import wake_flow
 from ..table import NIC
-from ...wheel import wheel_alloc
+from ...wheel import wheel_alloc, wheel_schedule
 from ...wire.desc import status_counts
 
 DATA_HDR = (S.ETH_SIZE + S.IPV4_SIZE + S.UDP_SIZE + S.RUD_CC_REQ_SIZE + S.PROBE_SIZE
@@ -131,6 +131,22 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     r[NR_TXTIMER] = t
     N.meta[M_NNIC] = n + 1
     return d
+
+
+def nic_rx_idle(eng, d: int, idle_ns: int) -> None:
+    """Senders of NIC `d` silent for idle_ns leave its receiver algorithm's
+    table (rxcc.py: LEAVE); 0: never.  Starts the NIC's idle scan."""
+    N = eng.E.nic
+    n = int(eng.E.devs.regs[d, 0])
+    if idle_ns < 0:
+        raise ValueError("idle_ns must be >= 0")
+    N.nr[n, NR_RX_IDLE] = int(idle_ns)
+    if idle_ns and N.nr[n, NR_RX_TIMER] <= 0:
+        t = wheel_alloc(eng.E.wheel, d, (TK_RXIDLE << TK_SHIFT) | n)
+        if t < 0:
+            raise ValueError("timing wheel full (Engine(timers=...))")
+        N.nr[n, NR_RX_TIMER] = t
+        wheel_schedule(eng.E.wheel, t, eng.now() + max(idle_ns // 2, 1))
 
 
 def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int = 0,

@@ -43,7 +43,10 @@ NicState = namedtuple("NicState", [
 # ---- per NIC (nr) ----
 (NR_DEV, NR_PORT, NR_MAC, NR_IP, NR_LINE, NR_TXFREE, NR_TXTIMER, NR_MSS, NR_ACK_EVERY,
  NR_ACK_DELAY, NR_RTO_MIN, NR_RTO_MAX, NR_RETRIES, NR_INIT_CREDIT, NR_CREDIT_WIN,
- NR_RXCAP, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXN, NR_BUDGET, NR_DUPTHRESH, NR_RTO_INIT) = range(22)
+ NR_RXCAP, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXN, NR_BUDGET, NR_DUPTHRESH, NR_RTO_INIT,
+ NR_RX_IDLE, NR_RX_TIMER) = range(24)
+"""NR_RX_IDLE: a receiver algorithm's sender idle timeout (ns; rxcc.py);
+NR_RX_TIMER: the wheel timer of its idle scan."""
 N_NR = 24
 
 # ---- per NIC counters (ncnt): drops are named by cause ----
@@ -95,7 +98,9 @@ SL_EMPTY, SL_INFL, SL_SACKED, SL_LOST, SL_RETX = 0, 1, 2, 3, 4
 (RP_NIC, RP_PEER_MAC, RP_PEER_IP, RP_PEER_PDC, RP_EV, RP_NXT, RP_BUFOFF, RP_BUFCAP,
  RP_DELIV, RP_RCVD, RP_PEND, RP_ECN, RP_CSIG_FMT, RP_CSIG_T, RP_CSIG_S, RP_CSIG_LM,
  RP_CSIG_D, RP_TS, RP_TSSEQ, RP_HAS_TS, RP_NACKED, RP_OOO, RP_CC, RP_TARGET, RP_CREDIT,
- RP_T_ACK, RP_READ, RP_TRIG, RP_WBLOCK, RP_WADV) = range(30)
+ RP_T_ACK, RP_READ, RP_TRIG, RP_WBLOCK, RP_WADV, RP_LAST_T, RP_JOINED) = range(32)
+"""RP_LAST_T / RP_JOINED: the sender's last data (ns) and whether it is in
+the receiver algorithm's table (rxcc.py)."""
 N_RP = 32
 
 # ---- meta ----
@@ -125,7 +130,7 @@ N_REQ, N_REQW = 16, 8
 RQ_FREE, RQ_ASKED, RQ_DONE, RQ_FAILED = 0, 1, 2, 3
 
 # ---- wheel timer argument: kind << 32 | index ----
-TK_PACE, TK_RTO, TK_ACK, TK_TX, TK_SHIFT = 1, 2, 3, 4, 32
+TK_PACE, TK_RTO, TK_ACK, TK_TX, TK_RXIDLE, TK_SHIFT = 1, 2, 3, 4, 5, 32
 TXB = 64   # per-NIC TX batch
 
 
