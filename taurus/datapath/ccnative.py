@@ -156,11 +156,17 @@ def native_call(A, R, k, flow, ev, now):
 @nb.njit(cache=True)
 def native_signal(A, R, k, flow, ev, now, v0, v1, v2, v3):
     """One signal (report.py's four values) to a native flow's algorithm."""
-    rec = A.rec
-    rec[C.V0], rec[C.V0 + 1], rec[C.V0 + 2], rec[C.V0 + 3] = v0, v1, v2, v3
-    for i in range(4, C.N_VALUES):
-        rec[C.V0 + i] = 0
+    _values(A.rec, v0, v1, v2, v3, 0, 0)
     native_call(A, R, k, flow, ev, now)
+
+
+@nb.njit(cache=True, inline="always")
+def _values(rec, v0, v1, v2, v3, v4, v5):
+    """The record's values V0..V5; the rest 0."""
+    rec[C.V0], rec[C.V0 + 1], rec[C.V0 + 2], rec[C.V0 + 3] = v0, v1, v2, v3
+    rec[C.V0 + 4], rec[C.V0 + 5] = v4, v5
+    for i in range(6, C.N_VALUES):
+        rec[C.V0 + i] = 0
 
 
 @nb.njit(cache=True, inline="always")
@@ -221,11 +227,7 @@ def native_receiver(A, R, n, sender, ev, now, v0, v1, v2, v3, v4, v5):
     a = A.nic_alg[n]
     if a < 0:
         return np.int64(-1)
-    rec = A.rec
-    rec[C.V0], rec[C.V0 + 1], rec[C.V0 + 2], rec[C.V0 + 3] = v0, v1, v2, v3
-    rec[C.V0 + 4], rec[C.V0 + 5] = v4, v5
-    for i in range(6, C.N_VALUES):
-        rec[C.V0 + i] = 0
+    _values(A.rec, v0, v1, v2, v3, v4, v5)
     ctl = R.ctls[min(n, R.ctls.shape[0] - 1)]
     if _invoke(A, ctl, a, n, sender, ev, now) != 0:
         return np.int64(-1)
