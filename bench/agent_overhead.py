@@ -5,8 +5,8 @@ run four ways -- native (DCTCP compiled into the engine), agent (TAURUS:
 aggregated reports, one message per flow per RTT, DCTCP's handlers as plain
 Python, ``[agent] jit = false``), agent-jit (the same handlers compiled,
 ``jit = true``: same decisions, a fraction of the CPU) and per-event (the
-agent with aggregation off, CCP-like; DCTCP as plain Python) -- for N in 1,
-2, 4, 8, 16, 32.
+agent with aggregation off, CCP-like; DCTCP compiled, as a per-event run is
+by default) -- for N in 1, 2, 4, 8, 16, 32.
 
     python bench/agent_overhead.py              # virtual time (default), ~11 s
     python bench/agent_overhead.py --flows 1,32 --modes agent-jit
@@ -260,7 +260,7 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     dctcp = native.add(Dctcp)
     eng = Engine(clock=clock, max_flows=64, max_nics=2, native=native.native)
     agent = None
-    jit = "true" if mode == "agent-jit" else "false"
+    jit = "false" if mode == "agent" else "true"      # per-event: compiled, as by default
     cfg_text = (f'[agent]\nalgorithm = "dctcp"\njit = {jit}\n'
                 f'mss = {mss}\nline_rate_bps = {line}\n'
                 f'sleep_min_us = {SLEEP_US[0]}\nsleep_max_us = {SLEEP_US[1]}\n'

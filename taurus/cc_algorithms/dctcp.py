@@ -5,14 +5,14 @@ its bytes the receiver echoed CE on:
     alpha <- (1 - g) * alpha + g * F
     if F > 0:  cwnd <- cwnd * (1 - alpha / 2);  ssthresh <- cwnd
     else:      cwnd doubles below ssthresh (slow start), else grows 1 MSS
-               per window's worth of bytes acknowledged
+               per whole window of bytes acknowledged
 On a retransmission timeout: ssthresh <- max(cwnd / 2, 2 MSS); cwnd <- 1 MSS.
 As in Linux, a window closes at the first ACK that completes it, however
-many bytes that ACK covers (alpha moves once; the window grows by what was
-acknowledged, as Linux's per-ACK increase does); in agent mode one ACK
-record sums an RTT of ACKs (``periods``), in native mode each ACK is one
-record.  With ``pace``
-the flow is also paced at cwnd / srtt.
+many bytes that ACK covers: alpha moves once, and the additive increase
+counts whole windows (tcp_cong_avoid_ai's integer delta), so a record
+covering three windows adds 3 MSS.  In agent mode one ACK record sums an
+RTT of ACKs (``periods``); in native mode each ACK is one record.  With
+``pace`` the flow is also paced at cwnd / srtt.
 
 Defaults: g = 1/16 and alpha starting at 1 are Linux's (dctcp_shift_g = 4,
 dctcp_alpha_on_init = 1024); the initial window of 10 packets is RFC 6928's.
@@ -61,7 +61,7 @@ def dctcp_on_ack(s, p, ev, d):
     elif s.cwnd < s.ssthresh:
         s.cwnd = min(s.cwnd + s.acked, s.ssthresh)   # doubles per window
     else:
-        s.cwnd += p.mss * s.acked / s.cwnd           # 1 MSS per window's worth ACKed
+        s.cwnd += p.mss * (s.acked // s.cwnd)        # 1 MSS per whole window ACKed
     s.cwnd = min(s.cwnd, p.max_cwnd)
     s.acked = s.marked = 0.0
     publish(s, p, d)

@@ -60,7 +60,8 @@ def plot_run(run_dir: str) -> list[str]:
                 ax.plot(t, v, label=name, lw=1)
         ax.set_xlabel("time (ms)")
         ax.set_ylabel("queue (KB)")
-        ax.legend(fontsize=7, loc="upper right")
+        if ax.lines:                        # every queue stayed empty: nothing to name
+            ax.legend(fontsize=7, loc="upper right")
         fig.tight_layout()
         made.append(_save(fig, run_dir, "queue.png"))
     fct = _read(os.path.join(run_dir, "fct.csv"))
