@@ -131,14 +131,17 @@ def test_additive_increase_follows_the_bytes_acknowledged(jit):
 
 
 def test_a_record_covering_several_windows_closes_one(jit):
-    """As Linux: a window closes at the first ACK that completes it, however
-    many bytes that ACK covers; F is over all of them, alpha moves once and
-    the excess does not carry into the next window."""
+    """A window closes at the first record that completes it, however many
+    bytes it covers; F is over all of them, the window is cut once, the
+    excess does not carry into the next window, and alpha moves as k
+    windows of fraction F would (in native mode each ACK is a record, so k
+    is 1, as in Linux)."""
     a = Flow(jit, alpha_init=0.0, slow_start=False)
     w0 = a.cwnd
     a.window(3 * int(w0), 3 * int(w0))
-    assert a.alpha == pytest.approx(1 / 16)
-    assert a.cwnd == pytest.approx(w0 * (1 - 1 / 32))
+    alpha = 1 - (15 / 16) ** 3
+    assert a.alpha == pytest.approx(alpha)
+    assert a.cwnd == pytest.approx(w0 * (1 - alpha / 2))
     assert a.S.acked[0] == a.S.marked[0] == 0
     w1 = a.cwnd
     assert a.window(int(w1) // 2, 0) is None             # a new window starts from zero

@@ -8,11 +8,13 @@ its bytes the receiver echoed CE on:
                per whole window of bytes acknowledged
 On a retransmission timeout: ssthresh <- max(cwnd / 2, 2 MSS); cwnd <- 1 MSS.
 As in Linux, a window closes at the first ACK that completes it, however
-many bytes that ACK covers: alpha moves once, and the additive increase
-counts whole windows (tcp_cong_avoid_ai's integer delta), so a record
-covering three windows adds 3 MSS.  In agent mode one ACK record sums an
-RTT of ACKs (``periods``); in native mode each ACK is one record.  With
-``pace`` the flow is also paced at cwnd / srtt.
+many bytes that ACK covers, and the window is cut at most once.  In agent
+mode one ACK record sums an RTT of ACKs (``periods``) and may cover k >= 1
+windows: alpha then moves as k windows of fraction F would, (1 - g)^k, and
+the additive increase counts whole windows (k MSS; Linux's
+tcp_cong_avoid_ai adds whole windows too).  In native mode each ACK is one
+record, so k is 1 and this is Linux's DCTCP.  With ``pace`` the flow is
+also paced at cwnd / srtt.
 
 Defaults: g = 1/16 and alpha starting at 1 are Linux's (dctcp_shift_g = 4,
 dctcp_alpha_on_init = 1024); the initial window of 10 packets is RFC 6928's.
@@ -54,7 +56,8 @@ def dctcp_on_ack(s, p, ev, d):
     if s.acked < s.cwnd:
         return                                       # the window is not over yet
     f = min(s.marked / s.acked, 1.0)
-    s.alpha = (1 - p.g) * s.alpha + p.g * f
+    keep = (1 - p.g) ** (s.acked // s.cwnd)          # k windows of fraction f
+    s.alpha = keep * s.alpha + (1 - keep) * f
     if s.marked > 0:
         s.cwnd = max(s.cwnd * (1 - s.alpha / 2), p.mss)
         s.ssthresh = s.cwnd
