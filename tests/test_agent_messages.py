@@ -101,7 +101,8 @@ def test_invalid_records_are_dropped_and_counted(dp):
              record(1, C.EV_CUSTOM, 1, (1, 999)), record(7, C.EV_ACK, 1, (1, 1, 1)),
              record(1, C.EV_ACK, 2, (1, 1, 1))])
     a.step()
-    assert a.messages.c["invalid"] == 5 and len(seen(a)) == 1 and not a.handler.known[7]
+    # HOST is valid from the engine too (the NIC's host model raises it); unbound here
+    assert a.messages.c["invalid"] == 4 and len(seen(a)) == 1 and not a.handler.known[7]
 
 
 def test_unbound_events_are_not_delivered(dp):

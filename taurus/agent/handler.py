@@ -23,7 +23,9 @@ per-flow overrides, compiled or plain Python -- runs through one path,
   and host actions (host_cpu, host_mba) here in Python, on HostActions.
 - HOST: each host-sampler reading becomes one EV_HOST record per flow whose
   algorithm binds HOST (signals.host_fields), delivered through the same
-  drain.
+  drain; the engine's own HOST records (the NIC's host model and the peer's
+  echoed host delay, devices/nic/host.py) come through the ring like any
+  other event.
 - Containment: a handler that raises costs its record, and its flow loses
   that drain's decisions (a half-made decision is not a decision); init
   raising leaves the flow without an algorithm; a non-finite decision is
@@ -58,7 +60,6 @@ from .messages import S_TAIL_AFTER, RecordBatch
 from .signals import SAMPLER_IDS, host_fields
 
 log = logging.getLogger("taurus.agent.handler")
-ENGINE_EVENTS = ~(1 << EV_HOST)   # HOST is the agent's own: never asked of the engine
 FAULTS = {REJECTED: "non-finite", CLAMPED: "out of bounds, clamped:"}
 CPU_PERIOD_US = 100_000           # host_cpu: cpu.max's period
 
@@ -141,7 +142,7 @@ class AlgorithmHandler:
         self.busy = None            # the compiled busy loop (busyloop.py), once warmed
 
     def start(self) -> None:
-        self.cc.ctl[CTL_DEFAULT_MASK] = self.default.mask & ENGINE_EVENTS
+        self.cc.ctl[CTL_DEFAULT_MASK] = self.default.mask
 
     def warm(self, m, loop=None) -> None:
         """Compile (or load from Numba's cache) every call now, before the
@@ -218,7 +219,7 @@ class AlgorithmHandler:
         for c, v in conf.periods.items():    # before the mask: the engine reads both
             cc.period_ns[f, c] = v
         cc.timer_ns[f] = conf.timer
-        cc.event_mask[f] = conf.mask & ENGINE_EVENTS
+        cc.event_mask[f] = conf.mask
         cc.flags[f] |= FL_CC_ACTIVE
         self.c["flows"] += 1
         if conf.mask >> EV_HOST & 1:

@@ -43,7 +43,7 @@ import numpy as np
 
 from taurus.datapath import ccevents
 from taurus.datapath.ccshm import (CLS_RAW, COUNT, CTL_BACKPRESSURE, CTL_EVICTED, CTL_GAPS,
-                                   CTL_RING_FULL, CUSTOM_MAX, EV_CUSTOM, EV_HOST, EVENT,
+                                   CTL_RING_FULL, CUSTOM_MAX, EV_CUSTOM, EVENT,
                                    EVENT_CLASS, FLOW, N_EVENTS, N_VALUES, REC_WIDTH, SEQ, T_FIRST,
                                    T_LAST, V0)
 from taurus.datapath.shmring import FULL, HEAD, SINCE, TAIL
@@ -182,7 +182,7 @@ def _valid(rec, i, owner, nic):
     """Step 3 for row i.  Flows are engine-wide: never act on a flow another
     NIC slot owns (-1, no owner recorded yet, is accepted)."""
     f, e = rec[i, FLOW], rec[i, EVENT]
-    return (0 <= f < len(owner) and 0 <= e < N_EVENTS and e != EV_HOST and rec[i, COUNT] >= 0
+    return (0 <= f < len(owner) and 0 <= e < N_EVENTS and rec[i, COUNT] >= 0
             and (owner[f] == nic or owner[f] < 0)
             and (e != EV_CUSTOM or 0 <= rec[i, V0 + 1] <= CUSTOM_MAX))
 

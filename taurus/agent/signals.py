@@ -27,11 +27,21 @@ whose algorithm binds HOST (``host_fields``): ``source`` the sampler's id
                            last sample, packets                the last sample
     cgroup_memory  7       memory in use, bytes                memory.high (v2) or the
                                                                limit (v1), bytes; -1 none
+
+The NIC raises HOST records itself (native and agent flows alike) from its
+host model in virtual time (devices/nic/host.py), with the ids of
+ccevents.HOST_SOURCES in the same numbering:
+
+    host_buffer     8      host buffer occupancy, bytes        host drops since the last sample
+    host_delay      9      delivery delay into memory, ns      host bandwidth left by the hog, bit/s
+    peer_host_delay 10     the receiving host's delivery       0
+                           delay, echoed in its ACKs, ns
 """
 import os
 
 import numpy as np
 
+from taurus.datapath.ccevents import HOST_SOURCES
 from taurus.datapath.ccshm import CUSTOM_MAX, V0
 from taurus.datapath.wire import spec
 
@@ -307,9 +317,11 @@ class CgroupMemorySampler(Sampler):
 
 
 SAMPLER_IDS = {"cpu": 1, "psi_cpu": 2, "psi_memory": 3, "psi_io": 4, "engine_drops": 5,
-               "netdev_drops": 6, "cgroup_memory": 7}
-"""The ``source`` of an EV_HOST record: which sampler read it (0: none)."""
-assert set(SAMPLER_IDS) == set(SAMPLERS)
+               "netdev_drops": 6, "cgroup_memory": 7, **HOST_SOURCES}
+"""The ``source`` of an EV_HOST record: which sampler read it (0: none); the
+NIC's own samples (ccevents.HOST_SOURCES) are in the same numbering."""
+assert set(SAMPLER_IDS) == set(SAMPLERS) | set(HOST_SOURCES)
+assert len(set(SAMPLER_IDS.values())) == len(SAMPLER_IDS)
 
 
 def host_fields(name: str, values: dict) -> tuple[int, int, int]:

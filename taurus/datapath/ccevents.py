@@ -58,7 +58,7 @@ EVENTS = (
         *((f"w{i}", 2 + i, LAST, f"segment bytes {8 * i}..{8 * i + 7}, little-endian")
           for i in range(8)))),
     ("HOST", CLS_RAW, "sender", (
-        ("source", 0, LAST, "host sampler id (agent.signals.SAMPLER_IDS)"),
+        ("source", 0, LAST, "host sampler id (agent.signals.SAMPLER_IDS, HOST_SOURCES)"),
         ("value", 1, LAST, "the sampler's main reading (its unit)"),
         ("aux", 2, LAST, "a second reading, sampler-specific"))),
     ("NACK", CLS_COALESCENT, "sender", (
@@ -106,6 +106,17 @@ EVENT_IDS = {n: i for i, n in enumerate(EVENT_NAMES)}
 (EV_ACK, EV_ECN, EV_OOO, EV_RTO, EV_RTT, EV_TX, EV_CUSTOM, EV_HOST, EV_NACK, EV_CREDIT,
  EV_CNP, EV_CSIG, EV_INT, EV_TIMER, EV_DATA, EV_JOIN, EV_LEAVE) = range(N_EVENTS)
 EVENT_CLASS = np.array([e[1] for e in EVENTS], np.int64)
+
+HOST_SOURCES = {"host_buffer": 8, "host_delay": 9, "peer_host_delay": 10}
+"""``source`` of the HOST records the NIC raises itself (devices/nic/host.py):
+its host model's samples (host_buffer: occupancy bytes, aux host drops since
+the last sample; host_delay: delivery delay ns, aux the host bandwidth left
+by the hog, bit/s) and the receiving host's delay that ACKs echo
+(peer_host_delay: ns, aux 0).  agent.signals.SAMPLER_IDS adds them to its
+samplers' ids: one numbering."""
+HOST_SRC_BUFFER = HOST_SOURCES["host_buffer"]
+HOST_SRC_DELAY = HOST_SOURCES["host_delay"]
+HOST_SRC_PEER_DELAY = HOST_SOURCES["peer_host_delay"]
 EVENT_ROLE = {e[0]: e[2] for e in EVENTS}
 
 FIELDS = {e[0]: tuple(f[0] for f in e[3]) for e in EVENTS}

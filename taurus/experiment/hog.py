@@ -6,8 +6,11 @@ spinning workers and one worker streaming over a buffer.  Each host load
 gets a cgroup v2 `taurus-run-<pid>-<host>` (cpu.max / memory.max when asked
 and the controller is enabled); stop() ends the processes and removes it.
 
-In virtual time a hog cannot slow anything (there is no host CPU in the
-model): the runner records the load as skipped.
+In virtual time a CPU/memory hog cannot slow anything (there is no host
+CPU in the model): the runner records it as skipped.  A load's ``share``
+is the hog of the host model instead (devices/nic/host.py, any clock): the
+runner gives it to the host's NIC (nic_hog), which drains the host buffer
+at the rest of host_bw from start to stop.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ log = logging.getLogger("taurus.run")
 class HostLoads:
     def __init__(self, x, clock: str):
         self.x, self.clock = x, clock
-        self.pending = list(x.host_load)
+        self.pending = [h for h in x.host_load if h.cpu or h.memory]   # processes to run
         self.running: list[tuple] = []       # (load, proc, cgroup dir or None, t_stop)
         self.notes: list[str] = []
         self.t0 = 0

@@ -184,6 +184,8 @@ class Runner:
                                            line_rate_bps=link_rate(x, h), mss=x.host_cc(h).mss,
                                            rx_buf_bytes=cap[h], rto_min_ns=WALL_RTO_STEPS * self.step,
                                            rto_init_ns=2 * WALL_RTO_STEPS * self.step)
+        for h, m in x.host_model.items():
+            NS.nic_host_model(eng, self.nics[h], m.host_bw, m.buffer, m.sample)
         self._start_agents()
         for h, (alg, params) in self.receivers.items():
             self.native.start_receiver(eng, self.nics[h], alg, params,
@@ -252,6 +254,10 @@ class Runner:
         self.not_rpc: set = set()
         self.t0 = eng.now()
         self.loads.start(self.t0)
+        for h in x.host_load:           # hogs in the host model: a share of its bandwidth
+            if h.share:
+                NS.nic_hog(eng, self.nics[h.host], h.share, self.t0 + h.start,
+                           self.t0 + (x.duration if h.stop is None else h.stop))
         steps = 0
         wall0 = time.monotonic()
         last_bar = 0.0

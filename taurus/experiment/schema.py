@@ -77,10 +77,18 @@ is optional; unknown keys and bad values are errors that name the key, as
     max_flows = 1000               # a cap on the plan (error if exceeded)
     scale = 1.0                    # multiply drawn sizes (shrink a CDF to a short run)
 
-    [[host_load]]                  # a CPU/memory hog in a cgroup (namespaces only)
+    [host_model]                   # the host behind each receiving NIC (nic/host.py)
+    host_bw = "8Gbit"              # delivery into host memory (0: unlimited, no model)
+    buffer = "256KB"               # host buffer; what overflows it is a counted host drop
+    sample = "10us"                # HOST sampling period (HOST records, the ACKs' echo)
+    hosts = ["h3"]                 # default: every host
+
+    [[host_load]]                  # a CPU/memory hog in a cgroup (namespaces only) ...
     host = "h3"
     cpu = 1                        # spinning workers
     memory = "512MB"               # one worker streaming over this much memory
+    share = 0.5                    # ... and/or, in the host model (any clock), a hog taking
+                                   #   this share of host_bw from start to stop
     start = "0s"
     stop = "..."                   # default: the end
     tool = "auto"                  # auto (stress-ng if installed) | stress-ng | builtin
@@ -159,10 +167,18 @@ class Traffic:
 
 
 @dataclass
+class HostModel:
+    host_bw: int = 0               # bit/s into host memory (0: no model)
+    buffer: int = 256 << 10        # bytes
+    sample: int = 10_000           # ns between HOST samples
+
+
+@dataclass
 class HostLoad:
     host: str
     cpu: int = 0
     memory: int = 0
+    share: float = 0.0             # of the host model's host_bw, from start to stop
     start: int = 0
     stop: int | None = None
     tool: str = "auto"
@@ -185,6 +201,7 @@ class Experiment:
     cc_hosts: dict[str, CcSpec] = field(default_factory=dict)
     traffic: list[Traffic] = field(default_factory=list)
     host_load: list[HostLoad] = field(default_factory=list)
+    host_model: dict[str, HostModel] = field(default_factory=dict)   # per host
     csv: bool = True
     plots: bool = True
     size_bins: list[int] = field(default_factory=lambda: [0, 10_000, 100_000, 1_000_000, 10**9])
@@ -396,19 +413,43 @@ def _traffic(src, key, raw, topo, duration, base_dir) -> Traffic:
 
 
 def _host_load(src, key, raw, topo, duration) -> HostLoad:
-    t = _Table(src, key, raw, ("host", "cpu", "memory", "start", "stop", "tool", "cpu_max",
-                               "memory_max"))
+    t = _Table(src, key, raw, ("host", "cpu", "memory", "share", "start", "stop", "tool",
+                               "cpu_max", "memory_max"))
     h = HostLoad(host=t.get("host", _hosts(topo, True))[0],
                  cpu=t.get("cpu", _int(0, 256), 0), memory=t.get("memory", _size0, 0),
+                 share=t.get("share", _float(0.0, 1.0, lo_open=False), 0.0),
                  start=t.get("start", _delay0, 0), stop=t.get("stop", _delay0, None),
                  tool=t.get("tool", _choice(("auto", "stress-ng", "builtin")), "auto"),
                  cpu_max=t.get("cpu_max", _float(0.0, 256.0), None),
                  memory_max=t.get("memory_max", U.parse_size, None))
-    if not h.cpu and not h.memory:
-        raise t.err("cpu", "a host load needs cpu workers or memory (or both)")
+    if not h.cpu and not h.memory and not h.share:
+        raise t.err("cpu", "a host load needs cpu workers, memory or a share (or several)")
     if h.start >= duration:
         raise t.err("start", f"must be before the end of the run ({duration} ns)")
     return h
+
+
+def _host_model(src, raw, topo) -> dict[str, HostModel]:
+    t = _Table(src, "host_model", raw, ("host_bw", "buffer", "sample", "hosts"))
+    m = HostModel(host_bw=t.get("host_bw", _rate0, 0),
+                  buffer=t.get("buffer", U.parse_size, HostModel.buffer),
+                  sample=t.get("sample", U.parse_delay, HostModel.sample))
+    hosts = t.get("hosts", _hosts(topo, False), list(topo.hosts))
+    return {h: m for h in hosts} if m.host_bw else {}
+
+
+def _check_hogs(src, x) -> None:
+    """A hog's share needs its host's model; one such window per host."""
+    seen = set()
+    for i, h in enumerate(x.host_load):
+        if not h.share:
+            continue
+        k = f"host_load[{i}].share"
+        if h.host not in x.host_model:
+            raise ExperimentError(src, k, f"needs a [host_model] with host_bw > 0 on {h.host}")
+        if h.host in seen:
+            raise ExperimentError(src, k, f"one hog share per host ({h.host} has two)")
+        seen.add(h.host)
 
 
 # ---------------------------------------------------------------- topology
@@ -479,7 +520,7 @@ def _merge_params(t: _Table, data: dict, raw: dict) -> None:
 
 # ---------------------------------------------------------------- the file
 
-_TOP = ("experiment", "topology", "cc", "traffic", "host_load", "outputs")
+_TOP = ("experiment", "topology", "cc", "traffic", "host_model", "host_load", "outputs")
 
 
 def from_dict(data: dict, source: str = "<dict>", base_dir: str = ".") -> Experiment:
@@ -522,6 +563,9 @@ def from_dict(data: dict, source: str = "<dict>", base_dir: str = ".") -> Experi
     loads = top.get("host_load", lambda v: v if isinstance(v, list) else _bad_array("host_load"), [])
     x.host_load = [_host_load(src, f"host_load[{i}]", h, topo, x.duration)
                    for i, h in enumerate(loads)]
+    if "host_model" in data:
+        x.host_model = _host_model(src, data["host_model"], topo)
+    _check_hogs(src, x)
     if "outputs" in data:
         o = _Table(src, "outputs", data["outputs"], ("csv", "plots", "size_bins"))
         x.csv, x.plots = o.get("csv", _bool, True), o.get("plots", _bool, True)

@@ -28,6 +28,9 @@ Our layout choices (not from public material):
 - SES standard request: ``header_data`` when SOM is set, else
   payload_length + message_offset (xdp2's union, SOM as selector).
 - ``sack_bitmap`` bit i (LSB first) = sack base + i (docs/PROTOCOLS.md).
+- ACK_CC (NSCC) and ACK_CCX (CSIG) ``service_time``: the receiving host's
+  delivery delay into memory (its NIC's last host sample), in units of
+  SERVICE_TIME_UNIT_NS (64 ns), saturating at 0xFFFF; 0 without a host model.
 - Receive window: a NACK NO_PKT_BUFFER (0x07) carries the receiver's window
   right edge in ``nack_payload``; vendor_code 1 marks a pure window update.
 """
@@ -42,6 +45,7 @@ CSIG_TPID_INTEROP = 0x9900
 ETH_P_IP = 0x0800
 IPPROTO_UDP = 17
 CREDIT_UNIT_BYTES = 256       # htsim's unit for credit/credit_target (not public)
+SERVICE_TIME_UNIT_NS = 64     # ours: ACK service_time unit (the receiving host's delay)
 
 # ---- PDS types, next headers, control types ----
 T_TSS, T_RUD_REQ, T_ROD_REQ, T_RUDI_REQ, T_RUDI_RESP, T_UUD_REQ = 1, 2, 3, 4, 5, 6

@@ -5,6 +5,8 @@ Per packet, in the order a packet meets them (one ``poll``):
     poll.py      RX burst from the port, parse once (wire.parse), hand on by PDS type
     rx.py        receiver: PSN tracking per receive PDC, payload placement,
                  cumulative ACK + SACK, ACK coalescing, NACK, ECN echo, CSIG, credit
+    host.py      the host behind the NIC in virtual time (off by default): delivery
+                 into memory at a host bandwidth, a hog, host buffer drops, HOST samples
     ack.py       sender feedback: ACK/SACK/NACK, loss inference, credit, RTT samples
     signals.py   signal collection: one call site per transport event, handed to
                  the report engine (datapath/report.py); sigcall.py keeps those
@@ -14,7 +16,8 @@ Per packet, in the order a packet meets them (one ``poll``):
     frame.py     framing (Ethernet/IPv4/UDP), the TX batch, the line-rate account
 
 Timers on the engine's wheel: per-flow pacing and RTO, per-PDC ACK
-coalescing, and one per NIC for "line free again".  Malformed or hostile
+coalescing, and per NIC one for "line free again", the receiver
+algorithm's idle scan and the host model's HOST sampling.  Malformed or hostile
 frames are dropped under a named counter (state.NIC_COUNTERS, parser
 statuses per NIC in ``pcnt``).
 

@@ -1,5 +1,5 @@
 """Sender side, feedback: ACK (cumulative + SACK), NACK, credit, ECN echo,
-RTT samples and CSIG reflections.
+RTT samples, CSIG reflections and the receiving host's echoed delay.
 
 Loss inference from SACK: a packet still in flight with at least
 NR_DUPTHRESH SACKed packets above it is lost (TCP's dupthresh rule, RFC
@@ -17,14 +17,15 @@ from ...wire import spec as S
 from ...wire.codec import get_field
 from ...wire.desc import (D_DPDCID, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS, D_PDS_OFF, D_PDS_TYPE,
                          D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN, D_SPDCID)
+from ... import ccevents as V
 from .sigcall import (signal_ack, signal_credit, signal_csig, signal_custom, signal_ecn,
-                          signal_nack, signal_ooo, signal_rtt)
+                          signal_host, signal_nack, signal_ooo, signal_rtt)
 from .state import (C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
                         FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
                         FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
                         FL_FRTO, FL_FRTO_END, FL_RTO, FL_RTTVAR, FL_SRTT, FL_STATE, FL_T_RTO,
-                        FL_UNA, FS_ACTIVE,
+                        FL_UNA, FS_ACTIVE, FL_HOST_ECHO,
                         NR_DUPTHRESH, NR_RTO_MIN, SG_DONE_T, SL_EMPTY, SL_INFL, SL_LOST,
                         SL_RETX, SL_SACKED, cq_push, psn_recon, unit_recon)
 from .tx import PROBE_TS_MASK, SLO_OFF, flow_wake, rto_arm
@@ -214,9 +215,12 @@ def _sack_losses(N, n, f, una, hi, msk):
 
 @hot_stage
 def _ack_cc_fields(E, N, f, buf, q, t, now):
-    """ACK_CC: out-of-order count and credit; ACK_CCX: a reflected CSIG."""
+    """ACK_CC: out-of-order count and credit; ACK_CCX: a reflected CSIG;
+    both (but a credit ACK_CC): the receiving host's delay."""
     cct = get_field(buf, q, S.ACK_CC_CC_TYPE)
     if t == S.T_ACK_CC:
+        if cct != S.CC_CREDIT:
+            _host_echo(E, N, f, get_field(buf, q, S.ACK_CC_SERVICE_TIME), now)
         o = unit_recon(get_field(buf, q, S.ACK_CC_OOO_COUNT), N.fl[f, FL_OOO_LAST], 16)
         if o > N.fl[f, FL_OOO_LAST]:
             signal_ooo(E, N, f, o - N.fl[f, FL_OOO_LAST], now)
@@ -228,11 +232,23 @@ def _ack_cc_fields(E, N, f, buf, q, t, now):
             if c > N.ctx[f, CX_CREDIT]:
                 N.ctx[f, CX_CREDIT] = c
                 signal_credit(E, N, f, c, now)
-    elif cct == S.CCX_CSIG and get_field(buf, q, S.ACK_CCX_RCSIG_FMT) != 0:
-        signal_csig(E, N, f, get_field(buf, q, S.ACK_CCX_RCSIG_T),
-                    get_field(buf, q, S.ACK_CCX_RCSIG_S),
-                    get_field(buf, q, S.ACK_CCX_RCSIG_LM),
-                    get_field(buf, q, S.ACK_CCX_RCSIG_D), now)
+    elif cct == S.CCX_CSIG:
+        _host_echo(E, N, f, get_field(buf, q, S.ACK_CCX_SERVICE_TIME), now)
+        if get_field(buf, q, S.ACK_CCX_RCSIG_FMT) != 0:
+            signal_csig(E, N, f, get_field(buf, q, S.ACK_CCX_RCSIG_T),
+                        get_field(buf, q, S.ACK_CCX_RCSIG_S),
+                        get_field(buf, q, S.ACK_CCX_RCSIG_LM),
+                        get_field(buf, q, S.ACK_CCX_RCSIG_D), now)
+
+
+@hot_stage
+def _host_echo(E, N, f, st, now):
+    """service_time: the receiving host's delivery delay (host.py); a change
+    is a HOST record (peer_host_delay, ns) for the flow's algorithm."""
+    v = st * S.SERVICE_TIME_UNIT_NS
+    if v != N.fl[f, FL_HOST_ECHO]:
+        N.fl[f, FL_HOST_ECHO] = v
+        signal_host(E, N, f, V.HOST_SRC_PEER_DELAY, v, 0, now)
 
 
 @hot_stage

@@ -15,9 +15,10 @@ from ...wire.parse import parse_frame
 from .ack import rx_ack, rx_nack
 from .frame import tx_flush
 from .rx import ack_timer, rx_control, rx_data
+from .host import host_tick
 from .rxcc import rx_cc_idle
 from .state import (C_DROP_BAD_TYPE, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRAMES, NR_IP,
-                        NR_PORT, TK_ACK, TK_PACE, TK_RTO, TK_RXIDLE, TK_SHIFT, FL_SCHED, SCH_IDLE,
+                        NR_PORT, TK_ACK, TK_HOST, TK_PACE, TK_RTO, TK_RXIDLE, TK_SHIFT, FL_SCHED, SCH_IDLE,
                         NicState, make_nic_state)
 from .sq import sq_poll
 from .tx import flow_wake, probe_commands, rto_expired, tx_schedule
@@ -81,5 +82,7 @@ def nic_timer(E, d, timer, now):
         work = ack_timer(E, n, x, now)
     elif kind == TK_RXIDLE:
         rx_cc_idle(E, n, now)
+    elif kind == TK_HOST:
+        host_tick(E, n, now)
     tx_flush(E, n, now)
     return work      # TK_TX: the line is free again; the poll that follows sends

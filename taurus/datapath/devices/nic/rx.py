@@ -6,6 +6,10 @@ Coalescing: one ACK per NR_ACK_EVERY data packets or NR_ACK_DELAY ns after
 the first unacknowledged one (a wheel timer per PDC), and at once on CE, on
 an out-of-order or duplicate packet, or when the sender sets AR.
 
+With a host model (host.py) a packet the host buffer cannot take is
+dropped (counted) before placement, and every ACK_CC (NSCC) / ACK_CCX
+echoes the host's last sampled delivery delay in service_time.
+
 ACK format (ours, docs/PROTOCOLS.md): ACK_CC (NSCC state: rcvd_bytes,
 ooo_count) by default; ACK_CC with cc_type CREDIT for a PDC opened by
 RUD_CC_REQ; ACK_CCX (ccx_type CSIG) when a CSIG tag arrived since the last
@@ -28,6 +32,7 @@ from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
 from .frame import ECN_CE, PDS_OFF, frame_l2l4, frame_new, tx_emit
+from .host import host_admit
 from .rxcc import rx_cc_data
 from ..table import CTL_YIELD
 from .state import (C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
@@ -38,7 +43,7 @@ from .state import (C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_W
                         RP_DELIV, RP_ECN, RP_EV, RP_HAS_TS, RP_NACKED, RP_NIC, RP_NXT, RP_OOO,
                         RP_PEER_IP, RP_PEER_MAC, RP_PEER_PDC, RP_PEND, RP_RCVD, RP_T_ACK,
                         RP_TARGET, RP_TRIG, RP_TS, RP_TSSEQ, TK_ACK, TK_SHIFT, cq_push,
-                        M_YIELD_RX, psn_recon, rx_lookup)
+                        M_YIELD_RX, NR_HOST_BW, NR_HOST_DELAY, psn_recon, rx_lookup)
 
 
 @hot
@@ -91,6 +96,7 @@ def send_ack(E, n, r, now):
         _ack_cc_state(N, rp, n, r, buf, q, cc, E.alg.nic_alg[n] >= 0, now)
     else:
         _ack_csig_echo(rp, r, buf, q)
+        set_field(buf, q, S.ACK_CCX_SERVICE_TIME, _host_echo(N, n))
     if has_ts:
         _ack_ts_echo(rp, r, buf, q + S.ACK_CC_SIZE)
     tx_emit(E, n, i, now)
@@ -147,7 +153,15 @@ def _ack_cc_state(N, rp, n, r, buf, q, cc, decided, now):
     else:
         set_field(buf, q, S.ACK_CC_CC_TYPE, S.CC_NSCC)
         set_field(buf, q, S.ACK_CC_RCVD_BYTES, (rp[r, RP_RCVD] >> 8) & 0xFFFFFF)
+        set_field(buf, q, S.ACK_CC_SERVICE_TIME, _host_echo(N, n))
     set_field(buf, q, S.ACK_CC_OOO_COUNT, rp[r, RP_OOO] & 0xFFFF)
+
+
+@hot_stage
+def _host_echo(N, n):
+    """service_time: this host's last sampled delivery delay (host.py), in
+    SERVICE_TIME_UNIT_NS, saturating."""
+    return min(N.nr[n, NR_HOST_DELAY] // S.SERVICE_TIME_UNIT_NS, 0xFFFF)
 
 
 @hot_stage
@@ -322,6 +336,8 @@ def _rx_place(E, N, d, rp, n, r, i, p, msk, now):
         rp[r, RP_WADV] = edge
         send_nack(E, n, r, p, S.NACK_NO_PKT_BUFFER, 0, edge, now)
         return False
+    if N.nr[n, NR_HOST_BW] > 0 and not host_admit(N, n, ln, now):
+        return False                       # the host buffer is full: a loss (host.py)
     _ring_put(N.rxbuf, rp[r, RP_BUFOFF], cap, off, buf, d[D_PAYLOAD_OFF], ln)
     s = p & msk
     N.rs_bits[r, s] = 1

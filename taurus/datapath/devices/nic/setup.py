@@ -2,6 +2,7 @@
 
     eng.reserve_nics(max_flows=..., win=256, tx_bytes=..., rx_bytes=...)   optional, first
     d = eng.add_nic(port, mac, ip, line_rate_bps=..., ...)
+    nic_host_model(eng, d, host_bw, ...); nic_hog(eng, d, share, start, stop)   virtual-time host
     f = add_flow(eng, d, peer_mac, peer_ip, rate_bps=..., cwnd_bytes=..., credit=False)
     nic_post(eng, d, f, data)                 one message (WouldBlock when the ring is full)
     v = nic_send_buffer(eng, d, f, n); ...; nic_commit(eng, d, f, n)    the same, written in place
@@ -28,7 +29,9 @@ from ... import ccshm as C
 from ...ccnative import T_ENTRY, T_ST_OFF, T_ST_ROW
 from ...report import TimerE, report_timer_start
 from ...wire import spec as S
-from .state import (NR_RX_IDLE, NR_RX_TIMER, TK_RXIDLE, CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
+from .state import (NR_HOG_SHARE, NR_HOG_START, NR_HOG_STOP, NR_HOST_BUF, NR_HOST_BW,
+                    NR_HOST_DELAY, NR_HOST_PERIOD, NR_HOST_Q, NR_HOST_T, NR_HOST_TIMER, TK_HOST,
+                    NR_RX_IDLE, NR_RX_TIMER, TK_RXIDLE, CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
                         FL_RTO, FL_SCHED, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO,
@@ -46,7 +49,7 @@ from .app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
 from .shm import NicShm
 from .tx import wake_flow
 from ..table import NIC
-from ...wheel import wheel_alloc, wheel_schedule
+from ...wheel import wheel_alloc, wheel_cancel, wheel_schedule
 from ...wire.desc import status_counts
 
 DATA_HDR = (S.ETH_SIZE + S.IPV4_SIZE + S.UDP_SIZE + S.RUD_CC_REQ_SIZE + S.PROBE_SIZE
@@ -97,8 +100,12 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
             ack_every: int = 4, ack_delay_ns: int = 2000, rto_min_ns: int = 50_000,
             rto_init_ns: int = 200_000, max_retries: int = 15, init_credit: int = 16384,
             credit_window: int = 65536, rx_buf_bytes: int = 1 << 20, dupthresh: int = 3,
-            budget: int = 32, name: str | None = None) -> int:
+            budget: int = 32, name: str | None = None, host_bw: int = 0,
+            host_buffer: int = 256 << 10, host_sample_ns: int = 10_000) -> int:
     """A host NIC on engine port `port`; returns its device index.
+    ``host_bw`` > 0 models the host behind it (bit/s into memory through a
+    ``host_buffer``-byte buffer, HOST samples every ``host_sample_ns``:
+    nic_host_model); 0, the default, delivers at once.
     ``rto_min_ns`` floors the RTO's variance margin: RTO = srtt +
     max(4 rttvar, rto_min) (as Linux does), ``rto_init_ns`` is the RTO
     before the first RTT sample."""
@@ -130,6 +137,8 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
         raise ValueError("timing wheel full (Engine(timers=...))")
     r[NR_TXTIMER] = t
     N.meta[M_NNIC] = n + 1
+    if host_bw:
+        nic_host_model(eng, d, host_bw, host_buffer, host_sample_ns)
     return d
 
 
@@ -147,6 +156,51 @@ def nic_rx_idle(eng, d: int, idle_ns: int) -> None:
             raise ValueError("timing wheel full (Engine(timers=...))")
         N.nr[n, NR_RX_TIMER] = t
         wheel_schedule(eng.E.wheel, t, eng.now() + max(idle_ns // 2, 1))
+
+
+def nic_host_model(eng, d: int, host_bw: int, buffer_bytes: int = 256 << 10,
+                   sample_ns: int = 10_000) -> None:
+    """The host behind NIC `d` (host.py): payload reaches host memory at
+    host_bw bit/s through a host buffer of buffer_bytes (overflow: counted
+    drops, drop_host_buf); every sample_ns the NIC raises HOST samples and
+    its ACKs echo the delivery delay.  host_bw 0: unlimited, no model (the
+    sampling stops).  Between runs only; the buffer starts empty."""
+    N = eng.E.nic
+    n = int(eng.E.devs.regs[d, 0])
+    if host_bw < 0:
+        raise ValueError(f"host_bw must be >= 0 bit/s, got {host_bw}")
+    if host_bw and (buffer_bytes < int(N.nr[n, NR_MSS]) or sample_ns <= 0):
+        raise ValueError(f"host buffer must hold one MSS ({int(N.nr[n, NR_MSS])} B) and "
+                         f"sample_ns be > 0, got {buffer_bytes} B, {sample_ns} ns")
+    r = N.nr[n]
+    r[NR_HOST_BW], r[NR_HOST_BUF], r[NR_HOST_PERIOD] = host_bw, buffer_bytes, sample_ns
+    r[NR_HOST_Q], r[NR_HOST_T], r[NR_HOST_DELAY] = 0, eng.now(), 0
+    if host_bw == 0:
+        if r[NR_HOST_TIMER] > 0:
+            wheel_cancel(eng.E.wheel, int(r[NR_HOST_TIMER]) - 1)
+        return
+    if r[NR_HOST_TIMER] <= 0:
+        t = wheel_alloc(eng.E.wheel, d, (TK_HOST << TK_SHIFT) | n)
+        if t < 0:
+            raise ValueError("timing wheel full (Engine(timers=...))")
+        r[NR_HOST_TIMER] = t + 1
+    wheel_schedule(eng.E.wheel, int(r[NR_HOST_TIMER]) - 1, eng.now() + sample_ns)
+
+
+def nic_hog(eng, d: int, share: float, start_ns: int, stop_ns: int) -> None:
+    """A hog on NIC `d`'s host takes `share` (0..1) of its host bandwidth
+    from start_ns to stop_ns (engine clock); share 0: none.  Needs a host
+    model (nic_host_model)."""
+    N = eng.E.nic
+    n = int(eng.E.devs.regs[d, 0])
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"hog share must be in 0..1, got {share}")
+    if share and N.nr[n, NR_HOST_BW] <= 0:
+        raise ValueError("a hog needs the NIC's host model (host_bw > 0)")
+    if stop_ns < start_ns:
+        raise ValueError(f"hog stop ({stop_ns} ns) before its start ({start_ns} ns)")
+    r = N.nr[n]
+    r[NR_HOG_SHARE], r[NR_HOG_START], r[NR_HOG_STOP] = round(share * 1_000_000), start_ns, stop_ns
 
 
 def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int = 0,

@@ -69,6 +69,11 @@ def _tx(E, N, f, nbytes, retx, inflight, now):
 
 
 @nb.njit(cache=True, _nrt=True)
+def _host(E, f, source, value, aux, now):
+    sg.signal_host(E, f, source, value, aux, now)
+
+
+@nb.njit(cache=True, _nrt=True)
 def _custom(E, f, data, i, pds_off, length, ptype, now):
     sg.signal_custom(E, f, data[i], pds_off, length, ptype, now)
 
@@ -134,6 +139,12 @@ def signal_tx(E, N, f, nbytes, retx, inflight, now):
         _tx(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, nbytes, retx, inflight, now)
     else:
         sg.count_tx(N, f, nbytes, retx)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_host(E, N, f, source, value, aux, now):
+    if _reported(E, f, C.EV_HOST):
+        _host(SigE(E.rep, E.wheel, E.alg), f, source, value, aux, now)
 
 
 @nb.njit(cache=True, inline="always")

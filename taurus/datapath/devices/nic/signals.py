@@ -115,6 +115,13 @@ def signal_tx(E, N, f, nbytes, retx, inflight, now):
 
 
 @nb.njit(cache=True, inline="always")
+def signal_host(E, f, source, value, aux, now):
+    """A host signal for flow f (host.py: the NIC's host model, or the
+    receiving host's delay echoed in an ACK): source id, value, aux."""
+    report_signal(E, f, C.EV_HOST, now, source, value, aux, 0)
+
+
+@nb.njit(cache=True, inline="always")
 def signal_custom(E, f, buf, pds_off, length, ptype, now):
     """A feedback packet for flow f: the custom segments the agent asked for."""
     report_segments(E, f, buf, pds_off, length, ptype, now)

@@ -47,7 +47,16 @@ NicState = namedtuple("NicState", [
  NR_RX_IDLE, NR_RX_TIMER) = range(24)
 """NR_RX_IDLE: a receiver algorithm's sender idle timeout (ns; rxcc.py);
 NR_RX_TIMER: the wheel timer of its idle scan."""
-N_NR = 24
+(NR_HOST_BW, NR_HOST_BUF, NR_HOST_Q, NR_HOST_T, NR_HOST_PERIOD, NR_HOST_TIMER, NR_HOG_SHARE,
+ NR_HOG_START, NR_HOG_STOP, NR_HOST_DELAY, NR_HOST_DROPS) = range(24, 35)
+"""The host behind the NIC (host.py): NR_HOST_BW delivery bandwidth into
+host memory (bit/s, 0: unlimited, no host model); NR_HOST_BUF the host
+buffer (bytes); NR_HOST_Q its occupancy (1/1024 bytes) at NR_HOST_T (ns);
+NR_HOST_PERIOD / NR_HOST_TIMER the HOST sampling period (ns) and its wheel
+timer + 1 (0: none); NR_HOG_SHARE (ppm of NR_HOST_BW) taken by a hog during
+[NR_HOG_START, NR_HOG_STOP) (ns); NR_HOST_DELAY the last sampled delivery
+delay (ns; ACKs echo it); NR_HOST_DROPS host drops at the last sample."""
+N_NR = 35
 
 # ---- per NIC counters (ncnt): drops are named by cause ----
 NIC_COUNTERS = (
@@ -57,14 +66,14 @@ NIC_COUNTERS = (
     "drop_bad_ses", "drop_bad_offset", "drop_no_pdc", "drop_ack_oor",
     "retx_sack", "retx_nack", "rto_fire", "rto_fail", "cq_overflow", "pdc_open",
     "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
-    "rto_held", "tx_probe", "rx_probe")
+    "rto_held", "tx_probe", "rx_probe", "drop_host_buf")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
  C_DROP_BAD_SES, C_DROP_BAD_OFFSET, C_DROP_NO_PDC, C_DROP_ACK_OOR,
  C_RETX_SACK, C_RETX_NACK, C_RTO_FIRE, C_RTO_FAIL, C_CQ_OVERFLOW, C_PDC_OPEN,
  C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
- C_RTO_HELD, C_TX_PROBE, C_RX_PROBE) = range(35)
+ C_RTO_HELD, C_TX_PROBE, C_RX_PROBE, C_DROP_HOST_BUF) = range(36)
 N_NCNT = 40
 
 # ---- per flow (fl) ----
@@ -73,7 +82,8 @@ N_NCNT = 40
  FL_SENT_OFF, FL_ACKED_OFF, FL_MQ_DONE, FL_MQ_TX, FL_MQ_TAIL, FL_NEXT_T, FL_SCHED,
  FL_RQ_NEXT, FL_T_PACE, FL_T_RTO, FL_SRTT, FL_RTTVAR, FL_RTO, FL_BACKOFF, FL_RETRIES,
  FL_CREDIT_USED, FL_USES_CREDIT, FL_MAX_INFL, FL_OOO_LAST, FL_MSG_OFF,
- FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END) = range(42)
+ FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_HOST_ECHO) = range(43)
+"""FL_HOST_ECHO: the receiving host's delivery delay its ACKs last echoed (ns)."""
 N_FL = 48
 FS_FREE, FS_ACTIVE, FS_FAILED = 0, 1, 2              # FL_STATE
 SCH_IDLE, SCH_QUEUED, SCH_TIMED = 0, 1, 2            # FL_SCHED
@@ -131,6 +141,7 @@ RQ_FREE, RQ_ASKED, RQ_DONE, RQ_FAILED = 0, 1, 2, 3
 
 # ---- wheel timer argument: kind << 32 | index ----
 TK_PACE, TK_RTO, TK_ACK, TK_TX, TK_RXIDLE, TK_SHIFT = 1, 2, 3, 4, 5, 32
+TK_HOST = 6   # the host model's HOST sampling (host.py)
 TXB = 64   # per-NIC TX batch
 
 

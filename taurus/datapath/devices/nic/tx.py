@@ -292,9 +292,13 @@ def _first_lost(N, f, una, nxt, msk):
 
 @hot_stage
 def _send_retx(E, N, n, f, p, msk, now):
-    """Resend lost PSN p if the window gates allow; 1 if it left."""
+    """Resend lost PSN p if the window gates allow; 1 if it left.  The one
+    packet a timeout resends (rto_fire) passes the congestion window, as
+    TCP's does: the window an algorithm cut on the timeout may be smaller
+    than what is still counted in flight, which only the reply to that
+    packet sorts out (F-RTO)."""
     ln = np.int64(N.sl_len[f, p & msk])
-    if not _window_ok(E, N, f, ln):
+    if p + 1 != N.fl[f, FL_FRTO] and not _window_ok(E, N, f, ln):
         return 0
     if (N.sl_off[f, p & msk] & SLO_OFF) + ln > rwnd_end(N, f):
         return 0
