@@ -28,7 +28,7 @@ from ... import ccshm as C
 from ...ccnative import T_ENTRY, T_ST_OFF, T_ST_ROW
 from ...report import TimerE, report_timer_start
 from ...wire import spec as S
-from .state import (NR_RX_IDLE, NR_RX_TIMER, TK_RXIDLE, CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
+from .state import (NR_CNP_GAP, NR_LASTHOP_DSCP, NR_RX_IDLE, NR_RX_TIMER, TK_RXIDLE, CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
                         FL_RTO, FL_SCHED, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO,
@@ -97,11 +97,15 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
             ack_every: int = 4, ack_delay_ns: int = 2000, rto_min_ns: int = 50_000,
             rto_init_ns: int = 200_000, max_retries: int = 15, init_credit: int = 16384,
             credit_window: int = 65536, rx_buf_bytes: int = 1 << 20, dupthresh: int = 3,
-            budget: int = 32, name: str | None = None) -> int:
+            budget: int = 32, name: str | None = None, cnp_gap_ns: int = 50_000,
+            last_hop_dscp: int = 47) -> int:
     """A host NIC on engine port `port`; returns its device index.
     ``rto_min_ns`` floors the RTO's variance margin: RTO = srtt +
     max(4 rttvar, rto_min) (as Linux does), ``rto_init_ns`` is the RTO
-    before the first RTT sample."""
+    before the first RTT sample.  ``cnp_gap_ns``: the least time between
+    two CNPs this NIC sends one sender (DCQCN's 50 us); ``last_hop_dscp``:
+    the DSCP of a packet its last switch trimmed (switch config
+    trim.last_hop_dscp), NACKed TRIMMED_LASTHOP."""
     if not eng.nics.reserved:
         nic_reserve(eng)
     N = eng.E.nic
@@ -112,6 +116,8 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
         raise ValueError(f"mss must be in 64..{eng.E.pool.data.shape[1] - DATA_HDR}")
     if ack_every < 1 or ack_delay_ns < 0 or budget < 1 or dupthresh < 1:
         raise ValueError("ack_every, budget, dupthresh >= 1 and ack_delay_ns >= 0 required")
+    if cnp_gap_ns < 0 or not 0 <= last_hop_dscp < 64:
+        raise ValueError("cnp_gap_ns >= 0 and last_hop_dscp in 0..63 required")
     d = eng.add_device(NIC, [port], name)
     eng.E.devs.regs[d, 0] = n
     r = N.nr[n]
@@ -121,6 +127,7 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     r[NR_RTO_MIN], r[NR_RTO_INIT], r[NR_RETRIES] = rto_min_ns, rto_init_ns, max_retries
     r[NR_INIT_CREDIT], r[NR_CREDIT_WIN], r[NR_RXCAP] = init_credit, credit_window, rx_buf_bytes
     r[NR_DUPTHRESH], r[NR_BUDGET] = dupthresh, budget
+    r[NR_CNP_GAP], r[NR_LASTHOP_DSCP] = cnp_gap_ns, last_hop_dscp
     if rx_buf_bytes < mss:
         raise ValueError("rx_buf_bytes must hold at least one MSS")
     eng.nics.shm.set_name(n, name or f"nic{n}")
@@ -208,6 +215,7 @@ def _register_cc(eng, n: int, f: int) -> None:
     cc.owner[f] = n
     cc.event_mask[f] = cc.ctls[n, C.CTL_DEFAULT_MASK]
     cc.rate[f] = cc.cwnd[f] = cc.credit[f] = cc.flags[f] = cc.timer_ns[f] = 0
+    cc.ev[f] = cc.ev_n[f] = 0            # no entropy decision: the flow's own EV
 
 
 def set_flow_mode(eng, f: int, mode: str, alg: int = -1, event_mask: int | None = None,
