@@ -338,12 +338,14 @@ def test_tagged_data_frames_read_in_scapy(fmt, layer, size):
 @pytest.mark.parametrize("mode", ["native", "agent"])
 def test_spray_decided_in_either_mode_reaches_the_nic(mode, tmp_path):
     """The entropy decision goes through the same columns whether the
-    algorithm runs in the engine or in the agent."""
+    algorithm runs in the engine or in the agent (which decides at its
+    first step: 2 Gbit/s links keep most of the flow after it)."""
     from taurus.experiment import schema
     from taurus.experiment.runner import run_experiment
     x = schema.from_dict({
         "experiment": {"name": "ev", "duration": "3ms"},
-        "topology": {"name": "t", "hosts": [{"name": "h1"}, {"name": "h2"}],
+        "topology": {"name": "t", "defaults": {"rate": "2Gbit", "delay": "1us"},
+                     "hosts": [{"name": "h1"}, {"name": "h2"}],
                      "switches": [{"name": n} for n in ("leaf1", "leaf2", "spine1", "spine2")],
                      "links": [{"endpoints": list(e)} for e in (
                          ("h1", "leaf1"), ("h2", "leaf2"), ("leaf1", "spine1"),
