@@ -199,6 +199,52 @@ def test_csig_delay_reports_the_most_queued_hop():
         assert 10_000 < S["value"] < 600_000, S["value"]
 
 
+@kernel
+def worst_on_csig(s, p, ev, d):
+    s.n += 1
+    if ev.value > s.worst:
+        s.worst = ev.value
+        s.loc = ev.locator
+    s.seen[int(ev.locator) & 63] += 1
+
+
+class CsigWorstDelay(Algorithm):
+    """Keeps the highest delay reflected and its locator, and which locators
+    were reflected at all."""
+    name = "test-csig-worst"
+    state = ("n", "worst", "loc", ("seen", 64))
+    binds = ("CSIG",)
+    csig = ("delay", "compact")
+    on_csig = staticmethod(worst_on_csig)
+
+
+def test_csig_delay_finds_the_worse_of_two_congested_hops():
+    """Flow A crosses two congested hops: s1's port toward s2, shared with
+    C (h4 -> h5), and s2's port toward h2, shared with B, whose larger
+    window keeps that queue the longer one.  A's tags name the second."""
+    t = topo.Topology("two_queues")
+    for h in ("h1", "h2", "h3", "h4", "h5"):
+        t.add_host(h)
+    t.add_switch("s1", {"csig": True})
+    t.add_switch("s2", {"csig": True})
+    for a, b, r in (("h1", "s1", 10 * G), ("h4", "s1", 10 * G), ("s1", "s2", G),
+                    ("s2", "h2", G), ("h3", "s2", 10 * G), ("s2", "h5", 10 * G)):
+        t.add_link(a, b, rate=r, delay=2000, buffer="2MB")
+    eng, tab, ids, hosts = _fabric(t, [CsigWorstDelay])
+    w = ids[CsigWorstDelay]
+    with eng:
+        fa = _flow(eng, tab, w, hosts, t, "h1", "h2", 1_000_000, cwnd_bytes=30_000)
+        _flow(eng, tab, None, hosts, t, "h3", "h2", 1_000_000, cwnd_bytes=300_000)
+        _flow(eng, tab, None, hosts, t, "h4", "h5", 1_000_000, cwnd_bytes=100_000)
+        eng.run_for(10 * 10**6)
+        S = tab.state(w)[fa]
+        assert S["n"] > 20
+        q1, q2 = _locator_compact(t, "s1", "s2"), _locator_compact(t, "s2", "h2")
+        assert S["seen"][q1] > 0 and S["seen"][q2] > 0      # both hops were the worst at times
+        assert S["loc"] == q2
+        assert 1_000_000 < S["worst"] < 5_000_000, S["worst"]   # 300 KB at 1 Gbit/s: ~2.4 ms
+
+
 # ---- TCD: UE and CE apart, CNPs ---------------------------------------------------
 def test_tcd_victim_sees_ue_and_culprits_see_ce():
     t = topo.load(topo.builtin("pfc_victim"))
