@@ -153,3 +153,21 @@ def test_timer_events_start_with_the_flows_first_signal_and_stop_without_a_perio
         cc.timer_ns[1] = 0
         eng.run_for(100_000)
         assert cc.ring.pending() == 0
+
+
+def test_csig_aggregates_keep_the_worst_value_and_its_locator():
+    """Min types (ABW) keep the lowest value, max types (delay) the highest,
+    each with the locator that reported it."""
+    from taurus.datapath.ccevents import CSIG_ABW, CSIG_DELAY
+    eng, cc = make()
+    with eng:
+        for i, (v, loc) in enumerate([(5, 1), (3, 2), (4, 3), (3, 4)]):
+            at(eng, 100 * (i + 1), 1, C.EV_CSIG, CSIG_ABW, v * 10**9, loc, 2)
+            at(eng, 100 * (i + 1), 2, C.EV_CSIG, CSIG_DELAY, v * 1000, loc, 1)
+        eng.run_for(10**9)
+        r = cc.ring.drain()
+        abw = r[r[:, C.FLOW] == 1][0]
+        delay = r[r[:, C.FLOW] == 2][0]
+        assert abw[C.COUNT] == 4 and abw[C.V0] == CSIG_ABW
+        assert (abw[C.V0 + 1], abw[C.V0 + 2], abw[C.V0 + 3]) == (3 * 10**9, 2, 2)
+        assert (delay[C.V0 + 1], delay[C.V0 + 2]) == (5000, 1)

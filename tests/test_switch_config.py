@@ -59,6 +59,8 @@ def test_features_merge_switch_then_link(tmp_path):
     ('telemetry = "-1us"', "", "switches[0].telemetry", "delay"),
     ('colour = "red"', "", "switches[0]", "unknown key"),
     ("", 'trim = { dscp = 3 }', "links[0].trim.threshold", "missing"),
+    ("", 'trim = { threshold = "1KB", last_hop_dscp = 64 }', "links[0].trim.last_hop_dscp",
+     "DSCP 0..63"),
     ("", 'buffer = "x"', "links[0].buffer", "size"),
 ])
 def test_bad_features_name_file_and_field(tmp_path, sw, lk, field, msg):
@@ -77,5 +79,7 @@ def test_python_api_errors():
         add_switch(eng, [b], {"ports": {"pfc": {"xoff": 2000, "xon": 1000, "tcd": True}}})
     with pytest.raises(ValueError, match=r"ports\[0\].rate"):
         add_switch(eng, [b], {"ports": {"rate": "fast"}})
+    with pytest.raises(ValueError, match=r"ports\[0\].host_facing"):
+        add_switch(eng, [b], {"ports": {"host_facing": "yes"}})
     assert int(eng.ctl[2]) == 0          # nothing was registered
     eng.close()

@@ -369,6 +369,9 @@ def test_flag_names_match_constants():
     assert int(L.PDSRudReq(flags="SYN+AR+RETX+TP").flags) == S.F_SYN | S.F_AR | S.F_RETX | S.F_TP
     assert int(L.PDSAck(flags="M+P+RETX").flags) == S.F_ACK_M | S.F_ACK_P | S.F_RETX
     assert int(L.PDSAck(flags="REQ0+REQ1").flags) == S.F_ACK_REQ
+    assert int(L.PDSAck(flags="UE+M").flags) == S.F_ACK_UE | S.F_ACK_M
+    assert int(L.PDSRudReq(flags="NP").flags) == S.F_REQ_NP
+    assert L.PDSControl(ctl_type="CNP").ctl_type == S.CTL_CNP
     assert int(L.PDSNack(flags="M+NT").flags) == S.F_NACK_M | S.F_NACK_NT
     assert int(L.PDSControl(flags="ISROD+SYN").flags) == S.F_CTL_ISROD | S.F_SYN
     assert int(L.SESStd(flags="SOM+EOM+HD+REL+IE+DC").flags) == \

@@ -422,6 +422,8 @@ class MessageHandler:
         rule = MERGE[ev]
         v = slice(V0, V0 + N_VALUES)
         mins = np.minimum.reduceat(rec, start, axis=0)
+        # LAST, and CSIG's WORST / BY_WORST: the latest record's values (a
+        # value and its locator stay together)
         merged[:, v] = np.select([rule == SUM, rule == MAX, rule == MIN],
                                  [sums[:, v], maxs[:, v], mins[:, v]], merged[:, v])
         lens = end - start

@@ -36,16 +36,24 @@ per-sender table.
 TIMER: ``timer`` is a period in ns, or the name of a parameter holding one;
 the engine raises a TIMER event for each flow that binds it, every period,
 in virtual and in wall-clock time alike.
+
+CSIG: an algorithm that binds CSIG declares the tag its flows' data packets
+carry, ``csig = ("delay", "compact")`` (type: delay, abw, abw_c, qdepth;
+format: compact or wide; ccevents.CSIG_TYPE_NAMES).  Its event mask carries
+the request to the NIC (ccevents.mask_requests).  CNP: an algorithm that
+binds CNP makes its receivers the notification point (DCQCN): they send a
+CNP on CE or UE marks, at most one per NIC cnp_gap_ns.
 """
 import dataclasses
 
 import numpy as np
 from numba.extending import register_jitable
 
-from taurus.datapath.ccevents import (CLS_RAW, D_CREDIT, D_CWND, D_EV,  # noqa: F401
+from taurus.datapath.ccevents import (CLS_RAW, CSIG_FORMATS, CSIG_TYPE_NAMES,  # noqa: F401
+                                     D_CREDIT, D_CWND, D_EV,
                                      D_HOST_CPU, D_HOST_MBA, D_PROBE, D_RATE, DECISION_DTYPE,
                                      EVENT_CLASS, EVENT_IDS, EVENT_NAMES, EVENT_ROLE,
-                                     N_DECISION, ROLES)
+                                     N_DECISION, ROLES, mask_requests)
 from taurus.datapath.ccshm import RTT_UNIT
 
 from .params import ConfigError, Params
@@ -140,6 +148,7 @@ class Algorithm:
     periods: dict = {}
     timer = None                 # TIMER period: ns, or the name of a parameter (ns)
     samplers: dict = {}          # host samplers wanted in agent modes: name -> period (ns)
+    csig = None                  # binds CSIG: (type, format) of the tag its data packets carry
     init = None
 
     @classmethod
@@ -211,14 +220,33 @@ def check_class(cls) -> None:
             raise ConfigError(f"algorithm {cls.name!r} binds {e} but has no on_{e.lower()}")
     if "TIMER" in [str(b).upper() for b in cls.binds] and cls.timer is None:
         raise ConfigError(f"algorithm {cls.name!r} binds TIMER but declares no timer period")
+    _check_csig(cls)
     class_periods(cls)
 
 
+def _check_csig(cls) -> None:
+    binds = "CSIG" in [str(b).upper() for b in cls.binds]
+    if cls.csig is None:
+        if binds:
+            raise ConfigError(f"algorithm {cls.name!r} binds CSIG but declares no csig = "
+                              f"(type, format)")
+        return
+    c = cls.csig
+    if not (isinstance(c, tuple) and len(c) == 2 and c[0] in CSIG_TYPE_NAMES
+            and c[1] in CSIG_FORMATS):
+        raise ConfigError(f"algorithm {cls.name!r}: csig must be (type, format) with type one "
+                          f"of {', '.join(CSIG_TYPE_NAMES)} and format compact or wide, "
+                          f"got {c!r}")
+
+
 def event_mask(cls, params) -> int:
-    """Bit EV_x for each event bound with ``params``."""
+    """Bit EV_x for each event bound with ``params``; above them, what the
+    flow asks of the datapath (the CSIG tag: ccevents.mask_requests)."""
     mask = 0
     for b in cls.bindings(params):
         mask |= 1 << EVENT_IDS[str(b).upper()]
+    if (mask >> EVENT_IDS["CSIG"]) & 1 and cls.csig is not None:
+        mask |= mask_requests(*cls.csig)       # the tag its data packets carry
     return mask
 
 

@@ -12,12 +12,21 @@ in plain Python code.  Units: bytes, packets, ns, bit/s unless a field says.
 Each event belongs to an aggregation class (report engine, TAURUS §3.4):
 Accumulable events are summed over a period, Coalescent ones merged, Raw
 ones forwarded one by one.  ``merge`` says how each value combines when
-records of one flow and event are aggregated.
+records of one flow and event are aggregated: SUM, MAX, MIN, LAST, or
+WORST / BY_WORST for CSIG, whose worst value is the lowest for the min
+types (ABW, ABW/C) and the highest for the max types (delay, queue depth):
+WORST keeps the worst value by the record's csig_type, BY_WORST keeps the
+word of the record whose value that is (the bottleneck's locator).
+
+Above the event bits, a flow's event mask carries what its algorithm asks
+of the datapath beyond reports (``mask_requests``): the CSIG tag its data
+packets carry (type and format, MASK_CSIG_SHIFT).  A sender whose mask
+binds CNP asks its receivers to act as notification point (spec.F_REQ_NP).
 """
 import numpy as np
 
 CLS_ACCUMULABLE, CLS_COALESCENT, CLS_RAW = range(3)
-SUM, MAX, LAST, MIN = range(4)
+SUM, MAX, LAST, MIN, WORST, BY_WORST = range(6)
 ROLES = ("sender", "receiver")
 
 HEADER = ("seq", "flow", "event", "t_first", "t_last", "count")
@@ -70,12 +79,13 @@ EVENTS = (
         ("credit", 0, MAX, "cumulative credit granted by the receiver (bytes)"),)),
     ("CNP", CLS_COALESCENT, "sender", (
         ("ce", 0, SUM, "CNPs for CE marks"),
-        ("ue", 1, SUM, "CNPs for UE marks (TCD: undetermined, no cut)"),
+        ("ue", 1, SUM, "CNPs for UE marks (TCD: undetermined, no cut); a CNP may count in both"),
         ("psn", 2, LAST, "PSN that triggered the last one"))),
     ("CSIG", CLS_COALESCENT, "sender", (
-        ("csig_type", 0, LAST, "0 max delay (ns), 1 min ABW (bit/s), 2 min ABW/C (ppm)"),
-        ("value", 1, MAX, "the reflected value in those units"),
-        ("locator", 2, LAST, "the bottleneck's locator"),
+        ("csig_type", 0, LAST, "0 max delay (ns), 1 min ABW (bit/s), 2 min ABW/C (ppm), "
+                               "3 max queue depth (ppm)"),
+        ("value", 1, WORST, "the reflected value in those units (aggregated: the worst)"),
+        ("locator", 2, BY_WORST, "the bottleneck's locator (of the worst value)"),
         ("fmt", 3, LAST, "1 compact (4 bytes), 2 wide (8 bytes)"))),
     ("INT", CLS_RAW, "sender", (
         ("hop", 0, LAST, "hop index (0: first switch)"),
@@ -99,6 +109,30 @@ EVENTS = (
     ("LEAVE", CLS_RAW, "receiver", (
         ("reason", 0, LAST, "0 closed, 1 idle timeout"),)),
 )
+
+CSIG_DELAY, CSIG_ABW, CSIG_ABW_C, CSIG_QDEPTH = range(4)
+CSIG_TYPE_NAMES = {"delay": CSIG_DELAY, "abw": CSIG_ABW, "abw_c": CSIG_ABW_C,
+                   "qdepth": CSIG_QDEPTH}
+"""An EV_CSIG record's csig_type (the wire's t differs: spec.CSIG_T_*)."""
+CSIG_FROM_WIRE = np.array([CSIG_ABW, CSIG_ABW_C, CSIG_DELAY, CSIG_QDEPTH], np.int64)
+CSIG_TO_WIRE = np.array([2, 0, 1, 3], np.int64)
+CSIG_FORMATS = {"compact": 1, "wide": 2}
+CSIG_MIN_TYPES = (CSIG_ABW, CSIG_ABW_C)
+
+MASK_CSIG_SHIFT = 48
+"""Mask bits 48..51: the wire CSIG type (spec.CSIG_T_*), 52..53: its format
+(spec.CSIG_COMPACT / CSIG_WIDE; 0: no tag)."""
+MASK_EVENTS = (1 << MASK_CSIG_SHIFT) - 1
+
+
+def mask_requests(csig_type: str | None = None, csig_fmt: str = "compact") -> int:
+    """The request bits of an event mask: a CSIG tag of this type
+    (CSIG_TYPE_NAMES) and format (CSIG_FORMATS), or none."""
+    if csig_type is None:
+        return 0
+    t = CSIG_TO_WIRE[CSIG_TYPE_NAMES[csig_type]]
+    return ((CSIG_FORMATS[csig_fmt] << 4) | int(t)) << MASK_CSIG_SHIFT
+
 
 EVENT_NAMES = tuple(e[0] for e in EVENTS)
 N_EVENTS = len(EVENTS)

@@ -154,9 +154,9 @@ def native_call(A, R, k, flow, ev, now):
 
 
 @nb.njit(cache=True)
-def native_signal(A, R, k, flow, ev, now, v0, v1, v2, v3):
-    """One signal (report.py's four values) to a native flow's algorithm."""
-    _values(A.rec, v0, v1, v2, v3, 0, 0)
+def native_signal(A, R, k, flow, ev, now, v0, v1, v2, v3, v4, v5):
+    """One signal (report.py's values V0..V5) to a native flow's algorithm."""
+    _values(A.rec, v0, v1, v2, v3, v4, v5)
     native_call(A, R, k, flow, ev, now)
 
 

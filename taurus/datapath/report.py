@@ -83,7 +83,9 @@ TAG_TIMER = np.int64(4) << 40
 TAG_ARG = (np.int64(1) << 40) - 1
 
 SUM, MAX, LAST, MIN = ccevents.SUM, ccevents.MAX, ccevents.LAST, ccevents.MIN
+WORST, BY_WORST = ccevents.WORST, ccevents.BY_WORST
 MERGE = ccevents.MERGE     # how each value of each event merges inside a window
+CSIG_TYPE_WORD = ccevents.WORD["csig_type"]
 
 
 def make_report_state(cc: "C.CcShm") -> Report:
@@ -152,9 +154,16 @@ def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
 
 @nb.njit(cache=True)
 def report_signal(E, flow, ev, now, v0, v1, v2, v3):
-    """One signal of event `ev` for `flow` at time `now` (values by event as
-    in ccshm).  Cheap when the flow's algorithm did not bind the event.  A
-    native flow's algorithm gets it at once."""
+    """One signal of event `ev` for `flow` at time `now` (values V0..V3 by
+    event as in ccevents; V4, V5 zero: report_signal6)."""
+    report_signal6(E, flow, ev, now, v0, v1, v2, v3, 0, 0)
+
+
+@nb.njit(cache=True)
+def report_signal6(E, flow, ev, now, v0, v1, v2, v3, v4, v5):
+    """One signal of event `ev` for `flow` at time `now` (values V0..V5 by
+    event as in ccevents).  Cheap when the flow's algorithm did not bind the
+    event.  A native flow's algorithm gets it at once."""
     R = E.rep
     k = R.owner[flow]
     m = R.mask[flow]
@@ -163,7 +172,7 @@ def report_signal(E, flow, ev, now, v0, v1, v2, v3):
     if R.tm_on[flow] == 0 and (m >> C.EV_TIMER) & 1 and R.timer_ns[flow] > 0:
         report_timer_start(E, flow, now)
     if R.flags[flow] & C.FL_NATIVE:
-        native_signal(E.alg, R, k, flow, ev, now, v0, v1, v2, v3)
+        native_signal(E.alg, R, k, flow, ev, now, v0, v1, v2, v3, v4, v5)
         return
     ctl = R.ctls[k]
     ctl[C.CTL_SIGNALS] += 1
@@ -174,9 +183,9 @@ def report_signal(E, flow, ev, now, v0, v1, v2, v3):
         period = max(np.int64(1), -period * rtt // C.RTT_UNIT)
     period *= max(np.int64(1), ctl[C.CTL_BACKPRESSURE])
     if ctl[C.CTL_AGGREGATE] == 0 or cls == C.CLS_RAW or period <= 0:
-        vals = np.empty(4, np.int64)
-        vals[0], vals[1], vals[2], vals[3] = v0, v1, v2, v3
-        _stage(E, R, k, flow, ev, 1, now, now, vals, 4, now)
+        vals = np.empty(6, np.int64)
+        vals[0], vals[1], vals[2], vals[3], vals[4], vals[5] = v0, v1, v2, v3, v4, v5
+        _stage(E, R, k, flow, ev, 1, now, now, vals, 6, now)
         return
     a = R.acc[flow, ev]
     if a[A_COUNT] == 0:
@@ -188,9 +197,12 @@ def report_signal(E, flow, ev, now, v0, v1, v2, v3):
         if t >= 0 and not wheel_armed(E.wheel, t):
             wheel_schedule(E.wheel, t, now + period)
         a[A_V], a[A_V + 1], a[A_V + 2], a[A_V + 3] = v0, v1, v2, v3
+        a[A_V + 4], a[A_V + 5] = v4, v5
     else:
-        vs = (np.int64(v0), np.int64(v1), np.int64(v2), np.int64(v3))
-        for i in range(4):
+        vs = (np.int64(v0), np.int64(v1), np.int64(v2), np.int64(v3), np.int64(v4),
+              np.int64(v5))
+        won = False                     # WORST: this signal's value is the worse one
+        for i in range(6):
             m = MERGE[ev, i]
             if m == SUM:
                 a[A_V + i] += vs[i]
@@ -198,10 +210,26 @@ def report_signal(E, flow, ev, now, v0, v1, v2, v3):
                 a[A_V + i] = max(a[A_V + i], vs[i])
             elif m == MIN:
                 a[A_V + i] = min(a[A_V + i], vs[i])
+            elif m == WORST:
+                won = _worse(vs[CSIG_TYPE_WORD], vs[i], a[A_V + i])
+                if won:
+                    a[A_V + i] = vs[i]
+            elif m == BY_WORST:
+                if won:
+                    a[A_V + i] = vs[i]
             else:
                 a[A_V + i] = vs[i]
     a[A_COUNT] += 1
     a[A_LAST] = now
+
+
+@nb.njit(cache=True, inline="always")
+def _worse(csig_type, new, old):
+    """Whether CSIG value `new` is worse than `old`: lower for the min types
+    (ABW, ABW/C), higher for the max types."""
+    if csig_type == ccevents.CSIG_ABW or csig_type == ccevents.CSIG_ABW_C:
+        return new < old
+    return new > old
 
 
 @nb.njit(cache=True)

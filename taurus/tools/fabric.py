@@ -38,8 +38,10 @@ def _switch_config(topo: Topology, sw: str, ports: list[int], real: bool, overri
         pc.update({"rate": lk.rate or 0, "delay": lk.delay or 0, "mac": i.mac})
         if lk.buffer:
             pc["buffer"] = lk.buffer
-        if real and topo.node(i.peer_node).is_host:
-            pc["in_delay"] = lk.delay or 0
+        if topo.node(i.peer_node).is_host:
+            pc["host_facing"] = True         # its trims are last-hop trims
+            if real:
+                pc["in_delay"] = lk.delay or 0
         pc.update((overrides or {}).get(i.name, {}))
         pcs.append(pc)
         byname[i.name] = p

@@ -62,14 +62,20 @@ NEXT_HDRS = {0: "NONE", 1: "SES_SMALL", 2: "SES_MEDIUM", 3: "SES_STD",
 
 CTL_NOOP, CTL_REQ_ACK, CTL_CLEAR, CTL_REQ_CLEAR, CTL_CLOSE = 0, 1, 2, 3, 4
 CTL_REQ_CLOSE, CTL_PROBE, CTL_CREDIT, CTL_CREDIT_REQ, CTL_NEGOTIATION = 5, 6, 7, 8, 9
+CTL_CNP = 10                                 # ours: a congestion notification (DCQCN's NP)
 CTL_TYPES = {0: "NOOP", 1: "REQ_ACK", 2: "CLEAR", 3: "REQ_CLEAR", 4: "CLOSE",
-             5: "REQ_CLOSE", 6: "PROBE", 7: "CREDIT", 8: "CREDIT_REQ", 9: "NEGOTIATION"}
+             5: "REQ_CLOSE", 6: "PROBE", 7: "CREDIT", 8: "CREDIT_REQ", 9: "NEGOTIATION",
+             10: "CNP"}
+# ours: a CNP's ctl_payload says which marks it notifies (both may be set)
+CNP_CE, CNP_UE = 0x1, 0x2
 
 # ---- prologue flag bits (7-bit field) ----
 F_TP = 0x40                                  # ours: Taurus probe field follows
 F_RETX, F_AR, F_SYN = 0x10, 0x08, 0x04       # requests and CONTROL
+F_REQ_NP = 0x20                              # ours, requests: receiver, be the CNP notification point
 F_CTL_ISROD = 0x20
 F_ACK_M, F_ACK_P, F_ACK_REQ = 0x20, 0x08, 0x06   # ACK: REQ = 0 none, 1 clear, 2 close
+F_ACK_UE = 0x01                              # ours: UE (TCD undetermined) seen, apart from M (CE)
 ACK_REQ_SHIFT = 1
 F_NACK_M, F_NACK_NT = 0x20, 0x08
 F_RUDI_M = 0x20
@@ -108,8 +114,8 @@ CSIG_TYPES = {0: "ABW", 1: "ABW_C", 2: "DELAY", 3: "QDEPTH"}
 CSIG_NONE, CSIG_COMPACT, CSIG_WIDE = 0, 1, 2
 CSIG_FMTS = {0: "NONE", 1: "COMPACT", 2: "WIDE"}
 
-_REQ_FL = ("b0", "b1", "SYN", "AR", "RETX", "b5", "TP")
-_ACK_FL = ("b0", "REQ0", "REQ1", "P", "RETX", "M", "TP")
+_REQ_FL = ("b0", "b1", "SYN", "AR", "RETX", "NP", "TP")
+_ACK_FL = ("UE", "REQ0", "REQ1", "P", "RETX", "M", "TP")
 _NACK_FL = ("b0", "b1", "b2", "NT", "RETX", "M", "TP")
 _CTL_FL = ("b0", "b1", "SYN", "AR", "RETX", "ISROD", "TP")
 _RUDI_FL = ("b0", "b1", "b2", "b3", "RETX", "M", "TP")

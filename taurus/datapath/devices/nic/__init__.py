@@ -4,15 +4,18 @@ Per packet, in the order a packet meets them (one ``poll``):
 
     poll.py      RX burst from the port, parse once (wire.parse), hand on by PDS type
     rx.py        receiver: PSN tracking per receive PDC, payload placement,
-                 cumulative ACK + SACK, ACK coalescing, NACK, ECN echo, CSIG, credit
+                 cumulative ACK + SACK, ACK coalescing, NACK (last-hop trims apart),
+                 CE and UE echo, CSIG reflection, credit, CNPs (notification point)
     host.py      the host behind the NIC in virtual time (off by default): delivery
                  into memory at a host bandwidth, a hog, host buffer drops, HOST samples
-    ack.py       sender feedback: ACK/SACK/NACK, loss inference, credit, RTT samples
+    ack.py       sender feedback: ACK/SACK/NACK, loss inference, credit, RTT samples,
+                 CSIG reflections, CNPs
     signals.py   signal collection: one call site per transport event, handed to
                  the report engine (datapath/report.py); sigcall.py keeps those
                  calls out of line of the non-refcounted hot path
     sq.py        app submissions (send, read) from the per-NIC submission queue
-    tx.py        scheduler: pacing, window and credit gates, retransmission, RTO
+    tx.py        scheduler: pacing, window and credit gates, retransmission, RTO;
+                 data frames with the flow's CSIG tag and entropy value
     frame.py     framing (Ethernet/IPv4/UDP), the TX batch, the line-rate account
 
 Timers on the engine's wheel: per-flow pacing and RTO, per-PDC ACK

@@ -1,5 +1,6 @@
-"""Sender side, feedback: ACK (cumulative + SACK), NACK, credit, ECN echo,
-RTT samples, CSIG reflections and the receiving host's echoed delay.
+"""Sender side, feedback: ACK (cumulative + SACK), NACK, credit, ECN echo
+(CE and UE), RTT samples, CSIG reflections, CNPs and the receiving host's
+echoed delay.
 
 Loss inference from SACK: a packet still in flight with at least
 NR_DUPTHRESH SACKed packets above it is lost (TCP's dupthresh rule, RFC
@@ -18,9 +19,9 @@ from ...wire.codec import get_field
 from ...wire.desc import (D_DPDCID, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS, D_PDS_OFF, D_PDS_TYPE,
                          D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN, D_SPDCID)
 from ... import ccevents as V
-from .sigcall import (signal_ack, signal_credit, signal_csig, signal_custom, signal_ecn,
-                          signal_host, signal_nack, signal_ooo, signal_rtt)
-from .state import (C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
+from .sigcall import (signal_ack, signal_cnp, signal_credit, signal_csig, signal_custom,
+                      signal_ecn, signal_host, signal_nack, signal_ooo, signal_rtt)
+from .state import (C_RX_CNP, C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
                         FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
                         FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
@@ -238,7 +239,8 @@ def _ack_cc_fields(E, N, f, buf, q, t, now):
             signal_csig(E, N, f, get_field(buf, q, S.ACK_CCX_RCSIG_T),
                         get_field(buf, q, S.ACK_CCX_RCSIG_S),
                         get_field(buf, q, S.ACK_CCX_RCSIG_LM),
-                        get_field(buf, q, S.ACK_CCX_RCSIG_D), now)
+                        get_field(buf, q, S.ACK_CCX_RCSIG_D),
+                        get_field(buf, q, S.ACK_CCX_RCSIG_FMT), now)
 
 
 @hot_stage
@@ -253,11 +255,13 @@ def _host_echo(E, N, f, st, now):
 
 @hot_stage
 def _ack_signals(E, N, n, f, freed, now):
-    """ECN echo, the RTT sample, the ACK itself: to the flow's algorithm."""
+    """ECN echo (CE and UE apart), the RTT sample, the ACK itself: to the
+    flow's algorithm."""
     d = N.desc
-    marked = freed if d[D_PDS_FLAGS] & S.F_ACK_M else 0
-    if marked or d[D_PDS_FLAGS] & S.F_ACK_M:
-        signal_ecn(E, N, f, marked, now)
+    ce = 1 if d[D_PDS_FLAGS] & S.F_ACK_M else 0
+    ue = 1 if d[D_PDS_FLAGS] & S.F_ACK_UE else 0
+    if ce or ue:
+        signal_ecn(E, N, f, freed * ce, ce, freed * ue, ue, now)
     if d[D_PROBE_OFF] >= 0 and d[D_PROBE_MODE] == S.PROBE_ECHO:
         _rtt_sample(E, n, f, d[D_PROBE_TS], now)
     signal_ack(E, N, f, freed, N.fl[f, FL_UNA], now)
@@ -284,6 +288,21 @@ def _complete(N, n, f, now):
     N.fl[f, FL_MQ_DONE] = k
     if N.fl[f, FL_ACKED_OFF] >= N.fl[f, FL_POSTED]:
         N.sig[f, SG_DONE_T] = now
+
+
+@hot
+def rx_cnp(E, n, i, now):
+    """A CNP (CONTROL, ctl_type CNP) from a flow's receiver: counted, and to
+    the flow's algorithm as EV_CNP."""
+    N = E.nic
+    f = _flow_of(N, n)
+    if f == 0:
+        return
+    N.ncnt[n, C_RX_CNP] += 1
+    d = N.desc
+    marks = get_field(E.pool.data[i], d[D_PDS_OFF], S.CONTROL_CTL_PAYLOAD)
+    p = psn_recon(d[D_PSN], N.fl[f, FL_UNA])
+    signal_cnp(E, N, f, 1 if marks & S.CNP_CE else 0, 1 if marks & S.CNP_UE else 0, p, now)
 
 
 @hot

@@ -13,13 +13,16 @@ from ...mbuf import mbuf_alloc
 from ...ports.dispatch import port_tx_or_drop
 from ...wire import spec as S
 from ...wire.codec import fill_ipv4_checksum, set_field, zero_bytes
+from ...wire.desc import CFG_TPID_COMPACT, CFG_TPID_WIDE
 from .state import C_TX_NOBUF, NR_IP, NR_LINE, NR_MAC, NR_PORT, NR_TXFREE, NR_TXN, TXB
 
 IP_OFF = S.ETH_SIZE
 UDP_OFF = IP_OFF + S.IPV4_SIZE
 PDS_OFF = UDP_OFF + S.UDP_SIZE
 ECN_ECT0 = 2
+ECN_ECT1 = 1     # the switches' default UE codepoint (TCD; switch config pfc.ue)
 ECN_CE = 3
+CSIG_TAG_BYTES = (0, S.CSIGC_SIZE, S.CSIGW_SIZE)   # by format: TPID + tag (spec: incl. inner type)
 
 
 @hot
@@ -36,24 +39,49 @@ def frame_new(E, n, hdr_len):
 @hot
 def frame_l2l4(E, n, i, dst_mac, dst_ip, ev, ecn, total):
     """Ethernet, IPv4 and UDP (sport = entropy) for a frame of `total` bytes."""
+    frame_l2l4_at(E, n, i, dst_mac, dst_ip, ev, ecn, total, 0)
+
+
+@hot
+def frame_l2l4_at(E, n, i, dst_mac, dst_ip, ev, ecn, total, sh):
+    """The same with `sh` bytes of tag (a CSIG tag: frame_csig) between the
+    MAC addresses and the inner ethertype: IPv4 starts at IP_OFF + sh."""
     buf = E.pool.data[i]
     N = E.nic
+    ip = IP_OFF + sh
+    udp = UDP_OFF + sh
     set_field(buf, 0, S.ETH_DST, dst_mac)
     set_field(buf, 0, S.ETH_SRC, N.nr[n, NR_MAC])
-    set_field(buf, 0, S.ETH_TYPE, S.ETH_P_IP)
-    set_field(buf, IP_OFF, S.IPV4_VERSION, 4)
-    set_field(buf, IP_OFF, S.IPV4_IHL, 5)
-    set_field(buf, IP_OFF, S.IPV4_ECN, ecn)
-    set_field(buf, IP_OFF, S.IPV4_LEN, total - IP_OFF)
-    set_field(buf, IP_OFF, S.IPV4_TTL, 64)
-    set_field(buf, IP_OFF, S.IPV4_PROTO, S.IPPROTO_UDP)
-    set_field(buf, IP_OFF, S.IPV4_SRC, N.nr[n, NR_IP])
-    set_field(buf, IP_OFF, S.IPV4_DST, dst_ip)
-    fill_ipv4_checksum(buf, IP_OFF)
-    set_field(buf, UDP_OFF, S.UDP_SPORT, ev)
-    set_field(buf, UDP_OFF, S.UDP_DPORT, S.UET_UDP_PORT)
-    set_field(buf, UDP_OFF, S.UDP_LEN, total - UDP_OFF)
+    set_field(buf, sh, S.ETH_TYPE, S.ETH_P_IP)
+    set_field(buf, ip, S.IPV4_VERSION, 4)
+    set_field(buf, ip, S.IPV4_IHL, 5)
+    set_field(buf, ip, S.IPV4_ECN, ecn)
+    set_field(buf, ip, S.IPV4_LEN, total - ip)
+    set_field(buf, ip, S.IPV4_TTL, 64)
+    set_field(buf, ip, S.IPV4_PROTO, S.IPPROTO_UDP)
+    set_field(buf, ip, S.IPV4_SRC, N.nr[n, NR_IP])
+    set_field(buf, ip, S.IPV4_DST, dst_ip)
+    fill_ipv4_checksum(buf, ip)
+    set_field(buf, udp, S.UDP_SPORT, ev)
+    set_field(buf, udp, S.UDP_DPORT, S.UET_UDP_PORT)
+    set_field(buf, udp, S.UDP_LEN, total - udp)
     E.pool.length[i] = total
+
+
+@hot
+def frame_csig(N, buf, t, fmt, s):
+    """A CSIG tag of wire type t, format fmt and value s after the MAC
+    addresses of a frame built with frame_l2l4_at(sh = CSIG_TAG_BYTES[fmt]):
+    its TPID (the parser's, N.pcfg), the tag, then the inner ethertype
+    (written there by frame_l2l4_at)."""
+    if fmt == S.CSIG_COMPACT:
+        set_field(buf, 0, S.ETH_TYPE, N.pcfg[CFG_TPID_COMPACT])
+        set_field(buf, S.ETH_SIZE, S.CSIGC_T, t)
+        set_field(buf, S.ETH_SIZE, S.CSIGC_S, s)
+    else:
+        set_field(buf, 0, S.ETH_TYPE, N.pcfg[CFG_TPID_WIDE])
+        set_field(buf, S.ETH_SIZE, S.CSIGW_T, t)
+        set_field(buf, S.ETH_SIZE, S.CSIGW_S, s)
 
 
 @hot

@@ -10,9 +10,9 @@ from ...report import report_timer_commands
 from ...mbuf import mbuf_free
 from ...ports.dispatch import port_rx_burst
 from ...wire import spec as S
-from ...wire.desc import D_IP_DST, D_PDS_TYPE, P_OK
+from ...wire.desc import D_IP_DST, D_PDS_NEXT, D_PDS_TYPE, P_OK
 from ...wire.parse import parse_frame
-from .ack import rx_ack, rx_nack
+from .ack import rx_ack, rx_cnp, rx_nack
 from .frame import tx_flush
 from .rx import ack_timer, rx_control, rx_data
 from .host import host_tick
@@ -45,6 +45,8 @@ def nic_rx_frame(E, n, i, now):
         rx_ack(E, n, i, now)
     elif t == S.T_NACK:
         rx_nack(E, n, i, now)
+    elif t == S.T_CONTROL and d[D_PDS_NEXT] == S.CTL_CNP:
+        rx_cnp(E, n, i, now)
     elif t == S.T_CONTROL:
         rx_control(E, n, i, now)
     else:

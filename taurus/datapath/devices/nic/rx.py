@@ -1,10 +1,13 @@
 """Receiver side of the host NIC: PSN tracking per receive PDC, payload
 placement, cumulative ACK + SACK bitmap, ACK coalescing, NACK on a gap,
-ECN echo (M flag), per-packet timestamp echo (RTT), CSIG reflection, credit.
+ECN echo (M flag for CE, UE flag for TCD's UE), per-packet timestamp echo
+(RTT), CSIG reflection, credit, CNPs (the notification point of a sender
+that asks: spec.F_REQ_NP, at most one per NR_CNP_GAP per sender), and
+last-hop trims (NACK TRIMMED_LASTHOP).
 
 Coalescing: one ACK per NR_ACK_EVERY data packets or NR_ACK_DELAY ns after
 the first unacknowledged one (a wheel timer per PDC), and at once on CE, on
-an out-of-order or duplicate packet, or when the sender sets AR.
+an out-of-order or duplicate packet, on CE or UE, or when the sender sets AR.
 
 With a host model (host.py) a packet the host buffer cannot take is
 dropped (counted) before placement, and every ACK_CC (NSCC) / ACK_CCX
@@ -27,15 +30,16 @@ from ...lowlevel import copy_bytes
 from ...wire import spec as S
 from ...wire.codec import get_field, set_field, write_prologue
 from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D_DPDCID,
-                         D_IP_ECN, D_IP_SRC, D_PAYLOAD_LEN, D_PAYLOAD_OFF, D_PDS_FLAGS,
+                         D_IP_DSCP, D_IP_ECN, D_IP_SRC, D_PAYLOAD_LEN, D_PAYLOAD_OFF, D_PDS_FLAGS,
                          D_PDS_NEXT, D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
-from .frame import ECN_CE, PDS_OFF, frame_l2l4, frame_new, tx_emit
+from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, tx_emit
 from .host import host_admit
 from .rxcc import rx_cc_data
 from ..table import CTL_YIELD
-from .state import (C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
+from .state import (C_RX_UE, C_TX_CNP, NR_CNP_GAP, NR_LASTHOP_DSCP, RP_CNP_MARKS, RP_CNP_T,
+                    RP_NP, RP_UE, C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
                         C_DROP_WRONG_PDC, C_PDC_OPEN, C_RX_CE, C_RX_DATA, C_RX_DUP, C_RX_OOO,
                         C_RX_TRIMMED, C_TX_ACK, C_TX_NACK, CQ_RX, M_NRP, NR_ACK_DELAY, NR_ACK_EVERY,
                         NR_CREDIT_WIN, NR_DEV, NR_INIT_CREDIT, RP_BUFCAP, RP_BUFOFF, RP_CC,
@@ -111,6 +115,8 @@ def _ack_header(rp, r, buf, q, t, has_ts):
     flags = 0
     if rp[r, RP_ECN]:
         flags |= S.F_ACK_M
+    if rp[r, RP_UE]:
+        flags |= S.F_ACK_UE
     if has_ts:
         flags |= S.F_TP
     write_prologue(buf, q, t, S.NH_NONE, flags)
@@ -189,6 +195,7 @@ def _ack_sent(E, rp, r):
     the coalescing timer."""
     rp[r, RP_PEND] = 0
     rp[r, RP_ECN] = 0
+    rp[r, RP_UE] = 0
     rp[r, RP_CSIG_FMT] = 0
     rp[r, RP_HAS_TS] = 0
     if rp[r, RP_T_ACK] > 0:
@@ -213,6 +220,27 @@ def send_nack(E, n, r, psn, code, vendor, payload, now):
     set_field(buf, PDS_OFF, S.NACK_NACK_PAYLOAD, payload & 0xFFFFFFFF)
     tx_emit(E, n, i, now)
     N.ncnt[n, C_TX_NACK] += 1
+
+
+@hot
+def send_cnp(E, n, r, psn, marks, now):
+    """A CNP to the sender of PDC r (CONTROL, ctl_type CNP, ours): the PSN
+    that triggered it, and in ctl_payload the marks it notifies (CNP_CE,
+    CNP_UE)."""
+    N = E.nic
+    total = PDS_OFF + S.CONTROL_SIZE
+    i = frame_new(E, n, total)
+    if i < 0:
+        return
+    frame_l2l4(E, n, i, N.rp[r, RP_PEER_MAC], N.rp[r, RP_PEER_IP], N.rp[r, RP_EV], 0, total)
+    buf = E.pool.data[i]
+    write_prologue(buf, PDS_OFF, S.T_CONTROL, S.CTL_CNP, 0)
+    set_field(buf, PDS_OFF, S.CONTROL_PSN, psn & 0xFFFFFFFF)
+    set_field(buf, PDS_OFF, S.CONTROL_SPDCID, r)
+    set_field(buf, PDS_OFF, S.CONTROL_DPDCID, N.rp[r, RP_PEER_PDC])
+    set_field(buf, PDS_OFF, S.CONTROL_CTL_PAYLOAD, marks)
+    tx_emit(E, n, i, now)
+    N.ncnt[n, C_TX_CNP] += 1
 
 
 @hot
@@ -305,17 +333,22 @@ def rx_data(E, n, i, now):
         now_ack = True
     if _rx_echo(N, d, rp, n, r):
         now_ack = True
+    if rp[r, RP_NP] != 0:
+        _rx_np(E, N, d, rp, n, r, p, now)
     _rx_ack_due(E, N, rp, n, r, p, now_ack, now)
 
 
 @hot_stage
 def _rx_trimmed(E, n, r, p, nxt, msk, now):
     """Our senders never send an empty data packet: a switch trimmed this
-    one.  NACK it (TRIMMED) so the sender retransmits it at once."""
+    one.  NACK it so the sender retransmits it at once: TRIMMED_LASTHOP
+    when it carries the last-hop trim DSCP (its last switch trimmed it),
+    else TRIMMED."""
     N = E.nic
     N.ncnt[n, C_RX_TRIMMED] += 1
     if p >= nxt and N.rs_bits[r, p & msk] == 0:
-        send_nack(E, n, r, p, S.NACK_TRIMMED, 0, 0, now)
+        last = N.desc[D_IP_DSCP] == N.nr[n, NR_LASTHOP_DSCP]
+        send_nack(E, n, r, p, S.NACK_TRIMMED_LASTHOP if last else S.NACK_TRIMMED, 0, 0, now)
 
 
 @hot_stage
@@ -381,12 +414,18 @@ def _rx_ooo(E, N, rp, n, r, nxt, now):
 
 @hot_stage
 def _rx_echo(N, d, rp, n, r):
-    """What the next ACK echoes (ECN, CSIG, the send timestamp); True on CE,
-    which is acknowledged at once."""
+    """What the next ACK echoes (CE, UE, CSIG, the send timestamp); True on
+    CE or UE, which are acknowledged at once.  UE (TCD's undetermined) is
+    ECT(1), the switches' default UE codepoint: our senders send ECT(0)."""
     ce = d[D_IP_ECN] == ECN_CE
     if ce:
         rp[r, RP_ECN] = 1
         N.ncnt[n, C_RX_CE] += 1
+    ue = d[D_IP_ECN] == ECN_ECT1
+    if ue:
+        rp[r, RP_UE] = 1
+        N.ncnt[n, C_RX_UE] += 1
+    rp[r, RP_NP] = 1 if d[D_PDS_FLAGS] & S.F_REQ_NP else 0
     if d[D_CSIG_FMT] != 0:
         rp[r, RP_CSIG_FMT] = d[D_CSIG_FMT]
         rp[r, RP_CSIG_T] = d[D_CSIG_T]
@@ -397,7 +436,26 @@ def _rx_echo(N, d, rp, n, r):
         rp[r, RP_TS] = d[D_PROBE_TS]
         rp[r, RP_TSSEQ] = d[D_PROBE_SEQ]
         rp[r, RP_HAS_TS] = 1
-    return ce
+    return ce or ue
+
+
+@hot_stage
+def _rx_np(E, N, d, rp, n, r, p, now):
+    """The notification point (DCQCN) for a sender that asked (NP): a CE or
+    UE mark is noted, and a CNP carrying the marks noted goes out unless
+    one went to this sender less than NR_CNP_GAP ago."""
+    e = d[D_IP_ECN]
+    if e == ECN_CE:
+        rp[r, RP_CNP_MARKS] |= S.CNP_CE
+    elif e == ECN_ECT1:
+        rp[r, RP_CNP_MARKS] |= S.CNP_UE
+    else:
+        return
+    last = rp[r, RP_CNP_T]
+    if last == 0 or now - last >= N.nr[n, NR_CNP_GAP]:
+        send_cnp(E, n, r, p, rp[r, RP_CNP_MARKS], now)
+        rp[r, RP_CNP_T] = max(now, 1)
+        rp[r, RP_CNP_MARKS] = 0
 
 
 @hot_stage

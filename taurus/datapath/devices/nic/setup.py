@@ -31,6 +31,7 @@ from ...report import TimerE, report_timer_start
 from ...wire import spec as S
 from .state import (NR_HOG_SHARE, NR_HOG_START, NR_HOG_STOP, NR_HOST_BUF, NR_HOST_BW,
                     NR_HOST_DELAY, NR_HOST_PERIOD, NR_HOST_Q, NR_HOST_T, NR_HOST_TIMER, TK_HOST,
+                    NR_CNP_GAP, NR_LASTHOP_DSCP,
                     NR_RX_IDLE, NR_RX_TIMER, TK_RXIDLE, CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
@@ -101,14 +102,18 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
             rto_init_ns: int = 200_000, max_retries: int = 15, init_credit: int = 16384,
             credit_window: int = 65536, rx_buf_bytes: int = 1 << 20, dupthresh: int = 3,
             budget: int = 32, name: str | None = None, host_bw: int = 0,
-            host_buffer: int = 256 << 10, host_sample_ns: int = 10_000) -> int:
+            host_buffer: int = 256 << 10, host_sample_ns: int = 10_000,
+            cnp_gap_ns: int = 50_000, last_hop_dscp: int = 47) -> int:
     """A host NIC on engine port `port`; returns its device index.
     ``host_bw`` > 0 models the host behind it (bit/s into memory through a
     ``host_buffer``-byte buffer, HOST samples every ``host_sample_ns``:
     nic_host_model); 0, the default, delivers at once.
     ``rto_min_ns`` floors the RTO's variance margin: RTO = srtt +
     max(4 rttvar, rto_min) (as Linux does), ``rto_init_ns`` is the RTO
-    before the first RTT sample."""
+    before the first RTT sample.  ``cnp_gap_ns``: the least time between
+    two CNPs this NIC sends one sender (DCQCN's 50 us); ``last_hop_dscp``:
+    the DSCP of a packet its last switch trimmed (switch config
+    trim.last_hop_dscp), NACKed TRIMMED_LASTHOP."""
     if not eng.nics.reserved:
         nic_reserve(eng)
     N = eng.E.nic
@@ -119,6 +124,8 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
         raise ValueError(f"mss must be in 64..{eng.E.pool.data.shape[1] - DATA_HDR}")
     if ack_every < 1 or ack_delay_ns < 0 or budget < 1 or dupthresh < 1:
         raise ValueError("ack_every, budget, dupthresh >= 1 and ack_delay_ns >= 0 required")
+    if cnp_gap_ns < 0 or not 0 <= last_hop_dscp < 64:
+        raise ValueError("cnp_gap_ns >= 0 and last_hop_dscp in 0..63 required")
     d = eng.add_device(NIC, [port], name)
     eng.E.devs.regs[d, 0] = n
     r = N.nr[n]
@@ -128,6 +135,7 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     r[NR_RTO_MIN], r[NR_RTO_INIT], r[NR_RETRIES] = rto_min_ns, rto_init_ns, max_retries
     r[NR_INIT_CREDIT], r[NR_CREDIT_WIN], r[NR_RXCAP] = init_credit, credit_window, rx_buf_bytes
     r[NR_DUPTHRESH], r[NR_BUDGET] = dupthresh, budget
+    r[NR_CNP_GAP], r[NR_LASTHOP_DSCP] = cnp_gap_ns, last_hop_dscp
     if rx_buf_bytes < mss:
         raise ValueError("rx_buf_bytes must hold at least one MSS")
     eng.nics.shm.set_name(n, name or f"nic{n}")
@@ -262,6 +270,7 @@ def _register_cc(eng, n: int, f: int) -> None:
     cc.owner[f] = n
     cc.event_mask[f] = cc.ctls[n, C.CTL_DEFAULT_MASK]
     cc.rate[f] = cc.cwnd[f] = cc.credit[f] = cc.flags[f] = cc.timer_ns[f] = 0
+    cc.ev[f] = cc.ev_n[f] = 0            # no entropy decision: the flow's own EV
 
 
 def set_flow_mode(eng, f: int, mode: str, alg: int = -1, event_mask: int | None = None,

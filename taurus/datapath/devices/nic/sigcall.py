@@ -29,8 +29,8 @@ def _ack(E, N, f, a, psn, now):
 
 
 @nb.njit(cache=True, _nrt=True)
-def _ecn(E, N, f, nbytes, now):
-    sg.signal_ecn(E, N, f, nbytes, now)
+def _ecn(E, N, f, ce_bytes, ce, ue_bytes, ue, now):
+    sg.signal_ecn(E, N, f, ce_bytes, ce, ue_bytes, ue, now)
 
 
 @nb.njit(cache=True, _nrt=True)
@@ -59,8 +59,13 @@ def _credit(E, N, f, credit_bytes, now):
 
 
 @nb.njit(cache=True, _nrt=True)
-def _csig(E, N, f, t, s, lm, d, now):
-    sg.signal_csig(E, N, f, t, s, lm, d, now)
+def _csig(E, N, f, t, s, lm, d, fmt, now):
+    sg.signal_csig(E, N, f, t, s, lm, d, fmt, now)
+
+
+@nb.njit(cache=True, _nrt=True)
+def _cnp(E, N, f, ce, ue, psn, now):
+    sg.signal_cnp(E, N, f, ce, ue, psn, now)
 
 
 @nb.njit(cache=True, _nrt=True)
@@ -95,8 +100,9 @@ def signal_ack(E, N, f, acked_bytes, psn, now):
 
 
 @nb.njit(cache=True, inline="always")
-def signal_ecn(E, N, f, nbytes, now):
-    _ecn(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, nbytes, now)
+def signal_ecn(E, N, f, ce_bytes, ce, ue_bytes, ue, now):
+    _ecn(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, ce_bytes, ce, ue_bytes, ue,
+         now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -129,8 +135,13 @@ def signal_credit(E, N, f, credit_bytes, now):
 
 
 @nb.njit(cache=True, inline="always")
-def signal_csig(E, N, f, t, s, lm, d, now):
-    _csig(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, t, s, lm, d, now)
+def signal_csig(E, N, f, t, s, lm, d, fmt, now):
+    _csig(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, t, s, lm, d, fmt, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_cnp(E, N, f, ce, ue, psn, now):
+    _cnp(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, ce, ue, psn, now)
 
 
 @nb.njit(cache=True, inline="always")

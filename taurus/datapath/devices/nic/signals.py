@@ -9,13 +9,15 @@ native algorithm (ccnative.py).
 import numba as nb
 
 from ... import ccshm as C
-from ...report import report_rtt, report_segments, report_signal
+from ...ccevents import CSIG_FROM_WIRE
+from ...report import report_rtt, report_segments, report_signal, report_signal6
+from ...wire.csig import csig_value
 from ...wire.desc import D_PDS_FLAGS
 
 from .state import (SG_ACKED_BYTES, SG_ACKS, SG_CREDIT, SG_CSIG_D, SG_CSIG_LM, SG_CSIG_N,
                         SG_CSIG_S, SG_CSIG_T, SG_ECN, SG_NACK, SG_OOO, SG_RETX, SG_RTO,
                         SG_RTT_LAST, SG_RTT_MIN, SG_RTT_N, SG_RTT_SUM, SG_TRIM, SG_TX_BYTES,
-                        SG_TX_PKTS, FL_SRTT)
+                        SG_TX_PKTS, SG_UE, SG_CNP, FL_SRTT)
 from ...wire import spec as S
 
 
@@ -32,15 +34,19 @@ def signal_ack(E, N, f, acked_bytes, psn, now):
     of this ACK, still in N.desc), so DCTCP-like algorithms get the marked
     fraction from one message per window."""
     count_ack(N, f, acked_bytes)
-    marked = acked_bytes if N.desc[D_PDS_FLAGS] & S.F_ACK_M else 0
-    report_signal(E, f, C.EV_ACK, now, acked_bytes, 1, psn, marked)
+    fl = N.desc[D_PDS_FLAGS]
+    marked = acked_bytes if fl & S.F_ACK_M else 0
+    ue = acked_bytes if fl & S.F_ACK_UE else 0
+    report_signal6(E, f, C.EV_ACK, now, acked_bytes, 1, psn, marked, ue, 0)
 
 
 @nb.njit(cache=True, inline="always")
-def signal_ecn(E, N, f, nbytes, now):
-    """The receiver echoed CE (ACK M flag) on an ACK covering `nbytes`."""
-    N.sig[f, SG_ECN] += 1
-    report_signal(E, f, C.EV_ECN, now, nbytes, 1, 0, 0)
+def signal_ecn(E, N, f, ce_bytes, ce, ue_bytes, ue, now):
+    """The receiver echoed CE (ACK M flag: ce = 1) and/or UE (UE flag: ue =
+    1) on an ACK covering ce_bytes / ue_bytes."""
+    N.sig[f, SG_ECN] += ce
+    N.sig[f, SG_UE] += ue
+    report_signal6(E, f, C.EV_ECN, now, ce_bytes, ce, 0, 0, ue_bytes, ue)
 
 
 @nb.njit(cache=True, inline="always")
@@ -54,9 +60,10 @@ def signal_ooo(E, N, f, count, now):
 def signal_nack(E, N, f, psn, code, now):
     """A NACK; TRIMMED codes are also the trim signal."""
     N.sig[f, SG_NACK] += 1
-    trimmed = 1 if code == S.NACK_TRIMMED or code == S.NACK_TRIMMED_LASTHOP else 0
+    last = 1 if code == S.NACK_TRIMMED_LASTHOP else 0
+    trimmed = 1 if code == S.NACK_TRIMMED or last else 0
     N.sig[f, SG_TRIM] += trimmed
-    report_signal(E, f, C.EV_NACK, now, 1, trimmed, psn, 0)
+    report_signal(E, f, C.EV_NACK, now, 1, trimmed, psn, last)
 
 
 @nb.njit(cache=True, inline="always")
@@ -90,13 +97,25 @@ def signal_credit(E, N, f, credit_bytes, now):
 
 
 @nb.njit(cache=True, inline="always")
-def signal_csig(E, N, f, t, s, lm, d, now):
-    """A reflected CSIG tag (ACK_CCX)."""
+def signal_csig(E, N, f, t, s, lm, d, fmt, now):
+    """A reflected CSIG tag (ACK_CCX, wire type t, format fmt): counted, and
+    to the flow's algorithm as EV_CSIG (ccevents' csig_type, the value
+    decoded into physical units by wire/csig.py, the locator, the format)."""
     N.sig[f, SG_CSIG_N] += 1
     N.sig[f, SG_CSIG_T] = t
     N.sig[f, SG_CSIG_S] = s
     N.sig[f, SG_CSIG_LM] = lm
     N.sig[f, SG_CSIG_D] = d
+    if t <= S.CSIG_T_QDEPTH and (fmt == S.CSIG_COMPACT or fmt == S.CSIG_WIDE):
+        report_signal(E, f, C.EV_CSIG, now, CSIG_FROM_WIRE[t], csig_value(t, fmt, s), lm, fmt)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_cnp(E, N, f, ce, ue, psn, now):
+    """A CNP from the flow's receiver (its notification point): ce / ue are
+    1 when it notifies CE / UE marks; psn the PSN that triggered it."""
+    N.sig[f, SG_CNP] += 1
+    report_signal(E, f, C.EV_CNP, now, ce, ue, psn, 0)
 
 
 @nb.njit(cache=True, inline="always")

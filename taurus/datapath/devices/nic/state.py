@@ -44,11 +44,13 @@ NicState = namedtuple("NicState", [
 (NR_DEV, NR_PORT, NR_MAC, NR_IP, NR_LINE, NR_TXFREE, NR_TXTIMER, NR_MSS, NR_ACK_EVERY,
  NR_ACK_DELAY, NR_RTO_MIN, NR_RTO_MAX, NR_RETRIES, NR_INIT_CREDIT, NR_CREDIT_WIN,
  NR_RXCAP, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXN, NR_BUDGET, NR_DUPTHRESH, NR_RTO_INIT,
- NR_RX_IDLE, NR_RX_TIMER) = range(24)
+ NR_RX_IDLE, NR_RX_TIMER, NR_CNP_GAP, NR_LASTHOP_DSCP) = range(26)
 """NR_RX_IDLE: a receiver algorithm's sender idle timeout (ns; rxcc.py);
-NR_RX_TIMER: the wheel timer of its idle scan."""
+NR_RX_TIMER: the wheel timer of its idle scan; NR_CNP_GAP: the least time
+between two CNPs to one sender (ns); NR_LASTHOP_DSCP: the DSCP a trimmed
+packet arrives with when its last hop trimmed it (NACK TRIMMED_LASTHOP)."""
 (NR_HOST_BW, NR_HOST_BUF, NR_HOST_Q, NR_HOST_T, NR_HOST_PERIOD, NR_HOST_TIMER, NR_HOG_SHARE,
- NR_HOG_START, NR_HOG_STOP, NR_HOST_DELAY, NR_HOST_DROPS) = range(24, 35)
+ NR_HOG_START, NR_HOG_STOP, NR_HOST_DELAY, NR_HOST_DROPS) = range(26, 37)
 """The host behind the NIC (host.py): NR_HOST_BW delivery bandwidth into
 host memory (bit/s, 0: unlimited, no host model); NR_HOST_BUF the host
 buffer (bytes); NR_HOST_Q its occupancy (1/1024 bytes) at NR_HOST_T (ns);
@@ -56,7 +58,7 @@ NR_HOST_PERIOD / NR_HOST_TIMER the HOST sampling period (ns) and its wheel
 timer + 1 (0: none); NR_HOG_SHARE (ppm of NR_HOST_BW) taken by a hog during
 [NR_HOG_START, NR_HOG_STOP) (ns); NR_HOST_DELAY the last sampled delivery
 delay (ns; ACKs echo it); NR_HOST_DROPS host drops at the last sample."""
-N_NR = 35
+N_NR = 37
 
 # ---- per NIC counters (ncnt): drops are named by cause ----
 NIC_COUNTERS = (
@@ -66,14 +68,15 @@ NIC_COUNTERS = (
     "drop_bad_ses", "drop_bad_offset", "drop_no_pdc", "drop_ack_oor",
     "retx_sack", "retx_nack", "rto_fire", "rto_fail", "cq_overflow", "pdc_open",
     "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
-    "rto_held", "tx_probe", "rx_probe", "drop_host_buf")
+    "rto_held", "tx_probe", "rx_probe", "drop_host_buf", "rx_ue", "tx_cnp", "rx_cnp")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
  C_DROP_BAD_SES, C_DROP_BAD_OFFSET, C_DROP_NO_PDC, C_DROP_ACK_OOR,
  C_RETX_SACK, C_RETX_NACK, C_RTO_FIRE, C_RTO_FAIL, C_CQ_OVERFLOW, C_PDC_OPEN,
  C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
- C_RTO_HELD, C_TX_PROBE, C_RX_PROBE, C_DROP_HOST_BUF) = range(36)
+ C_RTO_HELD, C_TX_PROBE, C_RX_PROBE, C_DROP_HOST_BUF, C_RX_UE, C_TX_CNP,
+ C_RX_CNP) = range(39)
 N_NCNT = 40
 
 # ---- per flow (fl) ----
@@ -82,8 +85,11 @@ N_NCNT = 40
  FL_SENT_OFF, FL_ACKED_OFF, FL_MQ_DONE, FL_MQ_TX, FL_MQ_TAIL, FL_NEXT_T, FL_SCHED,
  FL_RQ_NEXT, FL_T_PACE, FL_T_RTO, FL_SRTT, FL_RTTVAR, FL_RTO, FL_BACKOFF, FL_RETRIES,
  FL_CREDIT_USED, FL_USES_CREDIT, FL_MAX_INFL, FL_OOO_LAST, FL_MSG_OFF,
- FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_HOST_ECHO) = range(43)
-"""FL_HOST_ECHO: the receiving host's delivery delay its ACKs last echoed (ns)."""
+ FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_HOST_ECHO,
+ FL_EV_I) = range(44)
+"""FL_EV: the entropy value of the next data packet; FL_EV_I: the spray
+position (tx.py: flow_ev); FL_HOST_ECHO: the receiving host's delivery delay
+its ACKs last echoed (ns)."""
 N_FL = 48
 FS_FREE, FS_ACTIVE, FS_FAILED = 0, 1, 2              # FL_STATE
 SCH_IDLE, SCH_QUEUED, SCH_TIMED = 0, 1, 2            # FL_SCHED
@@ -95,11 +101,13 @@ N_CX = 4
 # ---- per-flow signals (sig) ----
 (SG_ACKED_BYTES, SG_ACKS, SG_ECN, SG_OOO, SG_NACK, SG_TRIM, SG_RTO, SG_RTT_LAST,
  SG_RTT_MIN, SG_RTT_N, SG_RTT_SUM, SG_CREDIT, SG_TX_BYTES, SG_TX_PKTS, SG_RETX,
- SG_CSIG_N, SG_CSIG_T, SG_CSIG_S, SG_CSIG_LM, SG_CSIG_D, SG_FIRST_T, SG_DONE_T) = range(22)
+ SG_CSIG_N, SG_CSIG_T, SG_CSIG_S, SG_CSIG_LM, SG_CSIG_D, SG_FIRST_T, SG_DONE_T,
+ SG_UE, SG_CNP) = range(24)
 N_SG = 24
 SIGNAL_NAMES = ("acked_bytes", "acks", "ecn", "ooo", "nack", "trim", "rto", "rtt_last",
                 "rtt_min", "rtt_n", "rtt_sum", "credit", "tx_bytes", "tx_pkts", "retx",
-                "csig_n", "csig_t", "csig_s", "csig_lm", "csig_d", "first_t", "done_t")
+                "csig_n", "csig_t", "csig_s", "csig_lm", "csig_d", "first_t", "done_t",
+                "ue", "cnp")
 
 # ---- sender slot states (sl_state) ----
 SL_EMPTY, SL_INFL, SL_SACKED, SL_LOST, SL_RETX = 0, 1, 2, 3, 4
@@ -108,10 +116,14 @@ SL_EMPTY, SL_INFL, SL_SACKED, SL_LOST, SL_RETX = 0, 1, 2, 3, 4
 (RP_NIC, RP_PEER_MAC, RP_PEER_IP, RP_PEER_PDC, RP_EV, RP_NXT, RP_BUFOFF, RP_BUFCAP,
  RP_DELIV, RP_RCVD, RP_PEND, RP_ECN, RP_CSIG_FMT, RP_CSIG_T, RP_CSIG_S, RP_CSIG_LM,
  RP_CSIG_D, RP_TS, RP_TSSEQ, RP_HAS_TS, RP_NACKED, RP_OOO, RP_CC, RP_TARGET, RP_CREDIT,
- RP_T_ACK, RP_READ, RP_TRIG, RP_WBLOCK, RP_WADV, RP_LAST_T, RP_JOINED) = range(32)
+ RP_T_ACK, RP_READ, RP_TRIG, RP_WBLOCK, RP_WADV, RP_LAST_T, RP_JOINED, RP_UE, RP_NP,
+ RP_CNP_T, RP_CNP_MARKS) = range(36)
 """RP_LAST_T / RP_JOINED: the sender's last data (ns) and whether it is in
-the receiver algorithm's table (rxcc.py)."""
-N_RP = 32
+the receiver algorithm's table (rxcc.py).  RP_UE: a UE mark to echo in the
+next ACK; RP_NP: the sender asked for CNPs (spec.F_REQ_NP); RP_CNP_T: when
+the last CNP left (ns, 0 none yet); RP_CNP_MARKS: the marks (spec.CNP_CE |
+CNP_UE) not yet notified."""
+N_RP = 40
 
 # ---- meta ----
 M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX = range(2, 8)

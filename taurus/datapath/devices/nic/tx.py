@@ -32,7 +32,9 @@ from ...lowlevel import copy_bytes
 from ...ports.dispatch import port_rx_pending
 from ...wire import spec as S
 from ...wire.codec import set_field, write_prologue
-from .frame import ECN_ECT0, PDS_OFF, frame_l2l4, frame_new, tx_emit
+from ...ccevents import EV_CNP, MASK_CSIG_SHIFT
+from ...wire.csig import csig_start
+from .frame import ECN_ECT0, PDS_OFF, frame_csig, frame_l2l4, frame_l2l4_at, frame_new, tx_emit
 from .sigcall import signal_rto, signal_tx
 from .state import (C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROBE, C_TX_RETX, CX_CREDIT, CX_CWND,
                         CX_RATE, FL_BACKOFF, FL_INFL, FL_MAX_INFL, FL_MQ_TAIL, FL_MQ_TX,
@@ -40,7 +42,7 @@ from .state import (C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROBE, C
                         FL_PEER_MAC, FL_ACKED_OFF, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
                         FL_RQ_NEXT, FL_RTO, FL_SCHED, FL_SENT_OFF, FL_START, FL_STATE, FL_EV,
                         FL_T_PACE, FL_T_RTO, FL_TXCAP, FL_TXOFF, FL_UNA, FL_RWND, FL_WBLOCK,
-                        FL_WEND, FL_USES_CREDIT, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FS_ACTIVE,
+                        FL_WEND, FL_USES_CREDIT, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_EV_I, FS_ACTIVE,
                         FS_FAILED, NR_ACK_DELAY, NR_BUDGET, NR_LINE, NR_MSS, NR_PORT,
                         NR_RETRIES, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE,
                         SCH_QUEUED, SCH_TIMED,
@@ -129,14 +131,60 @@ def rwnd_end(N, f):
 
 
 @hot
+def csig_req(E, f):
+    """The CSIG tag flow f's algorithm asks its data packets to carry (the
+    request bits of its event mask, ccevents.MASK_CSIG_SHIFT): (fmt << 4) |
+    wire type, 0 none."""
+    return (E.rep.mask[f] >> MASK_CSIG_SHIFT) & 0x3F
+
+
+@hot
+def csig_bytes(req):
+    """The bytes a CSIG request adds to a frame (TPID and tag)."""
+    fmt = req >> 4
+    if fmt == S.CSIG_COMPACT:
+        return np.int64(S.CSIGC_SIZE)
+    if fmt == S.CSIG_WIDE:
+        return np.int64(S.CSIGW_SIZE)
+    return np.int64(0)
+
+
+@hot
+def flow_ev(E, N, f):
+    """The entropy value of f's next data packet, as its algorithm decided
+    (ccshm ev, ev_n): no decision (both 0), the flow's own FL_EV; ev_n 0,
+    ev from now on; ev_n > 0, ev .. ev+ev_n-1 in turn (spray); ev_n -1, a
+    new value now, the next of a full-period sequence over 0xC000..0xFFFF
+    (so never the one in use), after which ev holds it and ev_n is 0."""
+    R = E.rep
+    k = R.ev_n[f]
+    if k == 0:
+        if R.ev[f] != 0:
+            N.fl[f, FL_EV] = R.ev[f] & 0xFFFF
+        return N.fl[f, FL_EV]
+    if k < 0:
+        e = 0xC000 | ((N.fl[f, FL_EV] * 40501 + 11135) & 0x3FFF)
+        N.fl[f, FL_EV] = e
+        R.ev[f] = e
+        R.ev_n[f] = 0
+        return e
+    j = N.fl[f, FL_EV_I] % k
+    N.fl[f, FL_EV_I] = j + 1
+    return (R.ev[f] + j) & 0xFFFF
+
+
+@hot
 def _data_frame(E, n, f, p, slo, ln, retx, now):
     """Build and queue the data packet of PSN p; returns its frame length or
-    -1.  Headers in wire order: PDS request, probe (the RTT timestamp), SES,
-    then the payload from the flow's send ring."""
+    -1.  Headers in wire order: a CSIG tag if the flow's algorithm asks for
+    one (started at its best value: csig_start), PDS request, probe (the
+    RTT timestamp), SES, then the payload from the flow's send ring."""
     N = E.nic
     cc = N.fl[f, FL_USES_CREDIT] != 0
     plen = S.RUD_CC_REQ_SIZE if cc else S.RUD_REQ_SIZE
-    q = PDS_OFF
+    req = csig_req(E, f)
+    sh = csig_bytes(req)
+    q = PDS_OFF + sh
     pr = q + plen
     ses = pr + S.PROBE_SIZE
     pay = ses + S.SES_STD_SIZE
@@ -144,11 +192,14 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
     i = frame_new(E, n, pay)
     if i < 0:
         return -1
-    frame_l2l4(E, n, i, N.fl[f, FL_PEER_MAC], N.fl[f, FL_PEER_IP], N.fl[f, FL_EV], ECN_ECT0,
-               total)
+    frame_l2l4_at(E, n, i, N.fl[f, FL_PEER_MAC], N.fl[f, FL_PEER_IP], flow_ev(E, N, f),
+                  ECN_ECT0, total, sh)
     buf = E.pool.data[i]
+    if sh > 0:
+        t = req & 0xF
+        frame_csig(N, buf, t, req >> 4, csig_start(t, req >> 4))
     off = slo & SLO_OFF
-    _data_pds(N, f, buf, q, p, slo, off, ln, cc, retx)
+    _data_pds(E, N, f, buf, q, p, slo, off, ln, cc, retx)
     set_field(buf, pr, S.PROBE_MODE, S.PROBE_DATA)
     set_field(buf, pr, S.PROBE_TS, now & PROBE_TS_MASK)
     set_field(buf, pr, S.PROBE_SEQ, p & 0xFFFF)
@@ -159,11 +210,14 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
 
 
 @hot_stage
-def _data_pds(N, f, buf, q, p, slo, off, ln, cc, retx):
+def _data_pds(E, N, f, buf, q, p, slo, off, ln, cc, retx):
     """The PDS request: RUD_REQ, or RUD_CC_REQ with the backlog for a credit
-    flow; SYN with pdc_info until the receiver's PDC id is known."""
+    flow; SYN with pdc_info until the receiver's PDC id is known; NP when
+    the flow's algorithm binds CNP (the receiver is its notification point)."""
     syn = N.fl[f, FL_RPDC] == 0
     flags = S.F_TP
+    if (E.rep.mask[f] >> EV_CNP) & 1:
+        flags |= S.F_REQ_NP
     if retx:
         flags |= S.F_RETX
     # Ask for an immediate ACK where waiting for coalescing would stall us:
@@ -323,7 +377,8 @@ def _send_new(E, N, n, f, una, nxt, W, now):
     M = N.mq.shape[1]
     k = _message_at(N, f, off, M)
     end = N.mq[f, k % M, 0]
-    ln = min(N.nr[n, NR_MSS], end - off)
+    # a CSIG tag takes its bytes from the payload: frames stay within the MTU
+    ln = min(N.nr[n, NR_MSS] - csig_bytes(csig_req(E, f)), end - off)
     if not _new_gates(E, N, f, off, ln, una, nxt, now):
         return 0
     slo = _new_slo(N, f, off, ln, end, N.mq[f, k % M, 1])

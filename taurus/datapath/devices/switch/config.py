@@ -13,11 +13,14 @@ link)::
     int = true                        # HPCC INT on departing frames that ask for it
     pfc = { xoff = "40KB", xon = "20KB", tcd = true, epsilon = 0.05,
             ue = 1, classes = [1], ton_max = "200us" }   # ton_max: override
-    trim = "50KB"                     # or { threshold = "50KB", dscp = 46 }
+    trim = "50KB"                     # or { threshold = "50KB", dscp = 46, last_hop_dscp = 47 }
     classes = { high = [46, 48], control_high = true }
 
 CSIG `type`/`format` are what hosts should put in their tags (the switch
-handles every type and both formats on whatever arrives).  TCD needs `ecn`
+handles every type and both formats on whatever arrives).  A port that
+faces a host (its `host_facing` port key, which the fabric builder sets)
+trims with `last_hop_dscp` instead of `dscp`, so the receiver can tell a
+last-hop trim (NACK TRIMMED_LASTHOP).  TCD needs `ecn`
 (its threshold is K, or Kmin).  `false` turns a switch-level feature off on
 one link.
 """
@@ -31,6 +34,7 @@ CSIG_TYPE_NAMES = {"abw": 0, "abw_c": 1, "delay": 2, "qdepth": 3}
 CSIG_FORMATS = {"compact": 1, "wide": 2}
 DEFAULT_HIGH_DSCP = (46, 48)
 DEFAULT_TRIM_DSCP = 46
+DEFAULT_LASTHOP_DSCP = 47       # the host NIC's default last_hop_dscp too (nic/setup.py)
 DEFAULT_CSIG_INTERVAL = 256_000
 DEFAULT_EPSILON = 0.05
 
@@ -149,14 +153,18 @@ def _trim(v, f):
     if v is False:
         return None
     if isinstance(v, dict):
-        _table(v, f, ("threshold", "dscp"))
+        _table(v, f, ("threshold", "dscp", "last_hop_dscp"))
         if "threshold" not in v:
             raise FeatureError(f"{f}.threshold", "missing (expected a size like \"50KB\")")
-        d = v.get("dscp", DEFAULT_TRIM_DSCP)
-        if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < 64:
-            raise FeatureError(f"{f}.dscp", f"expected a DSCP 0..63, got {d!r}")
-        return {"threshold": size_at(v["threshold"], f"{f}.threshold"), "dscp": d}
-    return {"threshold": size_at(v, f), "dscp": DEFAULT_TRIM_DSCP}
+        out = {"threshold": size_at(v["threshold"], f"{f}.threshold")}
+        for k, dflt in (("dscp", DEFAULT_TRIM_DSCP), ("last_hop_dscp", DEFAULT_LASTHOP_DSCP)):
+            d = v.get(k, dflt)
+            if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < 64:
+                raise FeatureError(f"{f}.{k}", f"expected a DSCP 0..63, got {d!r}")
+            out[k] = d
+        return out
+    return {"threshold": size_at(v, f), "dscp": DEFAULT_TRIM_DSCP,
+            "last_hop_dscp": DEFAULT_LASTHOP_DSCP}
 
 
 def _classes(v, f):

@@ -5,14 +5,13 @@ Each egress port knows its local value for the four signal types:
   ABW_C  ABW / C (1/2**20)                                                     min
   DELAY  per-hop queueing delay = queue / rate (ns)                             max
   QDEPTH queue / port buffer (1/2**20)                                           max
-The tag's type picks which one.  Values are encoded (compact: bucket index
-over 32 configurable lower bounds; wide: (x - base) >> log2 step, 20 bits);
-encodings are monotone, so the comparison is done on encoded values: a worse
+The tag's type picks which one.  Values are encoded (wire/csig.py: compact, a bucket
+index over 32 configurable lower bounds; wide, (x - base) >> log2 step, 20
+bits); encodings are monotone, so the comparison is done on encoded values: a worse
 local value replaces the tag's value and locator.  A tag with d set (a switch
 trimmed the packet) is left alone.
 """
 import numba as nb
-import numpy as np
 
 from ...wire import spec as S
 from ...wire.codec import set_field
@@ -22,8 +21,7 @@ from .queues import q_bytes
 from .state import (C_ABW_IVL, C_LOC_C, C_LOC_W, C_QLIM, C_RATE, S_ABW, S_ABW_BYTES,
                            S_ABW_T0, T_CSIG)
 
-WIDE_MAX = (1 << 20) - 1
-FRAC_ONE = 1 << 20
+from ...wire.csig import FRAC_ONE, csig_encode
 
 
 @hot
@@ -60,16 +58,7 @@ def local_value(sw, p, t, now):
 
 @hot
 def encode(sw, t, fmt, x):
-    if fmt == S.CSIG_COMPACT:
-        s = 0
-        for k in range(1, 32):
-            if sw.csb[t, k] <= x:
-                s = k
-        return np.int64(s)
-    v = (x - sw.csw[t, 0]) >> sw.csw[t, 1]
-    if v < 0:
-        return np.int64(0)
-    return np.int64(WIDE_MAX) if v > WIDE_MAX else np.int64(v)
+    return csig_encode(sw.csb, sw.csw, t, fmt, x)
 
 
 @hot

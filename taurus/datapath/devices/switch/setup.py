@@ -10,7 +10,8 @@ routes and telemetry, register the device.
 
 Port keys: rate (bit/s; 0 or absent = unlimited), delay, in_delay (a delay
 applied on the way in: real ports on a host's link, see fabric.py), buffer
-(egress queue limit per class), mac, locator_compact / locator_wide, plus the
+(egress queue limit per class), mac, locator_compact / locator_wide,
+host_facing (the port's peer is a host: it trims with trim.last_hop_dscp), plus the
 features of config.py (ecn, csig, int, pfc, trim, classes).
 
 What only Python needs (which ports are switch ports, the telemetry
@@ -38,7 +39,7 @@ DEFAULT_BUFFER = 256_000
 SLACK_DEFAULT = 2_000_000       # ns a late port may catch up (egress.py)
 MTU_FRAME = 1514
 _PORT_KEYS = ("rate", "delay", "in_delay", "buffer", "mac", "locator_compact",
-              "locator_wide", "slack") + F.PORT_KEYS
+              "locator_wide", "slack", "host_facing") + F.PORT_KEYS
 SHM_MAGIC = 0x5441555255535357      # "TAURUSSW"
 
 
@@ -196,6 +197,8 @@ def _check_port(cfg: dict, field: str) -> dict:
         F.delay_at(cfg.get(key, 0), f"{field}.{key}")
     F.size_at(cfg.get("buffer", DEFAULT_BUFFER), f"{field}.buffer")
     _mac(cfg.get("mac"), f"{field}.mac")
+    if not isinstance(cfg.get("host_facing", False), bool):
+        raise ValueError(f"{field}.host_facing: expected true or false, got {cfg['host_facing']!r}")
     return feat
 
 
@@ -233,12 +236,13 @@ def configure_port(eng, d, k, p, cfg: dict, field: str, switch_id: int) -> None:
         row[C_TON_MAX] = ton_max_ns(pfc, int(row[C_RATE]), int(row[C_DELAY]))
     trim = feat.get("trim")
     if trim:
-        row[C_TRIM], row[C_TRIM_DSCP] = trim["threshold"], trim["dscp"]
+        row[C_TRIM] = trim["threshold"]
+        row[C_TRIM_DSCP] = trim["last_hop_dscp"] if cfg.get("host_facing") else trim["dscp"]
     cls = feat.get("classes") or F.default_classes()
     sw.dscp[p, :] = DATA
     sw.dscp[p, cls["high"]] = HIGH
     if trim:
-        sw.dscp[p, trim["dscp"]] = HIGH
+        sw.dscp[p, row[C_TRIM_DSCP]] = HIGH
     row[C_CTL_HIGH] = 1 if cls["control_high"] else 0
     t = wheel_alloc(eng.E.wheel, d, p)
     if t < 0:

@@ -9,6 +9,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ...wire.csig import default_csig_buckets, default_csig_wide  # noqa: F401 (re-exported)
 from ...wire.desc import N_CFG, N_DESC, N_STATUS, make_parse_config
 
 NCLS = 2
@@ -70,24 +71,6 @@ bounds per signal type); csw int64[4, 2] (wide base, log2 step); pcfgp: parser
 config; desc/pcnt: parser scratch; tel int64[P, TELN, N_TEL], telh int64[P]
 (records written); rng uint64[1]; txb int32[FCAP]; dirty int32[P];
 meta int64[8] (0: next free group)."""
-
-
-def default_csig_buckets() -> np.ndarray:
-    """Lower bounds of the 32 compact buckets per type (ours; configurable):
-    ABW in Mbit/s and DELAY in ns grow geometrically; ABW/C and QDEPTH are
-    fractions in 1/2**20, 32 equal steps."""
-    b = np.zeros((4, 32), np.int64)
-    geo = np.concatenate([[0], np.round(np.geomspace(1, 400_000, 31))]).astype(np.int64)
-    b[0] = geo                                   # ABW, Mbit/s, up to 400 Gbit/s
-    b[1] = np.arange(32) * (1 << 15)             # ABW/C
-    b[2] = np.concatenate([[0], np.round(np.geomspace(100, 10_000_000, 31))])  # delay, ns
-    b[3] = np.arange(32) * (1 << 15)             # queue depth
-    return b
-
-
-def default_csig_wide() -> np.ndarray:
-    """(base, log2 step) per type: Mbit/s, 1/2**20, 4 ns, 1/2**20."""
-    return np.array([[0, 0], [0, 0], [0, 2], [0, 0]], np.int64)
 
 
 def make_switch_state(max_ports: int, max_flows: int = 0, qcap: int = 4096, fcap: int = 2048,
