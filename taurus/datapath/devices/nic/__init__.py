@@ -5,7 +5,10 @@ Per packet, in the order a packet meets them (one ``poll``):
     poll.py      RX burst from the port, parse once (wire.parse), hand on by PDS type
     rx.py        receiver: PSN tracking per receive PDC, payload placement,
                  cumulative ACK + SACK, ACK coalescing, NACK, ECN echo, CSIG, credit
+    rxcc.py      receiver CC: the active-sender table, events to the receiver
+                 algorithm, its credit grants
     ack.py       sender feedback: ACK/SACK/NACK, loss inference, credit, RTT samples
+    close.py     PDC close (CLOSE / REQ_CLOSE); closed rows freed for reuse
     signals.py   signal collection: one call site per transport event, handed to
                  the report engine (datapath/report.py); sigcall.py keeps those
                  calls out of line of the non-refcounted hot path

@@ -44,10 +44,15 @@ NicState = namedtuple("NicState", [
 (NR_DEV, NR_PORT, NR_MAC, NR_IP, NR_LINE, NR_TXFREE, NR_TXTIMER, NR_MSS, NR_ACK_EVERY,
  NR_ACK_DELAY, NR_RTO_MIN, NR_RTO_MAX, NR_RETRIES, NR_INIT_CREDIT, NR_CREDIT_WIN,
  NR_RXCAP, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXN, NR_BUDGET, NR_DUPTHRESH, NR_RTO_INIT,
- NR_RX_IDLE, NR_RX_TIMER) = range(24)
+ NR_RX_IDLE, NR_RX_TIMER, NR_RX_ACTIVE, NR_RX_BACKLOG, NR_RX_TICK, NR_RX_TTIMER,
+ NR_RX_TICKS) = range(29)
 """NR_RX_IDLE: a receiver algorithm's sender idle timeout (ns; rxcc.py);
-NR_RX_TIMER: the wheel timer of its idle scan."""
-N_NR = 24
+NR_RX_TIMER: the wheel timer of its idle scan.  NR_RX_ACTIVE /
+NR_RX_BACKLOG: its active-sender table's size and the sum of those
+senders' announced backlogs (bytes; rxcc.py).  NR_RX_TICK: the receiver
+algorithm's TIMER period (ns, 0 none), NR_RX_TTIMER its wheel timer,
+NR_RX_TICKS the expiries so far."""
+N_NR = 29
 
 # ---- per NIC counters (ncnt): drops are named by cause ----
 NIC_COUNTERS = (
@@ -57,14 +62,20 @@ NIC_COUNTERS = (
     "drop_bad_ses", "drop_bad_offset", "drop_no_pdc", "drop_ack_oor",
     "retx_sack", "retx_nack", "rto_fire", "rto_fail", "cq_overflow", "pdc_open",
     "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
-    "rto_held", "tx_probe", "rx_probe")
+    "rto_held", "tx_probe", "rx_probe", "tx_close", "rx_close", "pdc_close", "flow_close",
+    "close_fail")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
  C_DROP_BAD_SES, C_DROP_BAD_OFFSET, C_DROP_NO_PDC, C_DROP_ACK_OOR,
  C_RETX_SACK, C_RETX_NACK, C_RTO_FIRE, C_RTO_FAIL, C_CQ_OVERFLOW, C_PDC_OPEN,
  C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
- C_RTO_HELD, C_TX_PROBE, C_RX_PROBE) = range(35)
+ C_RTO_HELD, C_TX_PROBE, C_RX_PROBE, C_TX_CLOSE, C_RX_CLOSE, C_PDC_CLOSE, C_FLOW_CLOSE,
+ C_CLOSE_FAIL) = range(40)
+"""tx_close / rx_close: CLOSE (and REQ_CLOSE) control packets sent /
+received; pdc_close: receive PDCs freed; flow_close: sending flows freed
+after their CLOSE was acknowledged; close_fail: flows freed after their
+CLOSE went unanswered for NR_RETRIES timeouts."""
 N_NCNT = 40
 
 # ---- per flow (fl) ----
@@ -73,9 +84,13 @@ N_NCNT = 40
  FL_SENT_OFF, FL_ACKED_OFF, FL_MQ_DONE, FL_MQ_TX, FL_MQ_TAIL, FL_NEXT_T, FL_SCHED,
  FL_RQ_NEXT, FL_T_PACE, FL_T_RTO, FL_SRTT, FL_RTTVAR, FL_RTO, FL_BACKOFF, FL_RETRIES,
  FL_CREDIT_USED, FL_USES_CREDIT, FL_MAX_INFL, FL_OOO_LAST, FL_MSG_OFF,
- FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END) = range(42)
+ FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_CLOSING) = range(43)
 N_FL = 48
-FS_FREE, FS_ACTIVE, FS_FAILED = 0, 1, 2              # FL_STATE
+FS_FREE, FS_ACTIVE, FS_FAILED, FS_CLOSED = 0, 1, 2, 3   # FL_STATE
+"""FS_CLOSED: the flow's PDC was closed and its row may be reused (add_flow)."""
+CL_NONE, CL_WANTED, CL_SENT = 0, 1, 2                # FL_CLOSING
+"""CL_WANTED: close once everything posted is acknowledged; CL_SENT: our
+CLOSE (PSN FL_NXT) is out, waiting for its ACK."""
 SCH_IDLE, SCH_QUEUED, SCH_TIMED = 0, 1, 2            # FL_SCHED
 
 # ---- CC context (ctx): what the agent will write ----
@@ -98,15 +113,20 @@ SL_EMPTY, SL_INFL, SL_SACKED, SL_LOST, SL_RETX = 0, 1, 2, 3, 4
 (RP_NIC, RP_PEER_MAC, RP_PEER_IP, RP_PEER_PDC, RP_EV, RP_NXT, RP_BUFOFF, RP_BUFCAP,
  RP_DELIV, RP_RCVD, RP_PEND, RP_ECN, RP_CSIG_FMT, RP_CSIG_T, RP_CSIG_S, RP_CSIG_LM,
  RP_CSIG_D, RP_TS, RP_TSSEQ, RP_HAS_TS, RP_NACKED, RP_OOO, RP_CC, RP_TARGET, RP_CREDIT,
- RP_T_ACK, RP_READ, RP_TRIG, RP_WBLOCK, RP_WADV, RP_LAST_T, RP_JOINED) = range(32)
+ RP_T_ACK, RP_READ, RP_TRIG, RP_WBLOCK, RP_WADV, RP_LAST_T, RP_JOINED, RP_BACKLOG,
+ RP_GEN, RP_FREE_NEXT) = range(35)
 """RP_LAST_T / RP_JOINED: the sender's last data (ns) and whether it is in
-the receiver algorithm's table (rxcc.py)."""
-N_RP = 32
+the NIC's active-sender table (rxcc.py); RP_BACKLOG: its backlog as counted
+in NR_RX_BACKLOG.  RP_GEN: how many times the row was opened (a freed row is
+reused: Python's caches of a PDC check it); RP_FREE_NEXT: the free list."""
+N_RP = 35
 
 # ---- meta ----
-M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX = range(2, 8)
+M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX, M_RP_FREE, M_FL_CLOSED = range(2, 10)
 """M_YIELD_RX: 1 = end the engine's chunk whenever a message is delivered
-(an app in the engine's process answers it at once)."""
+(an app in the engine's process answers it at once).  M_RP_FREE: the first
+freed receive PDC row (linked through RP_FREE_NEXT; 0 none); M_FL_CLOSED:
+how many flow rows are FS_CLOSED (add_flow reuses them)."""
 N_META = 16
 
 # ---- completion records (cq[n, k]) ----
@@ -119,6 +139,8 @@ SQ_OP, SQ_ID, SQ_END, SQ_MSG = range(4)
 N_SQW = 4
 OP_SEND = 1   # flow SQ_ID: its stream now ends at SQ_END, one message, id SQ_MSG
 OP_READ = 2   # receive PDC SQ_ID: the app consumed its stream up to SQ_END
+OP_CLOSE = 3  # flow SQ_ID: close its PDC once everything posted is acknowledged
+OP_REQ_CLOSE = 4  # receive PDC SQ_ID: ask its sender to close (REQ_CLOSE)
 
 # ---- queue counters: qc[n * N_QC + QC_*], each on its own cache line ----
 QC_SQ_HEAD, QC_SQ_TAIL, QC_CQ_HEAD, QC_CQ_TAIL = 0, 8, 16, 24
@@ -131,6 +153,7 @@ RQ_FREE, RQ_ASKED, RQ_DONE, RQ_FAILED = 0, 1, 2, 3
 
 # ---- wheel timer argument: kind << 32 | index ----
 TK_PACE, TK_RTO, TK_ACK, TK_TX, TK_RXIDLE, TK_SHIFT = 1, 2, 3, 4, 5, 32
+TK_RXTICK = 6
 TXB = 64   # per-NIC TX batch
 
 
@@ -193,14 +216,45 @@ def unit_recon(v, ref, bits):
     return ref + d
 
 
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _rx_key(n, ip, spdcid):
+    return ((np.int64(n) << 48) | ((np.int64(ip) & 0xFFFFFFFF) << 16) | (spdcid & 0xFFFF)) + 1
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _rx_home(key, mask):
+    return ((key * np.int64(-7046029254386353131)) >> 20) & mask
+
+
+@hot
+def _rx_row(N, n):
+    """A receive PDC row for NIC n: a freed one holding a ring of NIC n's
+    size, else a new one; 0 when the tables are full."""
+    r = N.meta[M_RP_FREE]
+    if r != 0 and N.rp[r, RP_BUFCAP] == N.nr[n, NR_RXCAP]:
+        N.meta[M_RP_FREE] = N.rp[r, RP_FREE_NEXT]
+        N.rp[r, RP_FREE_NEXT] = 0
+        return r
+    r = N.meta[M_NRP] + 1
+    if (r >= N.rp.shape[0] or N.nr[n, NR_RXCAP] <= 0
+            or N.meta[M_RX_BUMP] + N.nr[n, NR_RXCAP] > N.rxbuf.shape[0]):
+        return 0
+    N.meta[M_NRP] = r
+    N.rp[r, RP_BUFOFF] = N.meta[M_RX_BUMP]
+    N.rp[r, RP_BUFCAP] = N.nr[n, NR_RXCAP]
+    N.meta[M_RX_BUMP] += N.nr[n, NR_RXCAP]
+    return r
+
+
 @hot
 def rx_lookup(N, n, ip, spdcid, create):
-    """Receive PDC of (NIC n, peer ip, peer PDC id): open addressing over a
-    zero-filled table (keys stored +1).  create: allocate one when missing;
-    returns 0 when missing (or the tables are full)."""
-    key = ((np.int64(n) << 48) | ((np.int64(ip) & 0xFFFFFFFF) << 16) | (spdcid & 0xFFFF)) + 1
+    """Receive PDC of (NIC n, peer ip, peer PDC id): open addressing (linear
+    probing) over a zero-filled table (keys stored +1).  create: allocate
+    one when missing (a freed row first); returns 0 when missing (or the
+    tables are full)."""
+    key = _rx_key(n, ip, spdcid)
     mask = N.hkey.shape[0] - 1
-    h = (key * np.int64(-7046029254386353131)) >> 20
+    h = _rx_home(key, mask)
     for k in range(N.hkey.shape[0]):
         s = (h + k) & mask
         if N.hkey[s] == key:
@@ -208,18 +262,43 @@ def rx_lookup(N, n, ip, spdcid, create):
         if N.hkey[s] == 0:
             if not create:
                 return 0
-            r = N.meta[M_NRP] + 1
-            if (r >= N.rp.shape[0] or N.nr[n, NR_RXCAP] <= 0
-                    or N.meta[M_RX_BUMP] + N.nr[n, NR_RXCAP] > N.rxbuf.shape[0]):
-                return 0
-            N.meta[M_NRP] = r
-            N.hkey[s] = key
-            N.hval[s] = r
-            N.rp[r, RP_BUFOFF] = N.meta[M_RX_BUMP]
-            N.rp[r, RP_BUFCAP] = N.nr[n, NR_RXCAP]
-            N.meta[M_RX_BUMP] += N.nr[n, NR_RXCAP]
+            r = _rx_row(N, n)
+            if r != 0:
+                N.hkey[s] = key
+                N.hval[s] = r
             return r
     return 0
+
+
+@hot
+def rx_forget(N, n, ip, spdcid):
+    """Remove (NIC n, peer ip, peer PDC id) from the PDC hash: the entries
+    after it in its probe run move back (no tombstones, so a table of
+    closing and opening PDCs never fills up)."""
+    key = _rx_key(n, ip, spdcid)
+    mask = N.hkey.shape[0] - 1
+    i = _rx_home(key, mask)
+    for _ in range(N.hkey.shape[0]):
+        if N.hkey[i] == 0:
+            return
+        if N.hkey[i] == key:
+            break
+        i = (i + 1) & mask
+    if N.hkey[i] != key:
+        return
+    j = i
+    for _ in range(N.hkey.shape[0]):
+        j = (j + 1) & mask
+        if N.hkey[j] == 0:
+            break
+        home = _rx_home(N.hkey[j], mask)
+        # j's entry may fill hole i unless its home lies cyclically in (i, j]
+        if (j > i and (home <= i or home > j)) or (j < i and home <= i and home > j):
+            N.hkey[i] = N.hkey[j]
+            N.hval[i] = N.hval[j]
+            i = j
+    N.hkey[i] = 0
+    N.hval[i] = 0
 
 
 @hot
