@@ -140,3 +140,129 @@ def test_a_role_mismatch_names_the_key(cc, key, tmp_path):
     with pytest.raises(AnyConfigError) as e:
         run_experiment(_experiment(cc), str(tmp_path), "virtual")
     assert key in str(e.value)
+
+
+# ---- the active-sender table: grants dividing a receiver among its senders ----
+
+@dataclass
+class ShareParams(Params):
+    rate: float = param(3e9, "bit/s", "what the receiver grants, all senders together")
+    ahead: int = param(8 * 1024, "bytes", "credit beyond each sender's share so far")
+    init: int = param(4 * 1024, "bytes", "a new sender's credit")
+    tick: int = param(5_000, "ns", "TIMER period: grants reach senders with nothing in flight")
+
+
+@kernel
+def _share_advance(s, p, ev):
+    """Each sender in the table earns rate / active of credit over time."""
+    if s.last_t > 0 and s.nact > 0:
+        s.allow += (ev.t_last - s.last_t) * p.rate / 8e9 / s.nact
+    s.last_t = ev.t_last
+    s.nact = ev.active
+    if ev.active > s.active_max:
+        s.active_max = ev.active
+
+
+@kernel
+def share_on_join(s, p, ev, d):
+    _share_advance(s, p, ev)
+    s.since[ev.flow] = s.allow
+    s.join_backlog_sum = ev.backlog_sum
+    set_credit(d, p.init)
+
+
+@kernel
+def share_on_data(s, p, ev, d):
+    _share_advance(s, p, ev)
+    set_credit(d, p.init + s.allow - s.since[ev.flow] + p.ahead)
+
+
+@kernel
+def share_on_timer(s, p, ev, d):
+    _share_advance(s, p, ev)
+    set_credit(d, p.init + s.allow - s.since[ev.flow] + p.ahead)
+
+
+@kernel
+def share_on_leave(s, p, ev, d):
+    _share_advance(s, p, ev)
+    s.leaves += 1
+    if ev.reason == 0:
+        s.closed += 1
+
+
+class EqualShare(Algorithm):
+    """RCCC-style: the receiver's rate divided equally among its active
+    senders (the table's `active`), granted as cumulative credit."""
+    name = "test-equal-share"
+    role = "receiver"
+    Params = ShareParams
+    state = ("last_t", "nact", "allow", "active_max", "leaves", "closed", "join_backlog_sum",
+             ("since", SENDERS))
+    binds = ("JOIN", "DATA", "LEAVE", "TIMER")
+    timer = "tick"
+    on_join = staticmethod(share_on_join)
+    on_data = staticmethod(share_on_data)
+    on_leave = staticmethod(share_on_leave)
+    on_timer = staticmethod(share_on_timer)
+
+
+def test_grants_divide_the_receiver_among_its_active_senders():
+    """Two senders get half of the granted rate each; when a third joins,
+    a third each: the goodputs follow the table's `active`, and each
+    sender's credit gate holds it to its grant."""
+    from taurus.datapath.devices.nic.state import FL_SENT_OFF, NR_RX_ACTIVE, NR_RX_BACKLOG
+    tab = NativeTable(16)
+    alg = tab.add(EqualShare)
+    eng = Engine(clock="virtual", max_flows=16, n_frames=32768, native=tab.native)
+    a, b = eng.add_mem_link("h1", "h2", delay_ns=2000, rate_bps=10_000_000_000)
+    d1 = add_nic(eng, a, MAC1, IP1, line_rate_bps=10_000_000_000, mss=MSS)
+    d2 = add_nic(eng, b, MAC2, IP2, line_rate_bps=10_000_000_000, mss=MSS)
+    rate = 3e9
+    with eng:
+        tab.start_receiver(eng, d2, alg, {"rate": rate}, idle_ns=0)
+        flows = [add_flow(eng, d1, MAC2, IP2, credit=True, init_credit=4096) for _ in range(3)]
+        N = eng.E.nic
+        n2 = int(eng.E.devs.regs[d2, 0])
+        got = lambda: np.array([len(nic_delivered(eng, d2, IP1, f)) for f in flows])  # noqa: E731
+        for f in flows[:2]:
+            nic_post(eng, d1, f, bytes(900_000))
+        T = 2_000_000
+        eng.run_for(200_000)                                 # settle
+        g0 = got()
+        eng.run_for(T)
+        g1 = got()
+        share2 = rate * T / 8e9 / 2
+        for k in range(2):
+            assert abs((g1 - g0)[k] - share2) < 0.05 * share2, (g1 - g0, share2)
+        assert g1[2] == 0
+        nic_post(eng, d1, flows[2], bytes(900_000))
+        eng.run_for(200_000)
+        g2 = got()
+        eng.run_for(T)
+        g3 = got()
+        share3 = rate * T / 8e9 / 3
+        for k in range(3):
+            assert abs((g3 - g2)[k] - share3) < 0.05 * share3, (g3 - g2, share3)
+        S = tab.state(alg)[n2]
+        assert S["active_max"] == 3 and int(N.nr[n2, NR_RX_ACTIVE]) == 3
+        assert 0 < int(N.nr[n2, NR_RX_BACKLOG]) <= 3 * 900_000
+        assert S["join_backlog_sum"] > 0
+        for f in flows:                                      # the credit gate holds
+            assert N.fl[f, FL_SENT_OFF] <= flow_stats(eng, f)["credit"]
+
+
+def test_receiver_init_credit_key():
+    """[cc] receiver_init_credit: a size, or "auto" (the default): one BDP
+    of the receiver's link, RTT 4 times its delay, at least 2 MSS."""
+    from taurus.experiment.traffic import receiver_init_credit
+    x = _experiment({"receiver": "test_cc_receiver:Window", "receiver_init_credit": "32KiB"})
+    assert x.host_cc("h3").receiver_init_credit == 32 * 1024
+    assert receiver_init_credit(x, "h3") == 32 * 1024
+    x = _experiment({"receiver": "test_cc_receiver:Window"})
+    lk = x.topo.ifaces_of("h3")[0].link
+    rate = lk.rate or 10**10
+    bdp = rate * 4 * (lk.delay or 1000) // 8_000_000_000
+    assert receiver_init_credit(x, "h3") == max(2 * x.host_cc("h3").mss, bdp)
+    x = _experiment({"receiver": "test_cc_receiver:Window", "receiver_init_credit": "auto"})
+    assert x.host_cc("h3").receiver_init_credit == 0

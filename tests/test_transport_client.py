@@ -184,3 +184,32 @@ def test_duplex_request_response_beside_one_way_streams():
         assert listen(eng, IP2).accept(timeout=5).recv(timeout=5) == b"one way"   # (same endpoints:
         assert listen(eng, "h1").accept(timeout=5).recv(timeout=5) == b"unrelated"  # one app per NIC)
         assert nic_counters(eng, d1)["sq_bad"] == 0 and nic_counters(eng, d2)["sq_bad"] == 0
+
+
+def test_a_closed_connection_frees_its_rows_and_a_new_one_reuses_them():
+    """Conn.close: the sending end closes once its data is acknowledged,
+    both ends' rows are freed; the next connection takes them, and the
+    listener accepts it as a new connection with its own stream."""
+    from taurus.datapath.devices.nic.setup import flow_closed, nic_table_use
+    eng, d1, d2 = _engine("virtual")
+    with eng:
+        c = connect(eng, "h1", IP2)
+        ep = listen(eng, IP2)
+        c.send(b"one" * 1000)
+        s = ep.accept(timeout=5)
+        assert s.recv(timeout=5) == b"one" * 1000
+        c.close()
+        for _ in range(10):
+            eng.run_for(100_000)
+        assert flow_closed(eng, c.flow)
+        assert nic_table_use(eng)["pdcs"] == 0
+        c2 = connect(eng, "h1", IP2)
+        assert c2.flow == c.flow                   # the closed row, reused
+        c2.send(b"two")
+        s2 = ep.accept(timeout=5)
+        assert s2 is not s and s2.pdc == s.pdc and s2.peer == (IP1, c2.flow)
+        assert s2.recv(timeout=5) == b"two"
+        s2.close()                                 # the receiver asks the sender to close
+        for _ in range(10):
+            eng.run_for(100_000)
+        assert flow_closed(eng, c2.flow) and nic_table_use(eng)["pdcs"] == 0

@@ -28,7 +28,7 @@ import numpy as np
 
 from taurus.datapath import ccnative as CN
 from taurus.datapath.ccevents import EV_TIMER
-from taurus.datapath.devices.nic.setup import flow_nic, nic_rx_idle, set_flow_mode
+from taurus.datapath.devices.nic.setup import flow_nic, nic_rx_idle, nic_rx_tick, set_flow_mode
 from taurus.datapath.devices.nic.state import NR_LINE, NR_MSS
 
 from .algorithm import (DECISION_DTYPE, FlowContext, check_class, event_mask, param_row)
@@ -189,8 +189,8 @@ class NativeTable:
     def start_receiver(self, eng, dev: int, alg: int, params=None,
                        ctx: FlowContext | None = None, idle_ns: int = IDLE_NS) -> None:
         """NIC device ``dev`` of ``eng`` runs receiver algorithm ``alg``
-        natively: it sees JOIN, DATA and LEAVE (silent for idle_ns) of each
-        of its senders (nic/rxcc.py) and its ``set_credit`` grants are their
+        natively: it sees JOIN, DATA, LEAVE (closed, or silent for idle_ns)
+        and, if it binds TIMER, a TIMER per period of each of its senders (nic/rxcc.py) and its ``set_credit`` grants are their
         credit.  Its state and parameter row is the NIC's index."""
         if eng.E.alg is not self._native:
             raise ValueError("this engine was not built with this table "
@@ -202,6 +202,10 @@ class NativeTable:
         if not n < min(self.max_flows, len(self.native.nic_alg)):
             raise ValueError(f"NIC index {n} beyond the table's rows")
         p = self.make_params(alg, params)
+        binds_timer = (event_mask(cls, p) >> EV_TIMER) & 1
+        tick = cls.timer_ns(p) if binds_timer else 0
+        if binds_timer and tick <= 0:
+            raise ConfigError(f"algorithm {cls.name!r} binds TIMER with a period of {tick} ns")
         if ctx is None:
             N = eng.E.nic
             ctx = FlowContext(mss=int(N.nr[n, NR_MSS]),
@@ -214,3 +218,4 @@ class NativeTable:
         self.algs[alg].rt.setup(S[n:n + 1], self.params(alg)[n:n + 1], D, 0)
         self.native.nic_alg[n] = alg
         nic_rx_idle(eng, dev, idle_ns)
+        nic_rx_tick(eng, dev, tick)

@@ -103,11 +103,17 @@ EVENTS = (
         ("packets", 1, SUM, "packets"),
         ("psn", 2, MAX, "highest PSN"),
         ("ecn_bytes", 3, SUM, "of `bytes`, those that arrived CE-marked"),
-        ("backlog", 5, LAST, "the sender's backlog as it last announced it (bytes)"))),
+        ("backlog", 5, LAST, "the sender's backlog as it last announced it (bytes)"),
+        ("active", 6, LAST, "senders in the NIC's active-sender table"),
+        ("backlog_sum", 7, LAST, "the sum of their announced backlogs (bytes)"))),
     ("JOIN", CLS_RAW, "receiver", (
-        ("backlog", 5, LAST, "the new sender's backlog (bytes)"),)),
+        ("backlog", 5, LAST, "the new sender's backlog (bytes)"),
+        ("active", 6, LAST, "senders in the NIC's active-sender table, this one included"),
+        ("backlog_sum", 7, LAST, "the sum of their announced backlogs (bytes)"))),
     ("LEAVE", CLS_RAW, "receiver", (
-        ("reason", 0, LAST, "0 closed, 1 idle timeout"),)),
+        ("reason", 0, LAST, "0 closed, 1 idle timeout"),
+        ("active", 6, LAST, "senders left in the NIC's active-sender table"),
+        ("backlog_sum", 7, LAST, "the sum of their announced backlogs (bytes)"))),
 )
 
 CSIG_DELAY, CSIG_ABW, CSIG_ABW_C, CSIG_QDEPTH = range(4)

@@ -219,15 +219,18 @@ def native_apply(A, R, k, flow, now):
 
 
 @nb.njit(cache=True)
-def native_receiver(A, R, n, sender, ev, now, v0, v1, v2, v3, v4, v5):
+def native_receiver(A, R, n, sender, ev, now, v0, v1, v2, v3, v4, v5, v6, v7):
     """Event ev about `sender` (a receive PDC of NIC n) to NIC n's receiver
-    algorithm (state and parameter row n); returns the cumulative credit it
+    algorithm (state and parameter row n), values V0..V7 (V6, V7: the NIC's
+    active-sender table, ccevents ``active``, ``backlog_sum``); returns the
+    cumulative credit it
     granted that sender (bytes), or -1 if it granted none (or a value that
     is not a finite number >= 0: rejected and counted)."""
     a = A.nic_alg[n]
     if a < 0:
         return np.int64(-1)
     _values(A.rec, v0, v1, v2, v3, v4, v5)
+    A.rec[C.V0 + 6], A.rec[C.V0 + 7] = v6, v7
     ctl = R.ctls[min(n, R.ctls.shape[0] - 1)]
     if _invoke(A, ctl, a, n, sender, ev, now) != 0:
         return np.int64(-1)

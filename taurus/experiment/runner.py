@@ -42,7 +42,7 @@ from taurus.tools.fabric import attach_switches, build_virtual, nic_host
 
 from .hog import HostLoads
 from .schema import CcSpec, Experiment, ExperimentError
-from .traffic import BULK_CHUNK, Plan, build_plan, link_rate
+from .traffic import BULK_CHUNK, Plan, build_plan, link_rate, receiver_init_credit
 
 log = logging.getLogger("taurus.run")
 AHEAD = 4 * BULK_CHUNK          # an open-ended bulk flow keeps this much posted beyond acked
@@ -187,15 +187,18 @@ class Runner:
         for h, m in x.host_model.items():
             NS.nic_host_model(eng, self.nics[h], m.host_bw, m.buffer, m.sample)
         self._start_agents()
+        init = {}
         for h, (alg, params) in self.receivers.items():
             self.native.start_receiver(eng, self.nics[h], alg, params,
                                        FlowContext(mss=x.host_cc(h).mss, line_rate=link_rate(x, h)),
                                        idle_ns=x.host_cc(h).receiver_idle)
+            init[h] = receiver_init_credit(x, h)
+            NS.nic_init_credit(eng, self.nics[h], init[h])
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)
             fid = NS.add_flow(eng, self.nics[f.src], topo.mac_of(f.dst), topo.ip_of(f.dst),
                               rate_bps=cc.rate, cwnd_bytes=cc.cwnd, buf_bytes=max(1, f.budget),
-                              credit=f.dst in self.receivers)
+                              credit=f.dst in self.receivers, init_credit=init.get(f.dst))
             assert fid == k + 1, "flow ids follow the plan (agent overrides rely on it)"
             if cc.mode == "native":
                 alg, params = self.native_flows[k]

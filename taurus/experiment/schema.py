@@ -35,6 +35,8 @@ is optional; unknown keys and bad values are errors that name the key, as
     receiver = ""                  # the receiving host's algorithm (role "receiver", native
     receiver_params = {}           #   in its NIC); flows to it are credit (RCCC) flows
     receiver_idle = "500us"        # its senders leave (LEAVE) after this long silent
+    receiver_init_credit = "auto"  # credit a new sender starts with (auto: one BDP of the
+                                   #   receiver's link, RTT = 4 x its delay, >= 2 MSS)
     [cc.hosts.h2]                  # per host: the same keys
     mode = "native"
 
@@ -142,6 +144,7 @@ class CcSpec:
     receiver: str = ""              # the host's receiver algorithm ("" none)
     receiver_params: dict = field(default_factory=dict)
     receiver_idle: int = 500_000    # ns: its senders leave after this long silent (0: never)
+    receiver_init_credit: int = 0   # bytes a new credit sender starts with (0: auto, a BDP)
 
 
 @dataclass
@@ -299,6 +302,10 @@ def _size0(v) -> int:
     return 0 if _zero(v) else U.parse_size(v)
 
 
+def _auto_size(v) -> int:
+    return 0 if v == "auto" else _size0(v)
+
+
 def _rate0(v) -> int:
     return 0 if _zero(v) else U.parse_rate(v)
 
@@ -316,7 +323,7 @@ def _dict(v) -> dict:
 # ---------------------------------------------------------------- sections
 
 _CC_KEYS = ("algorithm", "mode", "params", "mss", "cwnd", "rate", "jit", "receiver",
-            "receiver_params", "receiver_idle")
+            "receiver_params", "receiver_idle", "receiver_init_credit")
 _FLOW_CC_KEYS = ("algorithm", "mode", "params", "cwnd", "rate")   # mss is the host NIC's
 
 
@@ -331,7 +338,9 @@ def _cc(src, key, raw, base: CcSpec, keys=_CC_KEYS) -> CcSpec:
                   jit=t.get("jit", _bool, base.jit),
                   receiver=t.get("receiver", _str0, base.receiver),
                   receiver_params=t.get("receiver_params", _dict, dict(base.receiver_params)),
-                  receiver_idle=t.get("receiver_idle", _delay0, base.receiver_idle))
+                  receiver_idle=t.get("receiver_idle", _delay0, base.receiver_idle),
+                  receiver_init_credit=t.get("receiver_init_credit", _auto_size,
+                                             base.receiver_init_credit))
 
 
 def _hosts(topo: T.Topology, one: bool):

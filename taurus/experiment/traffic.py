@@ -63,6 +63,19 @@ def link_rate(x: Experiment, host: str) -> int:
     return lk.rate or 10**10
 
 
+def receiver_init_credit(x: Experiment, host: str) -> int:
+    """The credit a new sender to `host` starts with (RCCC's pipe-cleaning
+    burst): [cc] receiver_init_credit, or by default one BDP of the host's
+    link with an RTT of 4 times its delay (two alike links each way), at
+    least 2 MSS."""
+    cc = x.host_cc(host)
+    if cc.receiver_init_credit:
+        return cc.receiver_init_credit
+    lk = x.topo.ifaces_of(host)[0].link
+    bdp = link_rate(x, host) * 4 * (lk.delay or 1000) // 8_000_000_000
+    return max(2 * cc.mss, int(bdp))
+
+
 def send_budget(x: Experiment, f: Flow) -> int:
     """Bytes a flow may ever send: its send stream and receive region are
     linear buffers for now, sized to the run here (and only here)."""

@@ -33,11 +33,11 @@ from ..datapath.devices.nic.app import WouldBlock, cq_drain, ring_read, ring_vie
 from ..datapath.devices.nic.shm import NicShm
 from ..datapath.devices.nic.state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX, CQ_TIME, CQ_TX,
                                           FL_ACKED_OFF, FL_MQ_DONE, FL_SRTT, FL_STATE, FL_TXCAP,
-                                          FL_TXOFF, FS_FAILED, M_NNIC, M_NRP, NR_IP, OP_READ,
-                                          OP_SEND, REQ_NIC, REQ_PEER_IP, REQ_PID, REQ_RESULT,
-                                          REQ_STATE, RP_BUFCAP, RP_BUFOFF, RP_DELIV, RP_NIC,
-                                          RP_PEER_IP, RP_PEER_PDC, RQ_ASKED, RQ_DONE, RQ_FAILED,
-                                          RQ_FREE)
+                                          FL_TXOFF, FS_FAILED, M_NNIC, M_NRP, NR_IP, OP_CLOSE,
+                                          OP_READ, OP_REQ_CLOSE, OP_SEND, REQ_NIC, REQ_PEER_IP,
+                                          REQ_PID, REQ_RESULT, REQ_STATE, RP_BUFCAP, RP_BUFOFF,
+                                          RP_DELIV, RP_GEN, RP_NIC, RP_PEER_IP, RP_PEER_PDC,
+                                          RQ_ASKED, RQ_DONE, RQ_FAILED, RQ_FREE)
 
 __all__ = ["Conn", "Duplex", "Endpoint", "WouldBlock", "connect", "listen"]
 HELLO = b"TDPX"          # + the connecting side's flow id (u32): a reverse stream's first message
@@ -57,7 +57,7 @@ class Endpoint:
         self.n = self._find(host)
         self._tx, self._rx = {}, {}          # flow -> Conn, rx PDC -> Conn
         self._new = deque()                  # rx PDCs not yet accepted
-        self._seen = set()
+        self._seen = {}                      # rx PDC -> its RP_GEN when seen (rows are reused)
 
     def _find(self, host) -> int:
         N = self.N
@@ -87,7 +87,8 @@ class Endpoint:
             if kind == CQ_TX and ident in self._tx:
                 self._tx[ident]._done.append(item)
             elif kind == CQ_RX:
-                if ident not in self._rx:
+                if (ident not in self._rx
+                        or self._seen.get(ident) != int(self.N.rp[ident, RP_GEN])):
                     self._discover()
                 self._pending_rx(ident)._ends.append(item)
         return len(recs)
@@ -133,10 +134,18 @@ class Endpoint:
         return c
 
     def _discover(self) -> None:
+        """New receive PDCs of this NIC: rows not seen, or reused by a new
+        connection since (a closed PDC's row is: nic/close.py)."""
         N = self.N
         for r in range(1, int(N.meta[M_NRP]) + 1):
-            if r not in self._seen and N.rp[r, RP_NIC] == self.n + 1:
-                self._seen.add(r)
+            if N.rp[r, RP_NIC] != self.n + 1:
+                continue
+            g = int(N.rp[r, RP_GEN])
+            if self._seen.get(r) != g:
+                self._seen[r] = g
+                self._rx.pop(r, None)        # a closed connection's Conn
+                if r in self._new:
+                    self._new.remove(r)
                 self._new.append(r)
 
     def _pending_rx(self, r) -> "Conn":
@@ -231,6 +240,16 @@ class Conn:
             self.peer = (str(ipaddress.IPv4Address(int(N.rp[pdc, RP_PEER_IP]))),
                          int(N.rp[pdc, RP_PEER_PDC]))
         self.last_time = 0
+
+    def close(self) -> None:
+        """Close the connection: a sending end closes once everything sent
+        is acknowledged; a receiving end asks its sender to (REQ_CLOSE).
+        The NIC then frees both ends' rows for new connections."""
+        if self.flow is not None:
+            sq_submit(self.ep.N, self.ep.n, OP_CLOSE, self.flow, 0)
+        else:
+            sq_submit(self.ep.N, self.ep.n, OP_REQ_CLOSE, self.pdc, 0)
+        self.ep.poll()
 
     # ---- sending ----------------------------------------------------------
     def _room(self, n: int) -> None:

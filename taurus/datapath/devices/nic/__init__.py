@@ -6,10 +6,13 @@ Per packet, in the order a packet meets them (one ``poll``):
     rx.py        receiver: PSN tracking per receive PDC, payload placement,
                  cumulative ACK + SACK, ACK coalescing, NACK (last-hop trims apart),
                  CE and UE echo, CSIG reflection, credit, CNPs (notification point)
+    rxcc.py      receiver CC: the active-sender table, events to the receiver
+                 algorithm, its credit grants
     host.py      the host behind the NIC in virtual time (off by default): delivery
                  into memory at a host bandwidth, a hog, host buffer drops, HOST samples
     ack.py       sender feedback: ACK/SACK/NACK, loss inference, credit, RTT samples,
                  CSIG reflections, CNPs
+    close.py     PDC close (CLOSE / REQ_CLOSE); closed rows freed for reuse
     signals.py   signal collection: one call site per transport event, handed to
                  the report engine (datapath/report.py); sigcall.py keeps those
                  calls out of line of the non-refcounted hot path

@@ -19,9 +19,10 @@ from ...wire.codec import get_field
 from ...wire.desc import (D_DPDCID, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS, D_PDS_OFF, D_PDS_TYPE,
                          D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN, D_SPDCID)
 from ... import ccevents as V
+from .close import flow_free
 from .sigcall import (signal_ack, signal_cnp, signal_credit, signal_csig, signal_custom,
                       signal_ecn, signal_host, signal_nack, signal_ooo, signal_rtt)
-from .state import (C_RX_CNP, C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
+from .state import (CL_SENT, FL_CLOSING, C_RX_CNP, C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
                         FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
                         FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
@@ -107,6 +108,10 @@ def rx_ack(E, n, i, now):
     f = _flow_of(N, n)
     if f == 0:
         return
+    if N.fl[f, FL_CLOSING] == CL_SENT and d[D_PDS_TYPE] == S.T_ACK:
+        if psn_recon(d[D_PSN], N.fl[f, FL_NXT]) == N.fl[f, FL_NXT]:
+            flow_free(E, n, f)                 # our CLOSE is acknowledged (close.py)
+            return
     W = N.sl_state.shape[1]
     msk = W - 1
     una = N.fl[f, FL_UNA]

@@ -13,12 +13,13 @@ from ...wire import spec as S
 from ...wire.desc import D_IP_DST, D_PDS_NEXT, D_PDS_TYPE, P_OK
 from ...wire.parse import parse_frame
 from .ack import rx_ack, rx_cnp, rx_nack
+from .close import rx_close
 from .frame import tx_flush
-from .rx import ack_timer, rx_control, rx_data
+from .rx import ack_timer, rx_control, rx_data, rx_tick
 from .host import host_tick
 from .rxcc import rx_cc_idle
 from .state import (C_DROP_BAD_TYPE, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRAMES, NR_IP,
-                        NR_PORT, TK_ACK, TK_HOST, TK_PACE, TK_RTO, TK_RXIDLE, TK_SHIFT, FL_SCHED, SCH_IDLE,
+                        NR_PORT, TK_ACK, TK_HOST, TK_PACE, TK_RTO, TK_RXIDLE, TK_RXTICK, TK_SHIFT, FL_SCHED, SCH_IDLE,
                         NicState, make_nic_state)
 from .sq import sq_poll
 from .tx import flow_wake, probe_commands, rto_expired, tx_schedule
@@ -48,7 +49,13 @@ def nic_rx_frame(E, n, i, now):
     elif t == S.T_CONTROL and d[D_PDS_NEXT] == S.CTL_CNP:
         rx_cnp(E, n, i, now)
     elif t == S.T_CONTROL:
-        rx_control(E, n, i, now)
+        c = d[D_PDS_NEXT]
+        if c == S.CTL_CLOSE or c == S.CTL_REQ_CLOSE:
+            f = rx_close(E, n, i, now)
+            if f != 0:
+                flow_wake(E, f, now)
+        else:
+            rx_control(E, n, i, now)
     else:
         N.ncnt[n, C_DROP_BAD_TYPE] += 1
 
@@ -86,5 +93,7 @@ def nic_timer(E, d, timer, now):
         rx_cc_idle(E, n, now)
     elif kind == TK_HOST:
         host_tick(E, n, now)
+    elif kind == TK_RXTICK:
+        rx_tick(E, n, now)
     tx_flush(E, n, now)
     return work      # TK_TX: the line is free again; the poll that follows sends

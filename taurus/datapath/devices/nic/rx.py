@@ -25,6 +25,7 @@ import numba as nb
 from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
 import numpy as np
 
+from ... import ccevents as V
 from ...wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
 from ...lowlevel import copy_bytes
 from ...wire import spec as S
@@ -36,7 +37,7 @@ from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D
                          D_SPDCID)
 from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, tx_emit
 from .host import host_admit
-from .rxcc import rx_cc_data
+from .rxcc import rx_cc_data, rx_cc_event
 from ..table import CTL_YIELD
 from .state import (C_RX_UE, C_TX_CNP, NR_CNP_GAP, NR_LASTHOP_DSCP, RP_CNP_MARKS, RP_CNP_T,
                     RP_NP, RP_UE, C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
@@ -46,8 +47,9 @@ from .state import (C_RX_UE, C_TX_CNP, NR_CNP_GAP, NR_LASTHOP_DSCP, RP_CNP_MARKS
                         RP_CREDIT, RP_CSIG_D, RP_CSIG_FMT, RP_CSIG_LM, RP_CSIG_S, RP_CSIG_T,
                         RP_DELIV, RP_ECN, RP_EV, RP_HAS_TS, RP_NACKED, RP_NIC, RP_NXT, RP_OOO,
                         RP_PEER_IP, RP_PEER_MAC, RP_PEER_PDC, RP_PEND, RP_RCVD, RP_T_ACK,
-                        RP_TARGET, RP_TRIG, RP_TS, RP_TSSEQ, TK_ACK, TK_SHIFT, cq_push,
-                        M_YIELD_RX, NR_HOST_BW, NR_HOST_DELAY, psn_recon, rx_lookup)
+                        RP_TARGET, RP_TRIG, RP_TS, RP_TSSEQ, RP_GEN, TK_ACK, TK_SHIFT, cq_push,
+                        M_YIELD_RX, NR_HOST_BW, NR_HOST_DELAY, NR_RX_TICK, NR_RX_TICKS,
+                        NR_RX_TTIMER, RP_JOINED, psn_recon, rx_lookup)
 
 
 @hot
@@ -64,9 +66,10 @@ def _ring_put(ring, base, cap, off, src, so, ln):
 def rx_grant_credit(N, n, r, now, decided):
     """Cumulative credit for an RCCC sender (bytes).  ``decided``: the NIC
     has a receiver algorithm, whose grants (rxcc.py) are the credit.
-    Otherwise the default policy: a static window (credit_window) beyond
-    what has arrived, bounded by the sender's backlog, at least the initial
-    credit; never decreasing."""
+    Otherwise the default policy (no active-sender table, each sender on its
+    own): a static window (add_nic credit_window) beyond what has arrived,
+    bounded by the sender's backlog, at least the initial credit (add_nic
+    init_credit); never decreasing."""
     if decided:
         return N.rp[r, RP_CREDIT]
     g = N.rp[r, RP_RCVD] + min(N.nr[n, NR_CREDIT_WIN], N.rp[r, RP_TARGET])
@@ -285,8 +288,12 @@ def _pdc_of(E, n, i, now):
             rp[r, RP_EV] = get_field(buf, d[D_PDS_OFF] - S.UDP_SIZE, S.UDP_SPORT)
             rp[r, RP_NXT] = d[D_PSN] - (d[D_DPDCID] & 0xFFF)
             rp[r, RP_CREDIT] = N.nr[n, NR_INIT_CREDIT]
-            t = wheel_alloc(E.wheel, N.nr[n, NR_DEV], (np.int64(TK_ACK) << TK_SHIFT) | r)
-            rp[r, RP_T_ACK] = t + 1          # 0: no timer, ACK every packet
+            rp[r, RP_GEN] += 1
+            if rp[r, RP_T_ACK] > 0:          # a reused row keeps its timer (close.py)
+                E.wheel.owner[rp[r, RP_T_ACK] - 1] = N.nr[n, NR_DEV]
+            else:
+                t = wheel_alloc(E.wheel, N.nr[n, NR_DEV], (np.int64(TK_ACK) << TK_SHIFT) | r)
+                rp[r, RP_T_ACK] = t + 1      # 0: no timer, ACK every packet
             N.ncnt[n, C_PDC_OPEN] += 1
         return r
     r = d[D_DPDCID]
@@ -477,3 +484,24 @@ def ack_timer(E, n, r, now):
         send_ack(E, n, r, now)
         return 1
     return 0
+
+
+@hot
+def rx_tick(E, n, now):
+    """The receiver algorithm's TIMER (NIC timer TK_RXTICK, rxcc.py): one
+    TIMER event to each sender in NIC n's table; a grant that grew goes out
+    at once in an ACK (the sender may have nothing in flight to be ACKed);
+    again one period later."""
+    N = E.nic
+    period = N.nr[n, NR_RX_TICK]
+    if period <= 0 or E.alg.nic_alg[n] < 0:
+        return
+    N.nr[n, NR_RX_TICKS] += 1
+    rp = N.rp
+    for r in range(1, N.meta[M_NRP] + 1):
+        if rp[r, RP_NIC] == n + 1 and rp[r, RP_JOINED] != 0:
+            g = rp[r, RP_CREDIT]
+            rx_cc_event(E, n, r, V.EV_TIMER, now, N.nr[n, NR_RX_TICKS], period, 0, 0, 0, 0)
+            if rp[r, RP_CREDIT] > g:
+                send_ack(E, n, r, now)
+    wheel_schedule(E.wheel, N.nr[n, NR_RX_TTIMER], now + period)

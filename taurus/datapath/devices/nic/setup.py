@@ -10,6 +10,8 @@
     nic_take_delivered(eng, d_rx, src_ip, f)  bytes delivered in order since the last take
     nic_completions(eng)                      [(kind, nic, flow-or-pdc, msg, end, time)]
     nic_counters(eng, d), flow_stats(eng, f), flow_done(eng, f)
+    nic_close(eng, d, f)                      close f once its data is acknowledged (close.py)
+    flow_closed(eng, f), nic_table_use(eng)
 
 Streams are rings (state.py): a flow holds at most ``buf_bytes`` posted
 but unACKed bytes, a receive PDC ``rx_buf_bytes`` delivered but unconsumed
@@ -25,19 +27,22 @@ segment, neighbours, read marks) is the engine's ``nics`` (NicTables).
 """
 import ipaddress
 
+import numpy as np
+
 from ... import ccshm as C
 from ...ccnative import T_ENTRY, T_ST_OFF, T_ST_ROW
 from ...report import TimerE, report_timer_start
 from ...wire import spec as S
 from .state import (NR_HOG_SHARE, NR_HOG_START, NR_HOG_STOP, NR_HOST_BUF, NR_HOST_BW,
                     NR_HOST_DELAY, NR_HOST_PERIOD, NR_HOST_Q, NR_HOST_T, NR_HOST_TIMER, TK_HOST,
-                    NR_CNP_GAP, NR_LASTHOP_DSCP,
+                    NR_CNP_GAP, NR_LASTHOP_DSCP, NR_RX_TICK, NR_RX_TTIMER, TK_RXTICK,
                     NR_RX_IDLE, NR_RX_TIMER, TK_RXIDLE, CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
                         FL_BACKOFF, FL_EV, FL_LOST_SCAN, FL_MAX_INFL, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
                         FL_RTO, FL_SCHED, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO,
                         FL_TXCAP, FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND,
-                        RP_BUFCAP, OP_READ,
+                        RP_BUFCAP, OP_READ, OP_CLOSE, OP_REQ_CLOSE, FS_CLOSED, FL_SCHED,
+                        M_FL_CLOSED, M_NRP, RP_GEN, FL_CLOSING, RP_NIC, RP_PEER_IP, RP_PEER_PDC,
                         REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_STATE, RQ_ASKED, RQ_DONE,
                         RQ_FAILED,
                         M_NFL, M_NNIC, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY,
@@ -63,7 +68,8 @@ class NicTables:
     def __init__(self):
         self.shm = None     # the NicShm segment holding E.nic, once reserved
         self.neigh = {}     # peer IP -> MAC, for apps' connection requests (nic_service)
-        self.rx_read = {}   # rx PDC -> stream offset taken here (its OP_READ may be unserved)
+        self.rx_read = {}   # rx PDC -> (its RP_GEN, stream offset taken here: its OP_READ
+        #                   may be unserved)
         self.rx_pdc = {}    # (device, src ip, flow) -> receive PDC, once found
 
     @property
@@ -150,6 +156,31 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     return d
 
 
+def nic_rx_tick(eng, d: int, period_ns: int) -> None:
+    """NIC `d`'s receiver algorithm gets TIMER for each of its active
+    senders every period_ns (rxcc.py); 0: never."""
+    N = eng.E.nic
+    n = int(eng.E.devs.regs[d, 0])
+    if period_ns < 0:
+        raise ValueError("period_ns must be >= 0")
+    N.nr[n, NR_RX_TICK] = int(period_ns)
+    if period_ns and N.nr[n, NR_RX_TTIMER] <= 0:
+        t = wheel_alloc(eng.E.wheel, d, (TK_RXTICK << TK_SHIFT) | n)
+        if t < 0:
+            raise ValueError("timing wheel full (Engine(timers=...))")
+        N.nr[n, NR_RX_TTIMER] = t
+    if period_ns:
+        wheel_schedule(eng.E.wheel, int(N.nr[n, NR_RX_TTIMER]), eng.now() + int(period_ns))
+
+
+def nic_init_credit(eng, d: int, nbytes: int) -> None:
+    """The credit NIC `d` grants a new credit sender before any decision
+    (its receive PDC's first cumulative credit)."""
+    if nbytes < 0:
+        raise ValueError("init credit must be >= 0")
+    eng.E.nic.nr[int(eng.E.devs.regs[d, 0]), NR_INIT_CREDIT] = int(nbytes)
+
+
 def nic_rx_idle(eng, d: int, idle_ns: int) -> None:
     """Senders of NIC `d` silent for idle_ns leave its receiver algorithm's
     table (rxcc.py: LEAVE); 0: never.  Starts the NIC's idle scan."""
@@ -225,18 +256,20 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
     rwnd = int(N.nr[n, NR_RXCAP]) if rwnd_bytes is None else int(rwnd_bytes)
     if buf_bytes < 1 or rwnd < N.nr[n, NR_MSS]:
         raise ValueError("buf_bytes must be >= 1 and rwnd_bytes >= the MSS")
-    f = int(N.meta[M_NFL]) + 1
-    if f >= N.fl.shape[0]:
-        raise ValueError("too many flows (nic_reserve(max_flows=...))")
-    off = int(N.meta[M_TX_BUMP])
-    if off + buf_bytes > N.txbuf.shape[0]:
-        raise ValueError("send arena full (nic_reserve(tx_bytes=...))")
-    tp = wheel_alloc(eng.E.wheel, d, (TK_PACE << TK_SHIFT) | f)
-    tr = wheel_alloc(eng.E.wheel, d, (TK_RTO << TK_SHIFT) | f)
-    if tp < 0 or tr < 0:
-        raise ValueError("timing wheel full (Engine(timers=...))")
-    N.meta[M_NFL] = f
-    N.meta[M_TX_BUMP] = off + buf_bytes
+    f, off, cap, tp, tr = _reuse_flow(eng, d, buf_bytes)
+    if f == 0:
+        f = int(N.meta[M_NFL]) + 1
+        if f >= N.fl.shape[0]:
+            raise ValueError("too many flows (nic_reserve(max_flows=...))")
+        off, cap = int(N.meta[M_TX_BUMP]), buf_bytes
+        if off + buf_bytes > N.txbuf.shape[0]:
+            raise ValueError("send arena full (nic_reserve(tx_bytes=...))")
+        tp = wheel_alloc(eng.E.wheel, d, (TK_PACE << TK_SHIFT) | f)
+        tr = wheel_alloc(eng.E.wheel, d, (TK_RTO << TK_SHIFT) | f)
+        if tp < 0 or tr < 0:
+            raise ValueError("timing wheel full (Engine(timers=...))")
+        N.meta[M_NFL] = f
+        N.meta[M_TX_BUMP] = off + buf_bytes
     row = N.fl[f]
     row[:] = 0
     row[FL_NIC], row[FL_STATE] = n + 1, FS_ACTIVE
@@ -244,7 +277,7 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
     row[FL_EV] = (0xC000 | (f & 0x3FFF)) if ev is None else ev & 0xFFFF
     for c in (FL_START, FL_NXT, FL_UNA, FL_RETX_SCAN, FL_LOST_SCAN):
         row[c] = start_psn
-    row[FL_TXOFF], row[FL_TXCAP], row[FL_RWND] = off, buf_bytes, rwnd
+    row[FL_TXOFF], row[FL_TXCAP], row[FL_RWND] = off, cap, rwnd
     row[FL_T_PACE], row[FL_T_RTO] = tp, tr
     row[FL_RTO], row[FL_BACKOFF] = N.nr[n, NR_RTO_INIT], 1
     row[FL_USES_CREDIT] = int(bool(credit))
@@ -253,8 +286,70 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
         if credit else 0
     N.ctx[f, CX_VERSION] = 1
     N.sig[f] = 0
+    A = eng.E.alg
+    if f < A.flow_alg.shape[0]:
+        A.flow_alg[f] = -1
     _register_cc(eng, n, f)
     return f
+
+
+def _reuse_flow(eng, d: int, buf_bytes: int):
+    """A closed flow row (close.py) whose send ring holds buf_bytes and which
+    is off the ready list: (f, ring offset, ring size, pace timer, RTO
+    timer), its timers now owned by device d; f = 0 when there is none."""
+    N = eng.E.nic
+    if N.meta[M_FL_CLOSED] <= 0:
+        return 0, 0, 0, 0, 0
+    rows = N.fl[1:int(N.meta[M_NFL]) + 1]
+    ok = np.flatnonzero((rows[:, FL_STATE] == FS_CLOSED) & (rows[:, FL_SCHED] == SCH_IDLE)
+                        & (rows[:, FL_TXCAP] >= buf_bytes))
+    if len(ok) == 0:
+        return 0, 0, 0, 0, 0
+    f = int(ok[0]) + 1
+    N.meta[M_FL_CLOSED] -= 1
+    N.sl_state[f] = 0
+    tp, tr = int(N.fl[f, FL_T_PACE]), int(N.fl[f, FL_T_RTO])
+    eng.E.wheel.owner[tp] = eng.E.wheel.owner[tr] = d
+    return f, int(N.fl[f, FL_TXOFF]), int(N.fl[f, FL_TXCAP]), tp, tr
+
+
+def nic_close(eng, d: int, f: int) -> None:
+    """Close flow f (its PDC and CCC) once everything posted on it is
+    acknowledged: CLOSE to the receiver, which frees its receive PDC; the
+    flow's row is then reused by a later add_flow (close.py).  Served at
+    the next run (an OP_CLOSE on the NIC's SQ, as an app in another
+    process submits it).  Nothing may be posted on f after this."""
+    N = eng.E.nic
+    if N.fl[f, FL_NIC] != int(eng.E.devs.regs[d, 0]) + 1:
+        raise ValueError(f"flow {f} does not belong to device {d}")
+    sq_submit(N, int(eng.E.devs.regs[d, 0]), OP_CLOSE, f, 0)
+
+
+def nic_req_close(eng, d: int, src_ip, f: int) -> None:
+    """At the receiver: ask the sender of flow f of src_ip to close
+    (REQ_CLOSE); it closes once its data is acknowledged."""
+    r = rx_pdc(eng, d, src_ip, f)
+    if r == 0:
+        raise ValueError(f"no open receive PDC of flow {f} of {src_ip} at device {d}")
+    sq_submit(eng.E.nic, int(eng.E.devs.regs[d, 0]), OP_REQ_CLOSE, r, 0)
+
+
+def flow_closed(eng, f: int) -> bool:
+    """Flow f's PDC is closed (its row is free for reuse)."""
+    return int(eng.E.nic.fl[f, FL_STATE]) == FS_CLOSED
+
+
+def nic_table_use(eng) -> dict:
+    """How full the per-connection tables are: sending flow rows in use
+    (open or closing), allocated and closed; receive PDC rows open and
+    allocated; PDC hash entries."""
+    N = eng.E.nic
+    nfl, nrp = int(N.meta[M_NFL]), int(N.meta[M_NRP])
+    st = N.fl[1:nfl + 1, FL_STATE]
+    return {"flows": int(np.count_nonzero((st != FS_CLOSED) & (st != 0))), "flow_rows": nfl,
+            "flows_closed": int(N.meta[M_FL_CLOSED]),
+            "pdcs": int(np.count_nonzero(N.rp[1:nrp + 1, RP_NIC])), "pdc_rows": nrp,
+            "hash": int(np.count_nonzero(N.hkey))}
 
 
 CC_MODES = ("static", "agent", "per-event", "native")
@@ -351,6 +446,8 @@ def _send_room(eng, d: int, f: int, n: int) -> int:
     N = eng.E.nic
     if N.fl[f, FL_NIC] != int(eng.E.devs.regs[d, 0]) + 1:
         raise ValueError(f"flow {f} does not belong to device {d}")
+    if N.fl[f, FL_STATE] == FS_CLOSED or N.fl[f, FL_CLOSING] != 0:
+        raise ValueError(f"flow {f} is closed")
     if n <= 0:
         raise ValueError("empty message")
     if n > N.fl[f, FL_TXCAP]:
@@ -404,22 +501,33 @@ def nic_post(eng, d: int, f: int, data, msg_id: int | None = None) -> int:
 
 
 def rx_pdc(eng, d, src_ip, f):
-    """The receive PDC of flow f of src_ip at NIC d, or 0 while none.  PDCs
-    are never reused: one found is remembered (a lookup from Python costs
-    microseconds of argument checks; a sink asks every run chunk)."""
+    """The receive PDC of flow f of src_ip at NIC d, or 0 while none.  One
+    found is remembered while its row still holds that connection (a lookup
+    from Python costs microseconds of argument checks; a sink asks every
+    run chunk); a closed PDC's row is reused (close.py)."""
     key = (d, src_ip, f)
+    N = eng.E.nic
+    n = int(eng.E.devs.regs[d, 0])
     r = eng.nics.rx_pdc.get(key)
+    if r is not None and (N.rp[r, RP_NIC] != n + 1 or N.rp[r, RP_PEER_IP] != ip_int(src_ip)
+                          or N.rp[r, RP_PEER_PDC] != f):
+        del eng.nics.rx_pdc[key]
+        r = None
     if r is None:
-        r = int(rx_lookup(eng.E.nic, int(eng.E.devs.regs[d, 0]), ip_int(src_ip), f, False))
+        r = int(rx_lookup(N, n, ip_int(src_ip), f, False))
         if r:
             eng.nics.rx_pdc[key] = r
     return r or 0
 
 
 def _unread(eng, r):
-    """Stream offsets [a, b) delivered at rx PDC r and not yet taken."""
+    """Stream offsets [a, b) delivered at rx PDC r and not yet taken (what
+    was taken here counts for the connection now in row r only)."""
     N = eng.E.nic
-    return max(eng.nics.rx_read.get(r, 0), int(N.rp[r, RP_READ])), int(N.rp[r, RP_DELIV])
+    gen, took = eng.nics.rx_read.get(r, (0, 0))
+    if gen != int(N.rp[r, RP_GEN]):
+        took = 0
+    return max(took, int(N.rp[r, RP_READ])), int(N.rp[r, RP_DELIV])
 
 
 def _read(eng, r, a, b) -> bytes:
@@ -432,7 +540,7 @@ def _release(eng, d, r, a, b) -> int:
     served at the next run)."""
     if b > a:
         sq_submit(eng.E.nic, int(eng.E.devs.regs[d, 0]), OP_READ, r, b)
-        eng.nics.rx_read[r] = b
+        eng.nics.rx_read[r] = (int(eng.E.nic.rp[r, RP_GEN]), b)
     return b - a
 
 

@@ -3,8 +3,9 @@
 An app (another process, or Python in the engine's process) writes message
 bytes into its flow's tx ring, then submits OP_SEND (the stream now ends
 at SQ_END); after consuming received bytes it submits OP_READ (the PDC's
-stream is consumed up to SQ_END), which frees receive ring space.  Entries
-that break the contract (unknown flow, a stream end going backwards, more
+stream is consumed up to SQ_END), which frees receive ring space.
+OP_CLOSE closes a flow once its data is acknowledged, OP_REQ_CLOSE asks a
+receive PDC's sender to close (close.py).  Entries that break the contract (unknown flow, a stream end going backwards, more
 than the ring or the message queue holds) are counted as ``sq_bad`` and
 ignored.  An empty SQ costs one acquire load.
 """
@@ -14,8 +15,9 @@ import numpy as np
 
 from ...lowlevel import load_acquire_u64, store_release_u64
 from ...wire import spec as S
+from .close import send_req_close
 from .rx import send_nack
-from .state import (C_SQ_BAD, C_TX_WINDOW_UPDATE, FL_ACKED_OFF, FL_MQ_DONE, FL_MQ_TAIL,
+from .state import (FS_CLOSED, CL_NONE, CL_WANTED, FL_CLOSING, FS_ACTIVE, OP_CLOSE, OP_REQ_CLOSE, C_SQ_BAD, C_TX_WINDOW_UPDATE, FL_ACKED_OFF, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_POSTED, FL_STATE, FL_TXCAP, FS_FREE, M_NFL, M_NRP, N_QC,
                         OP_READ, OP_SEND, QC_SQ_HEAD, QC_SQ_TAIL, RP_BUFCAP, RP_DELIV, RP_NIC,
                         RP_NXT, RP_READ, RP_WADV, RP_WBLOCK, SQ_END, SQ_ID, SQ_MSG, SQ_OP)
@@ -28,7 +30,8 @@ SQ_BUDGET = 64   # entries per poll: the SQ cannot starve the packet path
 def app_send(E, n, f, end, msg, now):
     """Flow f's stream now ends at `end`: one more message.  False = refused."""
     N = E.nic
-    if f <= 0 or f > N.meta[M_NFL] or N.fl[f, FL_NIC] != n + 1 or N.fl[f, FL_STATE] == FS_FREE:
+    if (f <= 0 or f > N.meta[M_NFL] or N.fl[f, FL_NIC] != n + 1 or N.fl[f, FL_STATE] == FS_FREE
+            or N.fl[f, FL_STATE] == FS_CLOSED or N.fl[f, FL_CLOSING] != CL_NONE):
         return False
     M = N.mq.shape[1]
     tail = N.fl[f, FL_MQ_TAIL]
@@ -69,6 +72,28 @@ def app_read(E, n, r, pos, now):
 
 
 @hot
+def app_close(E, n, f, now):
+    """Close flow f once everything posted is acknowledged (close.py)."""
+    N = E.nic
+    if f <= 0 or f > N.meta[M_NFL] or N.fl[f, FL_NIC] != n + 1 or N.fl[f, FL_STATE] != FS_ACTIVE:
+        return False
+    if N.fl[f, FL_CLOSING] == CL_NONE:
+        N.fl[f, FL_CLOSING] = CL_WANTED
+    flow_wake(E, f, now)
+    return True
+
+
+@hot
+def app_req_close(E, n, r, now):
+    """Ask the sender of receive PDC r to close (REQ_CLOSE)."""
+    N = E.nic
+    if r <= 0 or r > N.meta[M_NRP] or N.rp[r, RP_NIC] != n + 1:
+        return False
+    send_req_close(E, n, r, now)
+    return True
+
+
+@hot
 def sq_poll(E, n, now):
     """Serve up to SQ_BUDGET submissions of NIC n; returns how many."""
     N = E.nic
@@ -87,6 +112,10 @@ def sq_poll(E, n, now):
             ok = app_send(E, n, N.sq[n, s, SQ_ID], N.sq[n, s, SQ_END], N.sq[n, s, SQ_MSG], now)
         elif op == OP_READ:
             ok = app_read(E, n, N.sq[n, s, SQ_ID], N.sq[n, s, SQ_END], now)
+        elif op == OP_CLOSE:
+            ok = app_close(E, n, N.sq[n, s, SQ_ID], now)
+        elif op == OP_REQ_CLOSE:
+            ok = app_req_close(E, n, N.sq[n, s, SQ_ID], now)
         if not ok:
             N.ncnt[n, C_SQ_BAD] += 1
     store_release_u64(N.qc, b + QC_SQ_TAIL, tail + np.uint64(k))

@@ -58,7 +58,12 @@ NR_HOST_PERIOD / NR_HOST_TIMER the HOST sampling period (ns) and its wheel
 timer + 1 (0: none); NR_HOG_SHARE (ppm of NR_HOST_BW) taken by a hog during
 [NR_HOG_START, NR_HOG_STOP) (ns); NR_HOST_DELAY the last sampled delivery
 delay (ns; ACKs echo it); NR_HOST_DROPS host drops at the last sample."""
-N_NR = 37
+(NR_RX_ACTIVE, NR_RX_BACKLOG, NR_RX_TICK, NR_RX_TTIMER, NR_RX_TICKS) = range(37, 42)
+"""NR_RX_ACTIVE / NR_RX_BACKLOG: the receiver algorithm's active-sender
+table's size and the sum of those senders' announced backlogs (bytes;
+rxcc.py).  NR_RX_TICK: the receiver algorithm's TIMER period (ns, 0 none),
+NR_RX_TTIMER its wheel timer, NR_RX_TICKS the expiries so far."""
+N_NR = 42
 
 # ---- per NIC counters (ncnt): drops are named by cause ----
 NIC_COUNTERS = (
@@ -68,7 +73,8 @@ NIC_COUNTERS = (
     "drop_bad_ses", "drop_bad_offset", "drop_no_pdc", "drop_ack_oor",
     "retx_sack", "retx_nack", "rto_fire", "rto_fail", "cq_overflow", "pdc_open",
     "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
-    "rto_held", "tx_probe", "rx_probe", "drop_host_buf", "rx_ue", "tx_cnp", "rx_cnp")
+    "rto_held", "tx_probe", "rx_probe", "drop_host_buf", "rx_ue", "tx_cnp", "rx_cnp",
+    "tx_close", "rx_close", "pdc_close", "flow_close", "close_fail")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
@@ -76,8 +82,12 @@ NIC_COUNTERS = (
  C_RETX_SACK, C_RETX_NACK, C_RTO_FIRE, C_RTO_FAIL, C_CQ_OVERFLOW, C_PDC_OPEN,
  C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
  C_RTO_HELD, C_TX_PROBE, C_RX_PROBE, C_DROP_HOST_BUF, C_RX_UE, C_TX_CNP,
- C_RX_CNP) = range(39)
-N_NCNT = 40
+ C_RX_CNP, C_TX_CLOSE, C_RX_CLOSE, C_PDC_CLOSE, C_FLOW_CLOSE, C_CLOSE_FAIL) = range(44)
+"""tx_close / rx_close: CLOSE (and REQ_CLOSE) control packets sent /
+received; pdc_close: receive PDCs freed; flow_close: sending flows freed
+after their CLOSE was acknowledged; close_fail: flows freed after their
+CLOSE went unanswered for NR_RETRIES timeouts."""
+N_NCNT = 48
 
 # ---- per flow (fl) ----
 (FL_NIC, FL_STATE, FL_PEER_MAC, FL_PEER_IP, FL_RPDC, FL_EV, FL_START, FL_NXT, FL_UNA,
@@ -86,12 +96,16 @@ N_NCNT = 40
  FL_RQ_NEXT, FL_T_PACE, FL_T_RTO, FL_SRTT, FL_RTTVAR, FL_RTO, FL_BACKOFF, FL_RETRIES,
  FL_CREDIT_USED, FL_USES_CREDIT, FL_MAX_INFL, FL_OOO_LAST, FL_MSG_OFF,
  FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_HOST_ECHO,
- FL_EV_I) = range(44)
+ FL_EV_I, FL_CLOSING) = range(45)
 """FL_EV: the entropy value of the next data packet; FL_EV_I: the spray
 position (tx.py: flow_ev); FL_HOST_ECHO: the receiving host's delivery delay
 its ACKs last echoed (ns)."""
 N_FL = 48
-FS_FREE, FS_ACTIVE, FS_FAILED = 0, 1, 2              # FL_STATE
+FS_FREE, FS_ACTIVE, FS_FAILED, FS_CLOSED = 0, 1, 2, 3   # FL_STATE
+"""FS_CLOSED: the flow's PDC was closed and its row may be reused (add_flow)."""
+CL_NONE, CL_WANTED, CL_SENT = 0, 1, 2                # FL_CLOSING
+"""CL_WANTED: close once everything posted is acknowledged; CL_SENT: our
+CLOSE (PSN FL_NXT) is out, waiting for its ACK."""
 SCH_IDLE, SCH_QUEUED, SCH_TIMED = 0, 1, 2            # FL_SCHED
 
 # ---- CC context (ctx): what the agent will write ----
@@ -117,18 +131,22 @@ SL_EMPTY, SL_INFL, SL_SACKED, SL_LOST, SL_RETX = 0, 1, 2, 3, 4
  RP_DELIV, RP_RCVD, RP_PEND, RP_ECN, RP_CSIG_FMT, RP_CSIG_T, RP_CSIG_S, RP_CSIG_LM,
  RP_CSIG_D, RP_TS, RP_TSSEQ, RP_HAS_TS, RP_NACKED, RP_OOO, RP_CC, RP_TARGET, RP_CREDIT,
  RP_T_ACK, RP_READ, RP_TRIG, RP_WBLOCK, RP_WADV, RP_LAST_T, RP_JOINED, RP_UE, RP_NP,
- RP_CNP_T, RP_CNP_MARKS) = range(36)
+ RP_CNP_T, RP_CNP_MARKS, RP_BACKLOG, RP_GEN, RP_FREE_NEXT) = range(39)
 """RP_LAST_T / RP_JOINED: the sender's last data (ns) and whether it is in
-the receiver algorithm's table (rxcc.py).  RP_UE: a UE mark to echo in the
-next ACK; RP_NP: the sender asked for CNPs (spec.F_REQ_NP); RP_CNP_T: when
-the last CNP left (ns, 0 none yet); RP_CNP_MARKS: the marks (spec.CNP_CE |
-CNP_UE) not yet notified."""
+the NIC's active-sender table (rxcc.py); RP_BACKLOG: its backlog as counted
+in NR_RX_BACKLOG.  RP_UE: a UE mark to echo in the next ACK; RP_NP: the
+sender asked for CNPs (spec.F_REQ_NP); RP_CNP_T: when the last CNP left (ns,
+0 none yet); RP_CNP_MARKS: the marks (spec.CNP_CE | CNP_UE) not yet
+notified.  RP_GEN: how many times the row was opened (a freed row is
+reused: Python's caches of a PDC check it); RP_FREE_NEXT: the free list."""
 N_RP = 40
 
 # ---- meta ----
-M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX = range(2, 8)
+M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX, M_RP_FREE, M_FL_CLOSED = range(2, 10)
 """M_YIELD_RX: 1 = end the engine's chunk whenever a message is delivered
-(an app in the engine's process answers it at once)."""
+(an app in the engine's process answers it at once).  M_RP_FREE: the first
+freed receive PDC row (linked through RP_FREE_NEXT; 0 none); M_FL_CLOSED:
+how many flow rows are FS_CLOSED (add_flow reuses them)."""
 N_META = 16
 
 # ---- completion records (cq[n, k]) ----
@@ -141,6 +159,8 @@ SQ_OP, SQ_ID, SQ_END, SQ_MSG = range(4)
 N_SQW = 4
 OP_SEND = 1   # flow SQ_ID: its stream now ends at SQ_END, one message, id SQ_MSG
 OP_READ = 2   # receive PDC SQ_ID: the app consumed its stream up to SQ_END
+OP_CLOSE = 3  # flow SQ_ID: close its PDC once everything posted is acknowledged
+OP_REQ_CLOSE = 4  # receive PDC SQ_ID: ask its sender to close (REQ_CLOSE)
 
 # ---- queue counters: qc[n * N_QC + QC_*], each on its own cache line ----
 QC_SQ_HEAD, QC_SQ_TAIL, QC_CQ_HEAD, QC_CQ_TAIL = 0, 8, 16, 24
@@ -153,7 +173,8 @@ RQ_FREE, RQ_ASKED, RQ_DONE, RQ_FAILED = 0, 1, 2, 3
 
 # ---- wheel timer argument: kind << 32 | index ----
 TK_PACE, TK_RTO, TK_ACK, TK_TX, TK_RXIDLE, TK_SHIFT = 1, 2, 3, 4, 5, 32
-TK_HOST = 6   # the host model's HOST sampling (host.py)
+TK_HOST = 6     # the host model's HOST sampling (host.py)
+TK_RXTICK = 7   # a receiver algorithm's TIMER (rx.py: rx_tick)
 TXB = 64   # per-NIC TX batch
 
 
@@ -216,14 +237,45 @@ def unit_recon(v, ref, bits):
     return ref + d
 
 
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _rx_key(n, ip, spdcid):
+    return ((np.int64(n) << 48) | ((np.int64(ip) & 0xFFFFFFFF) << 16) | (spdcid & 0xFFFF)) + 1
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _rx_home(key, mask):
+    return ((key * np.int64(-7046029254386353131)) >> 20) & mask
+
+
+@hot
+def _rx_row(N, n):
+    """A receive PDC row for NIC n: a freed one holding a ring of NIC n's
+    size, else a new one; 0 when the tables are full."""
+    r = N.meta[M_RP_FREE]
+    if r != 0 and N.rp[r, RP_BUFCAP] == N.nr[n, NR_RXCAP]:
+        N.meta[M_RP_FREE] = N.rp[r, RP_FREE_NEXT]
+        N.rp[r, RP_FREE_NEXT] = 0
+        return r
+    r = N.meta[M_NRP] + 1
+    if (r >= N.rp.shape[0] or N.nr[n, NR_RXCAP] <= 0
+            or N.meta[M_RX_BUMP] + N.nr[n, NR_RXCAP] > N.rxbuf.shape[0]):
+        return 0
+    N.meta[M_NRP] = r
+    N.rp[r, RP_BUFOFF] = N.meta[M_RX_BUMP]
+    N.rp[r, RP_BUFCAP] = N.nr[n, NR_RXCAP]
+    N.meta[M_RX_BUMP] += N.nr[n, NR_RXCAP]
+    return r
+
+
 @hot
 def rx_lookup(N, n, ip, spdcid, create):
-    """Receive PDC of (NIC n, peer ip, peer PDC id): open addressing over a
-    zero-filled table (keys stored +1).  create: allocate one when missing;
-    returns 0 when missing (or the tables are full)."""
-    key = ((np.int64(n) << 48) | ((np.int64(ip) & 0xFFFFFFFF) << 16) | (spdcid & 0xFFFF)) + 1
+    """Receive PDC of (NIC n, peer ip, peer PDC id): open addressing (linear
+    probing) over a zero-filled table (keys stored +1).  create: allocate
+    one when missing (a freed row first); returns 0 when missing (or the
+    tables are full)."""
+    key = _rx_key(n, ip, spdcid)
     mask = N.hkey.shape[0] - 1
-    h = (key * np.int64(-7046029254386353131)) >> 20
+    h = _rx_home(key, mask)
     for k in range(N.hkey.shape[0]):
         s = (h + k) & mask
         if N.hkey[s] == key:
@@ -231,18 +283,43 @@ def rx_lookup(N, n, ip, spdcid, create):
         if N.hkey[s] == 0:
             if not create:
                 return 0
-            r = N.meta[M_NRP] + 1
-            if (r >= N.rp.shape[0] or N.nr[n, NR_RXCAP] <= 0
-                    or N.meta[M_RX_BUMP] + N.nr[n, NR_RXCAP] > N.rxbuf.shape[0]):
-                return 0
-            N.meta[M_NRP] = r
-            N.hkey[s] = key
-            N.hval[s] = r
-            N.rp[r, RP_BUFOFF] = N.meta[M_RX_BUMP]
-            N.rp[r, RP_BUFCAP] = N.nr[n, NR_RXCAP]
-            N.meta[M_RX_BUMP] += N.nr[n, NR_RXCAP]
+            r = _rx_row(N, n)
+            if r != 0:
+                N.hkey[s] = key
+                N.hval[s] = r
             return r
     return 0
+
+
+@hot
+def rx_forget(N, n, ip, spdcid):
+    """Remove (NIC n, peer ip, peer PDC id) from the PDC hash: the entries
+    after it in its probe run move back (no tombstones, so a table of
+    closing and opening PDCs never fills up)."""
+    key = _rx_key(n, ip, spdcid)
+    mask = N.hkey.shape[0] - 1
+    i = _rx_home(key, mask)
+    for _ in range(N.hkey.shape[0]):
+        if N.hkey[i] == 0:
+            return
+        if N.hkey[i] == key:
+            break
+        i = (i + 1) & mask
+    if N.hkey[i] != key:
+        return
+    j = i
+    for _ in range(N.hkey.shape[0]):
+        j = (j + 1) & mask
+        if N.hkey[j] == 0:
+            break
+        home = _rx_home(N.hkey[j], mask)
+        # j's entry may fill hole i unless its home lies cyclically in (i, j]
+        if (j > i and (home <= i or home > j)) or (j < i and home <= i and home > j):
+            N.hkey[i] = N.hkey[j]
+            N.hval[i] = N.hval[j]
+            i = j
+    N.hkey[i] = 0
+    N.hval[i] = 0
 
 
 @hot

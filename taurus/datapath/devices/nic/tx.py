@@ -35,8 +35,9 @@ from ...wire.codec import set_field, write_prologue
 from ...ccevents import EV_CNP, MASK_CSIG_SHIFT
 from ...wire.csig import csig_start
 from .frame import ECN_ECT0, PDS_OFF, frame_csig, frame_l2l4, frame_l2l4_at, frame_new, tx_emit
+from .close import flow_free, send_close
 from .sigcall import signal_rto, signal_tx
-from .state import (C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROBE, C_TX_RETX, CX_CREDIT, CX_CWND,
+from .state import (C_CLOSE_FAIL, CL_SENT, CL_WANTED, FL_CLOSING, C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROBE, C_TX_RETX, CX_CREDIT, CX_CWND,
                         CX_RATE, FL_BACKOFF, FL_INFL, FL_MAX_INFL, FL_MQ_TAIL, FL_MQ_TX,
                         FL_MSG_OFF, FL_NEXT_T, FL_NIC, FL_NLOST, FL_NXT, FL_PEER_IP,
                         FL_PEER_MAC, FL_ACKED_OFF, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
@@ -331,7 +332,26 @@ def send_one(E, n, f, now):
         if p < nxt:
             return _send_retx(E, N, n, f, p, msk, now)
         N.fl[f, FL_NLOST] = 0            # nothing left to repair
+    if (N.fl[f, FL_CLOSING] == CL_WANTED and una >= nxt
+            and N.fl[f, FL_ACKED_OFF] >= N.fl[f, FL_POSTED]):
+        return _close_now(E, N, n, f, nxt, now)
     return _send_new(E, N, n, f, una, nxt, W, now)
+
+
+@hot_stage
+def _close_now(E, N, n, f, nxt, now):
+    """Everything is acknowledged and the app asked to close: CLOSE (close.py),
+    repeated by the RTO until acknowledged; a flow that never sent is freed
+    at once.  1 if a packet left."""
+    if N.fl[f, FL_RPDC] == 0 and nxt == N.fl[f, FL_START]:
+        flow_free(E, n, f)
+        return 0
+    if send_close(E, n, f, now) == 0:
+        return 0
+    N.fl[f, FL_CLOSING] = CL_SENT
+    N.fl[f, FL_RETRIES] = 0
+    rto_arm(E, f, now, True)
+    return 1
 
 
 @hot_stage
@@ -510,6 +530,8 @@ def rto_fire(E, n, f, now):
     N = E.nic
     if N.fl[f, FL_STATE] != FS_ACTIVE:
         return 0
+    if N.fl[f, FL_CLOSING] == CL_SENT:
+        return _close_retry(E, N, n, f, now)
     if N.fl[f, FL_UNA] >= N.fl[f, FL_NXT]:
         if N.fl[f, FL_WBLOCK] != 0:     # persist timer of a closed window
             N.fl[f, FL_WBLOCK] = 0
@@ -544,3 +566,18 @@ def rto_fire(E, n, f, now):
     flow_wake(E, f, now)
     return 1
 
+
+
+@hot
+def _close_retry(E, N, n, f, now):
+    """Flow f's CLOSE went unanswered for an RTO: again, backed off; after
+    NR_RETRIES the flow is freed anyway (counted)."""
+    N.fl[f, FL_RETRIES] += 1
+    if N.fl[f, FL_RETRIES] > N.nr[n, NR_RETRIES]:
+        N.ncnt[n, C_CLOSE_FAIL] += 1
+        flow_free(E, n, f)
+        return 1
+    send_close(E, n, f, now)
+    N.fl[f, FL_BACKOFF] = min(N.fl[f, FL_BACKOFF] * 2, MAX_BACKOFF)
+    rto_arm(E, f, now, True)
+    return 1

@@ -1,0 +1,179 @@
+"""PDC close: the CLOSE / REQ_CLOSE exchange, and freeing the rows of a
+closed connection for reuse.
+
+The initiator (sender) closes: once its app asked (OP_CLOSE, or the
+target's REQ_CLOSE) and everything posted is acknowledged, tx.send_one
+sends a CONTROL CLOSE carrying the next PSN (FL_NXT, never used for data).
+The target answers with a plain ACK whose cack_psn is that PSN once every
+PSN before it arrived, and frees its receive PDC; the ACK frees the
+sender's flow (ack.rx_ack).  A lost CLOSE or ACK is repaired by the
+sender's RTO (a CLOSE for a PDC already freed is answered again: closing is
+idempotent); after NR_RETRIES unanswered CLOSEs the flow is freed anyway
+(counted as close_fail).  A flow that never sent anything is freed at once.
+The target asks the initiator to close with a CONTROL REQ_CLOSE
+(OP_REQ_CLOSE); the initiator closes once its data is acknowledged.
+
+Freed rows (state.py): a receive PDC leaves the PDC hash (backward-shift
+delete) and the active-sender table (LEAVE reason 0) and goes on the free
+list M_RP_FREE, keeping its receive ring and ACK timer; a flow becomes
+FS_CLOSED, keeping its send ring and timers, until setup.add_flow reuses
+it.  So a host opening and closing connections keeps every per-connection
+table bounded by the connections open at once.
+"""
+from ...hot import hot  # compiled without reference counting (the hot path)
+from ...wheel import wheel_cancel
+from ...wire import spec as S
+from ...wire.codec import get_field, set_field, write_prologue
+from ...wire.desc import (D_DPDCID, D_IP_SRC, D_PDS_FLAGS, D_PDS_NEXT, D_PDS_OFF, D_PSN,
+                          D_SPDCID)
+from .frame import ECN_ECT0, PDS_OFF, frame_l2l4, frame_new, tx_emit
+from .rxcc import rx_cc_close
+from .state import (C_DROP_PSN_OOR, C_DROP_WRONG_PDC, C_FLOW_CLOSE, C_PDC_CLOSE, C_RX_CLOSE,
+                    C_TX_ACK, C_TX_CLOSE, CL_NONE, CL_WANTED, FL_CLOSING, FL_NIC, FL_PEER_IP,
+                    FL_PEER_MAC, FL_EV, FL_NXT, FL_RPDC, FL_SCHED, FL_STATE, FL_T_PACE, FL_T_RTO,
+                    FS_ACTIVE, FS_CLOSED, M_FL_CLOSED, M_NRP, M_RP_FREE, RP_BUFCAP, RP_BUFOFF,
+                    RP_EV, RP_FREE_NEXT, RP_GEN, RP_NIC, RP_NXT, RP_PEER_IP, RP_PEER_MAC,
+                    RP_PEER_PDC, RP_T_ACK, SCH_TIMED, SCH_IDLE, psn_recon, rx_forget)
+
+
+@hot
+def flow_free(E, n, f):
+    """Sending flow f's PDC is closed: its timers stop, its algorithm sees
+    no more events, its row waits for add_flow (FS_CLOSED)."""
+    N = E.nic
+    wheel_cancel(E.wheel, N.fl[f, FL_T_PACE])
+    wheel_cancel(E.wheel, N.fl[f, FL_T_RTO])
+    if N.fl[f, FL_SCHED] == SCH_TIMED:
+        N.fl[f, FL_SCHED] = SCH_IDLE
+    N.fl[f, FL_STATE] = FS_CLOSED
+    N.fl[f, FL_CLOSING] = CL_NONE
+    if f < E.alg.flow_alg.shape[0]:
+        E.alg.flow_alg[f] = -1
+    N.meta[M_FL_CLOSED] += 1
+    N.ncnt[n, C_FLOW_CLOSE] += 1
+
+
+@hot
+def pdc_free(E, n, r, now):
+    """Receive PDC r is closed: it leaves the active-sender table (LEAVE
+    reason 0) and the PDC hash; its row goes on the free list with its ring
+    and ACK timer."""
+    N = E.nic
+    rp = N.rp
+    rx_cc_close(E, n, r, now)
+    if rp[r, RP_T_ACK] > 0:
+        wheel_cancel(E.wheel, rp[r, RP_T_ACK] - 1)
+    rx_forget(N, n, rp[r, RP_PEER_IP], rp[r, RP_PEER_PDC])
+    off, cap, t, gen = rp[r, RP_BUFOFF], rp[r, RP_BUFCAP], rp[r, RP_T_ACK], rp[r, RP_GEN]
+    for c in range(rp.shape[1]):
+        rp[r, c] = 0
+    rp[r, RP_BUFOFF], rp[r, RP_BUFCAP], rp[r, RP_T_ACK], rp[r, RP_GEN] = off, cap, t, gen
+    for k in range(N.rs_bits.shape[1]):
+        N.rs_bits[r, k] = 0
+        N.rs_msg[r, k] = 0
+    rp[r, RP_FREE_NEXT] = N.meta[M_RP_FREE]
+    N.meta[M_RP_FREE] = r
+    N.ncnt[n, C_PDC_CLOSE] += 1
+
+
+@hot
+def _control(E, n, mac, ip, ev, ctl, psn, spdcid, dpdcid, now):
+    """A CONTROL packet (CLOSE, REQ_CLOSE); returns 1 if it left."""
+    total = PDS_OFF + S.CONTROL_SIZE
+    i = frame_new(E, n, total)
+    if i < 0:
+        return 0
+    frame_l2l4(E, n, i, mac, ip, ev, ECN_ECT0, total)
+    buf = E.pool.data[i]
+    write_prologue(buf, PDS_OFF, S.T_CONTROL, ctl, 0)
+    set_field(buf, PDS_OFF, S.CONTROL_PSN, psn & 0xFFFFFFFF)
+    set_field(buf, PDS_OFF, S.CONTROL_SPDCID, spdcid)
+    set_field(buf, PDS_OFF, S.CONTROL_DPDCID, dpdcid)
+    tx_emit(E, n, i, now)
+    E.nic.ncnt[n, C_TX_CLOSE] += 1
+    return 1
+
+
+@hot
+def send_close(E, n, f, now):
+    """Flow f's CLOSE, at PSN FL_NXT; returns 1 if it left."""
+    N = E.nic
+    return _control(E, n, N.fl[f, FL_PEER_MAC], N.fl[f, FL_PEER_IP], N.fl[f, FL_EV],
+                    S.CTL_CLOSE, N.fl[f, FL_NXT], f, N.fl[f, FL_RPDC], now)
+
+
+@hot
+def send_req_close(E, n, r, now):
+    """Receive PDC r asks its sender to close; returns 1 if it left."""
+    rp = E.nic.rp
+    return _control(E, n, rp[r, RP_PEER_MAC], rp[r, RP_PEER_IP], rp[r, RP_EV],
+                    S.CTL_REQ_CLOSE, rp[r, RP_NXT], r, rp[r, RP_PEER_PDC], now)
+
+
+@hot
+def _close_ack(E, n, mac, ip, ev, psn, spdcid, dpdcid, now):
+    """The ACK of a CLOSE: cack_psn = the CLOSE's PSN."""
+    total = PDS_OFF + S.ACK_SIZE
+    i = frame_new(E, n, total)
+    if i < 0:
+        return
+    frame_l2l4(E, n, i, mac, ip, ev, 0, total)
+    buf = E.pool.data[i]
+    write_prologue(buf, PDS_OFF, S.T_ACK, S.NH_NONE, 0)
+    set_field(buf, PDS_OFF, S.ACK_ACK_PSN_OFFSET, 0)
+    set_field(buf, PDS_OFF, S.ACK_CACK_PSN, psn & 0xFFFFFFFF)
+    set_field(buf, PDS_OFF, S.ACK_SPDCID, spdcid)
+    set_field(buf, PDS_OFF, S.ACK_DPDCID, dpdcid)
+    tx_emit(E, n, i, now)
+    E.nic.ncnt[n, C_TX_ACK] += 1
+
+
+@hot
+def rx_close(E, n, i, now):
+    """CONTROL CLOSE or REQ_CLOSE arrived (frame i, parsed into N.desc);
+    returns the flow that now wants to close (the caller wakes it), or 0."""
+    N = E.nic
+    d = N.desc
+    N.ncnt[n, C_RX_CLOSE] += 1
+    if d[D_PDS_FLAGS] & S.F_SYN:
+        N.ncnt[n, C_DROP_WRONG_PDC] += 1
+        return 0
+    if d[D_PDS_NEXT] == S.CTL_CLOSE:
+        _target_close(E, N, n, i, d, now)
+        return 0
+    return _initiator_req_close(E, N, n, d, now)
+
+
+@hot
+def _target_close(E, N, n, i, d, now):
+    """We are the target: free the PDC once every PSN before the CLOSE's
+    arrived, and acknowledge the CLOSE (again, if it is freed already)."""
+    r = d[D_DPDCID]
+    src = d[D_IP_SRC]
+    buf = E.pool.data[i]
+    mac = get_field(buf, 0, S.ETH_SRC)
+    ev = get_field(buf, d[D_PDS_OFF] - S.UDP_SIZE, S.UDP_SPORT)
+    open_ = (0 < r <= N.meta[M_NRP] and N.rp[r, RP_NIC] == n + 1
+             and N.rp[r, RP_PEER_IP] == src and N.rp[r, RP_PEER_PDC] == d[D_SPDCID])
+    if open_:
+        p = psn_recon(d[D_PSN], N.rp[r, RP_NXT])
+        if p != N.rp[r, RP_NXT]:                 # data still missing: its sender repairs it
+            N.ncnt[n, C_DROP_PSN_OOR] += 1
+            return
+        pdc_free(E, n, r, now)
+    _close_ack(E, n, mac, src, ev, d[D_PSN], r, d[D_SPDCID], now)
+
+
+@hot
+def _initiator_req_close(E, N, n, d, now):
+    """We are the initiator and the target asks us to close: flow f closes
+    once everything posted is acknowledged (tx.send_one)."""
+    f = d[D_DPDCID]
+    if (f <= 0 or f >= N.fl.shape[0] or N.fl[f, FL_NIC] != n + 1
+            or N.fl[f, FL_STATE] != FS_ACTIVE or N.fl[f, FL_PEER_IP] != d[D_IP_SRC]
+            or N.fl[f, FL_RPDC] != d[D_SPDCID]):
+        N.ncnt[n, C_DROP_WRONG_PDC] += 1
+        return 0
+    if N.fl[f, FL_CLOSING] == CL_NONE:
+        N.fl[f, FL_CLOSING] = CL_WANTED
+    return f

@@ -1,0 +1,120 @@
+"""PDC close (nic/close.py): CLOSE / REQ_CLOSE, and the rows of closed
+connections freed and reused (virtual time, memory link)."""
+import time
+
+import numpy as np
+
+from taurus.cc_algorithms.native import NativeTable
+from taurus.datapath.devices.nic.setup import (add_flow, add_nic, flow_closed, flow_done,
+                                               nic_close, nic_counters, nic_delivered, nic_post,
+                                               nic_req_close, nic_table_use, rx_pdc)
+from taurus.datapath.devices.nic.state import NR_RX_ACTIVE
+from taurus.datapath.engine import Engine
+from taurus.datapath.wheel import NEXT_ID
+from test_cc_receiver import EqualShare
+
+MAC1, MAC2 = "02:00:00:00:00:01", "02:00:00:00:00:02"
+IP1, IP2 = "10.0.0.1", "10.0.0.2"
+
+
+def _pair(max_flows=64, tab=None, **nic):
+    eng = Engine(clock="virtual", max_flows=max_flows + 2, n_frames=8192,
+                 native=tab.native if tab else None)
+    a, b = eng.add_mem_link("h1", "h2", delay_ns=1000, rate_bps=10_000_000_000)
+    eng.reserve_nics(max_flows=max_flows, tx_bytes=max_flows * 8192,
+                     rx_bytes=max_flows * 8192)
+    d1 = add_nic(eng, a, MAC1, IP1, line_rate_bps=10_000_000_000, mss=1024,
+                 rx_buf_bytes=8192, **nic)
+    d2 = add_nic(eng, b, MAC2, IP2, line_rate_bps=10_000_000_000, mss=1024,
+                 rx_buf_bytes=8192, **nic)
+    return eng, d1, d2
+
+
+def test_a_closed_flow_frees_both_ends_and_its_row_is_reused():
+    eng, d1, d2 = _pair(8)
+    with eng:
+        f = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192)
+        nic_post(eng, d1, f, b"first" * 100)
+        nic_close(eng, d1, f)
+        eng.run_for(200_000)
+        assert flow_done(eng, f) and flow_closed(eng, f)
+        assert nic_delivered(eng, d2, IP1, f) == b""          # its PDC is gone
+        use = nic_table_use(eng)
+        assert use["flows"] == 0 and use["pdcs"] == 0 and use["hash"] == 0, use
+        c1, c2 = nic_counters(eng, d1), nic_counters(eng, d2)
+        assert c1["tx_close"] == 1 and c1["flow_close"] == 1 and c2["pdc_close"] == 1
+        g = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192)      # the same row, a new connection
+        assert g == f
+        nic_post(eng, d1, g, b"second" * 50)
+        eng.run_for(200_000)
+        assert flow_done(eng, g) and nic_delivered(eng, d2, IP1, g) == b"second" * 50
+        assert nic_table_use(eng)["pdc_rows"] == 1
+
+
+def test_req_close_asks_the_sender_to_close():
+    eng, d1, d2 = _pair(8)
+    with eng:
+        f = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192)
+        nic_post(eng, d1, f, b"x" * 5000)
+        eng.run_for(200_000)
+        assert flow_done(eng, f) and not flow_closed(eng, f) and rx_pdc(eng, d2, IP1, f)
+        nic_req_close(eng, d2, IP1, f)
+        eng.run_for(200_000)
+        assert flow_closed(eng, f) and nic_table_use(eng)["pdcs"] == 0
+        assert nic_counters(eng, d1)["rx_close"] == 1       # the REQ_CLOSE
+
+
+def test_a_flow_that_never_sent_closes_at_once():
+    eng, d1, d2 = _pair(8)
+    with eng:
+        f = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192)
+        nic_close(eng, d1, f)
+        eng.run_for(10_000)
+        assert flow_closed(eng, f) and nic_counters(eng, d1)["tx_close"] == 0
+
+
+def test_100k_short_flows_keep_every_table_bounded():
+    """100,000 short credit flows, 64 at a time, each closed after its
+    message: the flow rows, PDC rows, hash entries and timers stay within
+    what is open at once, and the receiver algorithm sees each sender join
+    and leave (reason 0: closed) at once."""
+    tab = NativeTable(64)
+    alg = tab.add(EqualShare)
+    K, TOTAL = 48, 100_000
+    eng, d1, d2 = _pair(K, tab)
+    t0 = time.monotonic()
+    with eng:
+        tab.start_receiver(eng, d2, alg, {"rate": 8e9}, idle_ns=0)
+        n2 = int(eng.E.devs.regs[d2, 0])
+        S = tab.state(alg)[n2]
+        timers0 = None
+        done = 0
+        peak = {}
+        while done < TOTAL:
+            batch = [add_flow(eng, d1, MAC2, IP2, buf_bytes=4096, credit=True)
+                     for _ in range(min(K, TOTAL - done))]
+            for f in batch:
+                nic_post(eng, d1, f, b"m" * 64)
+                nic_close(eng, d1, f)
+            for _ in range(100):
+                eng.run_for(20_000)
+                if all(flow_closed(eng, f) for f in batch):
+                    break
+            assert all(flow_closed(eng, f) for f in batch), done
+            done += len(batch)
+            use = nic_table_use(eng)
+            for k, v in use.items():
+                peak[k] = max(peak.get(k, 0), v)
+            if timers0 is None:
+                timers0 = int(eng.E.wheel.meta[NEXT_ID])
+        use = nic_table_use(eng)
+        assert use["flows"] == 0 and use["pdcs"] == 0 and use["hash"] == 0, use
+        assert peak["flow_rows"] <= K and peak["pdc_rows"] <= K and peak["hash"] <= K, peak
+        assert int(eng.E.wheel.meta[NEXT_ID]) == timers0     # no timer allocated after the first batch
+        c1, c2 = nic_counters(eng, d1), nic_counters(eng, d2)
+        assert c1["flow_close"] == TOTAL and c2["pdc_close"] == TOTAL
+        assert c1["close_fail"] == 0 and c2["rx_data"] == TOTAL
+        assert S["closed"] == TOTAL and S["leaves"] == TOTAL and S["active_max"] <= K
+        assert int(eng.E.nic.nr[n2, NR_RX_ACTIVE]) == 0
+        assert np.count_nonzero(eng.E.nic.rs_bits) == 0
+    assert time.monotonic() - t0 < 60
