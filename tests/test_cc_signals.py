@@ -22,7 +22,7 @@ def segs(E, flow, buf, base, length, ptype, now):
 
 @nb.njit(cache=True)
 def rtt(E, flow, sample, now):
-    report_rtt(E, flow, sample, 0, sample, now)
+    report_rtt(E, flow, sample, 0, sample, now, now - sample, -1, -1)
 
 
 def make():

@@ -98,13 +98,27 @@ EVENTS = (
         ("backlog", 5, LAST, "the new sender's backlog (bytes)"),)),
     ("LEAVE", CLS_RAW, "receiver", (
         ("reason", 0, LAST, "0 closed, 1 idle timeout"),)),
+    ("RTT_LS", CLS_ACCUMULABLE, "sender", (
+        ("n", 0, SUM, "RTT samples (x: send time, y: RTT) summed here"),
+        ("sx", 1, SUM, "sum of x: ns since x0"),
+        ("sy", 2, SUM, "sum of y: RTT (ns)"),
+        ("sxx", 3, SUM, "sum of x*x / LS_SCALE (ns^2)"),
+        ("sxy", 4, SUM, "sum of x*y / LS_SCALE (ns^2)"),
+        ("x0", 5, MIN, "the send time x counts from (ns, engine clock): the period's first sample's"))),
 )
 
 EVENT_NAMES = tuple(e[0] for e in EVENTS)
 N_EVENTS = len(EVENTS)
 EVENT_IDS = {n: i for i, n in enumerate(EVENT_NAMES)}
 (EV_ACK, EV_ECN, EV_OOO, EV_RTO, EV_RTT, EV_TX, EV_CUSTOM, EV_HOST, EV_NACK, EV_CREDIT,
- EV_CNP, EV_CSIG, EV_INT, EV_TIMER, EV_DATA, EV_JOIN, EV_LEAVE) = range(N_EVENTS)
+ EV_CNP, EV_CSIG, EV_INT, EV_TIMER, EV_DATA, EV_JOIN, EV_LEAVE) = range(17)
+EV_RTT_LS = EVENT_IDS["RTT_LS"]
+LS_SCALE = 1024
+"""RTT_LS (least squares of RTT over send time, OSCAR's delay gradient):
+x and y are in ns and the products are summed divided by LS_SCALE, so a
+period of 0.1 s with 10^6 samples stays inside int64; the slope is
+(n sxy - sx sy / LS_SCALE) / (n sxx - sx^2 / LS_SCALE) (dimensionless:
+ns of RTT per ns of send time).  ``ls_slope`` computes it."""
 EVENT_CLASS = np.array([e[1] for e in EVENTS], np.int64)
 EVENT_ROLE = {e[0]: e[2] for e in EVENTS}
 
@@ -131,6 +145,12 @@ def _dtype() -> np.dtype:
 
 EVENT_DTYPE = _dtype()
 """One event record, every field named (fields of different events overlap)."""
+
+
+def ls_slope(n, sx, sy, sxx, sxy) -> float:
+    """The least-squares slope of one RTT_LS record (0.0 if undetermined)."""
+    den = n * float(sxx) - float(sx) * sx / LS_SCALE
+    return (n * float(sxy) - float(sx) * sy / LS_SCALE) / den if n >= 2 and den > 0 else 0.0
 
 
 def describe() -> list:
