@@ -80,9 +80,9 @@ EVENTS = (
     ("INT", CLS_RAW, "sender", (
         ("hop", 0, LAST, "hop index (0: first switch)"),
         ("qlen", 1, LAST, "egress queue (bytes)"),
-        ("psn", 2, LAST, "PSN of the acknowledged packet"),
-        ("tx_bytes", 3, LAST, "egress bytes sent, cumulative"),
-        ("ts", 4, LAST, "switch timestamp (ns)"),
+        ("psn", 2, LAST, "PSN of the data packet whose hop stack the ACK reflected"),
+        ("tx_bytes", 3, LAST, "egress bytes sent, cumulative modulo 2^27 (the wire field's)"),
+        ("ts", 4, LAST, "switch timestamp (ns, modulo 2^24)"),
         ("link_rate", 5, LAST, "egress line rate (bit/s)"),
         ("nhops", 6, LAST, "hops in this packet's record stack"))),
     ("TIMER", CLS_RAW, "any", (
