@@ -48,7 +48,7 @@ def _no_init(s, p, d):
 
 
 def _make_dispatch(h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15, h16,
-                   key):
+                   h17, key):
     """One handler per event id (ccevents order); ``key`` names the source the
     handlers come from, so that an edit to it is a new cache entry."""
     def dispatch(s, p, ev, d):
@@ -87,12 +87,14 @@ def _make_dispatch(h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h
             h15(s, p, ev, d)
         elif e == 16:
             h16(s, p, ev, d)
+        elif e == 17:
+            h17(s, p, ev, d)
         elif e == -(1 << 62):
             print(key)                # never: keeps `key` in the cache key
     return dispatch
 
 
-assert len(EVENT_NAMES) == 17, "_make_dispatch has one handler per event"
+assert len(EVENT_NAMES) == 18, "_make_dispatch has one handler per event"
 
 
 def _make_setup(init, key):

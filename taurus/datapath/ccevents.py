@@ -90,9 +90,9 @@ EVENTS = (
     ("INT", CLS_RAW, "sender", (
         ("hop", 0, LAST, "hop index (0: first switch)"),
         ("qlen", 1, LAST, "egress queue (bytes)"),
-        ("psn", 2, LAST, "PSN of the acknowledged packet"),
-        ("tx_bytes", 3, LAST, "egress bytes sent, cumulative"),
-        ("ts", 4, LAST, "switch timestamp (ns)"),
+        ("psn", 2, LAST, "PSN of the data packet whose hop stack the ACK reflected"),
+        ("tx_bytes", 3, LAST, "egress bytes sent, cumulative modulo 2^27 (the wire field's)"),
+        ("ts", 4, LAST, "switch timestamp (ns, modulo 2^24)"),
         ("link_rate", 5, LAST, "egress line rate (bit/s)"),
         ("nhops", 6, LAST, "hops in this packet's record stack"))),
     ("TIMER", CLS_RAW, "any", (
@@ -114,6 +114,13 @@ EVENTS = (
         ("reason", 0, LAST, "0 closed, 1 idle timeout"),
         ("active", 6, LAST, "senders left in the NIC's active-sender table"),
         ("backlog_sum", 7, LAST, "the sum of their announced backlogs (bytes)"))),
+    ("RTT_LS", CLS_ACCUMULABLE, "sender", (
+        ("n", 0, SUM, "RTT samples (x: send time, y: RTT) summed here"),
+        ("sx", 1, SUM, "sum of x: ns since x0"),
+        ("sy", 2, SUM, "sum of y: RTT (ns)"),
+        ("sxx", 3, SUM, "sum of x*x / LS_SCALE (ns^2)"),
+        ("sxy", 4, SUM, "sum of x*y / LS_SCALE (ns^2)"),
+        ("x0", 5, MIN, "the send time x counts from (ns, engine clock): the period's first sample's"))),
 )
 
 CSIG_DELAY, CSIG_ABW, CSIG_ABW_C, CSIG_QDEPTH = range(4)
@@ -144,7 +151,14 @@ EVENT_NAMES = tuple(e[0] for e in EVENTS)
 N_EVENTS = len(EVENTS)
 EVENT_IDS = {n: i for i, n in enumerate(EVENT_NAMES)}
 (EV_ACK, EV_ECN, EV_OOO, EV_RTO, EV_RTT, EV_TX, EV_CUSTOM, EV_HOST, EV_NACK, EV_CREDIT,
- EV_CNP, EV_CSIG, EV_INT, EV_TIMER, EV_DATA, EV_JOIN, EV_LEAVE) = range(N_EVENTS)
+ EV_CNP, EV_CSIG, EV_INT, EV_TIMER, EV_DATA, EV_JOIN, EV_LEAVE) = range(17)
+EV_RTT_LS = EVENT_IDS["RTT_LS"]
+LS_SCALE = 1024
+"""RTT_LS (least squares of RTT over send time, OSCAR's delay gradient):
+x and y are in ns and the products are summed divided by LS_SCALE, so a
+period of 0.1 s with 10^6 samples stays inside int64; the slope is
+(n sxy - sx sy / LS_SCALE) / (n sxx - sx^2 / LS_SCALE) (dimensionless:
+ns of RTT per ns of send time).  ``ls_slope`` computes it."""
 EVENT_CLASS = np.array([e[1] for e in EVENTS], np.int64)
 
 HOST_SOURCES = {"host_buffer": 8, "host_delay": 9, "peer_host_delay": 10}
@@ -182,6 +196,12 @@ def _dtype() -> np.dtype:
 
 EVENT_DTYPE = _dtype()
 """One event record, every field named (fields of different events overlap)."""
+
+
+def ls_slope(n, sx, sy, sxx, sxy) -> float:
+    """The least-squares slope of one RTT_LS record (0.0 if undetermined)."""
+    den = n * float(sxx) - float(sx) * sx / LS_SCALE
+    return (n * float(sxy) - float(sx) * sy / LS_SCALE) / den if n >= 2 and den > 0 else 0.0
 
 
 def describe() -> list:

@@ -149,6 +149,8 @@ def native_call(A, R, k, flow, ev, now):
     """Flow `flow`'s algorithm on the event whose values are in A.rec[V0:]
     already; apply what it decided.  k: the flow's NIC slot (counters)."""
     a = A.flow_alg[flow]
+    if a >= 0:
+        R.delivered[flow, ev] += 1
     if a >= 0 and _invoke(A, R.ctls[k], a, flow, flow, ev, now) == 0:
         native_apply(A, R, k, flow, now)
 

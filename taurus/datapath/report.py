@@ -50,6 +50,8 @@ import numpy as np
 from . import ccevents
 from . import ccshm as C
 from .ccnative import native_call, native_signal
+from .wire import spec as S
+from .wire.codec import get_field
 from .shmring import Ring, ring_doorbell, ring_publish, ring_slot, ring_space
 from .wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
 
@@ -58,7 +60,7 @@ Report = namedtuple("Report", ["acc", "win_timer", "staged", "dl_timer", "hdr",
                                "rate", "cwnd", "credit", "flags", "fallback",
                                "srtt", "probe", "probe_n", "probe_t", "segs", "probe_seen",
                                "version", "updated_ns", "ev", "ev_n", "timer_ns",
-                               "tm_timer", "tm_on", "tm_ticks", "tm_seen"])
+                               "tm_timer", "tm_on", "tm_ticks", "tm_seen", "delivered"])
 """acc int64[F, N_EVENTS, A_W]: open aggregates; win_timer int32[F, 3]:
 window timer per (flow, class), -1 until first used; staged int64[K, 2]:
 messages staged per NIC and when the oldest was staged; dl_timer int32[K];
@@ -68,7 +70,9 @@ and time of, the last one reported; probe_seen int64[K]: the last probe
 doorbell NIC k acted on (nic/tx.py: probe_commands); tm_timer int32[F]:
 each flow's TIMER timer, -1 until first used; tm_on int64[F]: 1 while it
 runs; tm_ticks int64[F]: its expiries; tm_seen int64[K]: the last TIMER
-doorbell NIC k acted on; the rest are views on the CcShm."""
+doorbell NIC k acted on; delivered int64[F, N_EVENTS]: records of each
+event handed to each flow's algorithm (into the ring, or to its native
+entry); the rest are views on the CcShm."""
 
 TimerE = namedtuple("TimerE", ["rep", "wheel"])
 """What report_timer_start needs of the engine, to call it from Python."""
@@ -102,7 +106,8 @@ def make_report_state(cc: "C.CcShm") -> Report:
                   version=cc.version, updated_ns=cc.updated_ns, ev=cc.ev, ev_n=cc.ev_n,
                   timer_ns=cc.timer_ns, tm_timer=np.full(f, -1, np.int32),
                   tm_on=np.zeros(f, np.int64), tm_ticks=np.zeros(f, np.int64),
-                  tm_seen=np.zeros(k, np.int64))
+                  tm_seen=np.zeros(k, np.int64),
+                  delivered=np.zeros((f, C.N_EVENTS), np.int64))
 
 
 @nb.njit(cache=True, inline="always")
@@ -130,6 +135,7 @@ def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
         R.ctls[k, C.CTL_RING_FULL] += 1
         return
     row = ring_slot(ring, n)
+    R.delivered[flow, ev] += 1
     row[C.FLOW] = flow
     row[C.EVENT] = ev
     row[C.T_FIRST] = t_first
@@ -254,7 +260,7 @@ def report_custom(E, flow, now, seg_id, buf, off, n):
 
 
 @nb.njit(cache=True)
-def report_rtt(E, flow, rtt, psn, srtt, now):
+def report_rtt(E, flow, rtt, psn, srtt, now, send_t, qdelay, hops):
     """An RTT sample: publish the flow's srtt, and report the sample if the
     probe cadence (or the agent's command) says so; a native flow's
     algorithm gets every sample."""
@@ -278,7 +284,116 @@ def report_rtt(E, flow, rtt, psn, srtt, now):
     if due:
         R.probe_n[flow] = 0
         R.probe_t[flow] = now
-        report_signal(E, flow, C.EV_RTT, now, rtt, now - rtt, psn, -1)
+        v = _values(E)
+        v[0], v[1], v[2], v[3], v[4] = rtt, send_t, psn, qdelay, hops
+        report_values(E, flow, C.EV_RTT, now)
+
+
+@nb.njit(cache=True)
+def report_rtt_ls(E, flow, send_t, rtt, now):
+    """One (send time, RTT) sample into the flow's RTT_LS sums, if bound.  x
+    counts from x0, the send time of the first sample of the open window
+    (ccevents.LS_SCALE: the products' unit)."""
+    R = E.rep
+    if R.owner[flow] < 0 or ((R.mask[flow] >> C.EV_RTT_LS) & 1) == 0:
+        return
+    a = R.acc[flow, C.EV_RTT_LS]
+    x0 = a[A_V + 5] if a[A_COUNT] > 0 else send_t
+    x = send_t - x0
+    v = _values(E)
+    v[0], v[1], v[2] = 1, x, rtt
+    v[3], v[4], v[5] = x * x // ccevents.LS_SCALE, x * rtt // ccevents.LS_SCALE, x0
+    report_values(E, flow, C.EV_RTT_LS, now)
+
+
+_INT_RATES = np.array(S.INT_RATES_BPS, np.int64)
+
+
+@nb.njit(cache=True)
+def report_int(E, flow, buf, o, hop, nhops, psn, now):
+    """One INT hop record (8 wire bytes at buf[o]) as an INT event."""
+    v = _values(E)
+    v[0] = hop
+    v[1] = get_field(buf, o, S.INTHOP_QLEN) * S.INT_QLEN_UNIT
+    v[2] = psn
+    v[3] = get_field(buf, o, S.INTHOP_TX_BYTES) * S.INT_TX_UNIT
+    v[4] = get_field(buf, o, S.INTHOP_TS)
+    v[5] = _INT_RATES[get_field(buf, o, S.INTHOP_RATE_CODE)]
+    v[6] = nhops
+    report_values(E, flow, C.EV_INT, now)
+
+
+@nb.njit(cache=True, inline="always")
+def _values(E):
+    """The value words of the call scratch record (native entry's record),
+    zeroed: report_values reads them from there."""
+    v = E.alg.rec[C.V0:]
+    v[:] = 0
+    return v
+
+
+@nb.njit(cache=True)
+def report_values(E, flow, ev, now):
+    """One signal of event `ev` for `flow` whose N_VALUES values are in the
+    scratch record (``_values``): report_signal for events with more than
+    four values.  Cheap when the flow's algorithm did not bind the event."""
+    R = E.rep
+    k = R.owner[flow]
+    m = R.mask[flow]
+    if k < 0 or ((m >> ev) & 1) == 0:
+        return
+    if R.tm_on[flow] == 0 and (m >> C.EV_TIMER) & 1 and R.timer_ns[flow] > 0:
+        report_timer_start(E, flow, now)
+    if R.flags[flow] & C.FL_NATIVE:
+        native_call(E.alg, R, k, flow, ev, now)
+        return
+    vals = E.alg.rec[C.V0:]
+    ctl = R.ctls[k]
+    ctl[C.CTL_SIGNALS] += 1
+    cls = C.EVENT_CLASS[ev]
+    period = _period(R, ctl, flow, cls)
+    if ctl[C.CTL_AGGREGATE] == 0 or cls == C.CLS_RAW or period <= 0:
+        _stage(E, R, k, flow, ev, 1, now, now, vals, C.N_VALUES, now)
+        return
+    a = R.acc[flow, ev]
+    if a[A_COUNT] == 0:
+        _window_open(E, R, a, flow, cls, period, now)
+        a[A_V:] = vals
+    else:
+        for i in range(C.N_VALUES):
+            m = MERGE[ev, i]
+            if m == SUM:
+                a[A_V + i] += vals[i]
+            elif m == MAX:
+                a[A_V + i] = max(a[A_V + i], vals[i])
+            elif m == MIN:
+                a[A_V + i] = min(a[A_V + i], vals[i])
+            else:
+                a[A_V + i] = vals[i]
+    a[A_COUNT] += 1
+    a[A_LAST] = now
+
+
+@nb.njit(cache=True, inline="always")
+def _period(R, ctl, flow, cls):
+    """The flow's aggregation period of class cls now (ns)."""
+    period = R.period[flow, cls]
+    if period < 0:                      # RTT-relative
+        rtt = R.srtt[flow] if R.srtt[flow] > 0 else ctl[C.CTL_RTT_INIT_NS]
+        period = max(np.int64(1), -period * rtt // C.RTT_UNIT)
+    return period * max(np.int64(1), ctl[C.CTL_BACKPRESSURE])
+
+
+@nb.njit(cache=True, inline="always")
+def _window_open(E, R, a, flow, cls, period, now):
+    """The first signal of an aggregate: its window timer runs from now."""
+    a[A_FIRST] = now
+    t = R.win_timer[flow, cls]
+    if t < 0:
+        t = wheel_alloc(E.wheel, OWNER_REPORT, TAG_WINDOW | (np.int64(flow) << 2) | cls)
+        R.win_timer[flow, cls] = t
+    if t >= 0 and not wheel_armed(E.wheel, t):
+        wheel_schedule(E.wheel, t, now + period)
 
 
 @nb.njit(cache=True)

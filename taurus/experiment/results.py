@@ -26,6 +26,7 @@ from collections import deque
 import numpy as np
 
 from taurus.tools.analysis import fct_slowdown, jain, slowdown_bins
+from taurus.datapath.ccevents import EVENT_NAMES
 
 SUMMARY = "summary.json"
 
@@ -59,6 +60,7 @@ def path_of(topo, a: str, b: str) -> tuple[int, int]:
 def _flow_rows(r, snap) -> list[dict]:
     x, flows = r.x, r.plan.flows
     acked, srtt = snap.get("acked"), snap.get("srtt")
+    evs = snap.get("events")
     end = r.now
     rows = []
     for k, f in enumerate(flows):
@@ -73,8 +75,16 @@ def _flow_rows(r, snap) -> list[dict]:
                      "mode": cc.mode, "algorithm": r.alg_name.get(k, cc.algorithm),
                      "bytes": b, "goodput_bps": (b * 8e9 / span) if span and span > 0 else 0.0,
                      "fct_ns": fct, "done": fct is not None,
-                     "srtt_ns": int(srtt[k]) if srtt is not None else None})
+                     "srtt_ns": int(srtt[k]) if srtt is not None else None,
+                     "events": _events_of(evs, k)})
     return rows
+
+
+def _events_of(evs, k) -> dict:
+    """{event name: records delivered to flow k's algorithm}, those > 0."""
+    if evs is None:
+        return {}
+    return {EVENT_NAMES[e]: int(c) for e, c in enumerate(evs[k]) if c > 0}
 
 
 def _fct_table(r, rows) -> list[dict]:

@@ -423,6 +423,7 @@ class Runner:
         out["acked"] = N.fl[self.fid, FL_ACKED_OFF].copy()
         out["rate"] = N.ctx[self.fid, CX_RATE].copy()
         out["srtt"] = N.fl[self.fid, FL_SRTT].copy()
+        out["events"] = eng.E.rep.delivered[self.fid].copy()
         return out
 
     def teardown(self) -> list[str]:

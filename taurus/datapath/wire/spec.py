@@ -205,7 +205,8 @@ CONTROL = Header("PDSControl", "CONTROL", _prologue(T_CONTROL, _CTL_FL, "ctl_typ
                  "PDS control packet (PROBE, CREDIT: ctl_payload = credit, ...)")
 PROBE = Header("TaurusProbe", "PROBE", (
     Field("mode", 8, default=PROBE_DATA, enum=PROBE_MODES), Field("ts", PROBE_TS_BITS),
-    Field("seq", 16)), "TAURUS probe field (ours: widths and modes)")
+    Field("hops", 8), Field("seq", 8)),
+    "TAURUS probe field (ours: widths and modes; hops: ECHO's forward-path switch hops)")
 SES_SMALL = Header("SESSmall", "SES_SMALL", _SES_CMN + (Field("buffer_offset", 64),),
                    "SES small request")
 SES_MEDIUM = Header("SESMedium", "SES_MEDIUM", _SES_CMN + (

@@ -1,6 +1,13 @@
 """Sender side, feedback: ACK (cumulative + SACK), NACK, credit, ECN echo
-(CE and UE), RTT samples, CSIG reflections, CNPs and the receiving host's
-echoed delay.
+(CE and UE), RTT samples, CSIG and INT reflections, CNPs and the receiving
+host's echoed delay.
+
+RTT: every ACK's echoed timestamp (the newest data packet's) feeds the srtt
+and RTO.  For a flow whose algorithm binds RTT or RTT_LS, each packet the
+ACK newly acknowledges (cumulatively or in the SACK bitmap) also gives a
+sample from its own send time (``sl_t``), except packets ever retransmitted
+or marked lost (Karn: ambiguous); those samples replace the echoed one as
+the ACK's RTT events.
 
 Loss inference from SACK: a packet still in flight with at least
 NR_DUPTHRESH SACKed packets above it is lost (TCP's dupthresh rule, RFC
@@ -16,18 +23,21 @@ import numpy as np
 from ...wheel import wheel_cancel
 from ...wire import spec as S
 from ...wire.codec import get_field
-from ...wire.desc import (D_DPDCID, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS, D_PDS_OFF, D_PDS_TYPE,
-                         D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN, D_SPDCID)
 from ... import ccevents as V
+from ...ccshm import EV_INT, EV_RTT, EV_RTT_LS
+from ...wire.desc import (D_DPDCID, D_IP_LEN, D_IP_OFF, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS,
+                         D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN,
+                         D_PSN_OFFSET, D_SPDCID)
 from .close import flow_free
-from .sigcall import (signal_ack, signal_cnp, signal_credit, signal_csig, signal_custom,
-                      signal_ecn, signal_host, signal_nack, signal_ooo, signal_rtt)
+from .sigcall import (signal_ack, signal_bound, signal_cnp, signal_credit, signal_csig,
+                      signal_custom, signal_ecn, signal_host, signal_int, signal_nack,
+                      signal_ooo, signal_rtt, signal_rtt_packet)
 from .state import (CL_SENT, FL_CLOSING, C_RX_CNP, C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
                         FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
                         FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
                         FL_FRTO, FL_FRTO_END, FL_RTO, FL_RTTVAR, FL_SRTT, FL_STATE, FL_T_RTO,
-                        FL_UNA, FS_ACTIVE, FL_HOST_ECHO,
+                        FL_UNA, FS_ACTIVE, FL_HOST_ECHO, FL_HOPS,
                         NR_DUPTHRESH, NR_RTO_MIN, SG_DONE_T, SL_EMPTY, SL_INFL, SL_LOST,
                         SL_RETX, SL_SACKED, cq_push, psn_recon, unit_recon)
 from .tx import PROBE_TS_MASK, SLO_OFF, flow_wake, rto_arm
@@ -82,7 +92,7 @@ def _frto_ack(N, f, cack, hi, msk):
 
 
 @hot
-def _rtt_sample(E, n, f, ts, now):
+def _rtt_sample(E, n, f, ts, now, report):
     """RFC 6298 smoothing, in ns; as in Linux, rto_min floors the variance
     margin, not the RTO: RTO = srtt + max(4 rttvar, rto_min).  With RFC
     6298's max(rto_min, srtt + 4 rttvar), a steady queue (rttvar near 0,
@@ -96,7 +106,7 @@ def _rtt_sample(E, n, f, ts, now):
         N.fl[f, FL_RTTVAR] = (3 * N.fl[f, FL_RTTVAR] + abs(N.fl[f, FL_SRTT] - rtt)) // 4
         N.fl[f, FL_SRTT] = (7 * N.fl[f, FL_SRTT] + rtt) // 8
     N.fl[f, FL_RTO] = N.fl[f, FL_SRTT] + max(N.nr[n, NR_RTO_MIN], 4 * N.fl[f, FL_RTTVAR])
-    signal_rtt(E, N, f, rtt, N.fl[f, FL_UNA], now)
+    signal_rtt(E, N, f, rtt, N.fl[f, FL_UNA], now, report)
 
 
 @hot
@@ -126,17 +136,59 @@ def rx_ack(E, n, i, now):
     t = d[D_PDS_TYPE]
     signal_custom(E, f, i, q, E.pool.length[i], t, now)   # segments the agent asked for
     advanced = cack + 1 > una
+    if d[D_PROBE_OFF] >= 0 and d[D_PROBE_MODE] == S.PROBE_ECHO:   # the path's hops, first
+        N.fl[f, FL_HOPS] = get_field(buf, d[D_PROBE_OFF], S.PROBE_HOPS) + 1
+    per_pkt = signal_bound(E, f, EV_RTT) or signal_bound(E, f, EV_RTT_LS)
+    samples = _rtt_packets(E, N, f, una, cack, msk, now) if per_pkt and advanced else 0
     freed = _ack_cumulative(N, f, una, cack, msk)
     if advanced:
         una = _ack_advance(N, f, cack)
     if t == S.T_ACK and advanced and N.fl[f, FL_FRTO] != 0:
         _frto_ack(N, f, cack, 0, msk)
     if t != S.T_ACK:                           # ACK_CC / ACK_CCX carry a SACK bitmap
-        freed += _ack_cc(E, N, n, f, buf, q, t, cack, una, nxt, advanced, msk, now)
-    _ack_signals(E, N, n, f, freed, now)
+        sacked, k = _ack_cc(E, N, n, f, buf, q, t, cack, una, nxt, advanced, msk, per_pkt, now)
+        freed += sacked
+        samples += k
+    if signal_bound(E, f, EV_INT):
+        _ack_int(E, f, i, cack, now)
+    _ack_signals(E, N, n, f, freed, samples == 0, now)
     if advanced:
         _ack_timers(E, N, n, f, una, nxt, now)
     flow_wake(E, f, now)
+
+
+@hot_stage
+def _rtt_packets(E, N, f, una, cack, msk, now):
+    """Per-packet RTT samples of PSNs una..cack sent once and still in
+    flight; returns how many."""
+    k = 0
+    for p in range(una, cack + 1):
+        s = p & msk
+        if N.sl_state[f, s] == SL_INFL:
+            signal_rtt_packet(E, N, f, now - N.sl_t[f, s], N.sl_t[f, s], p, now)
+            k += 1
+    return k
+
+
+@hot_stage
+def _ack_int(E, f, i, cack, now):
+    """The INT hop stack the receiver reflected (a trailer after the ACK's
+    IP datagram, as on data): one INT event per hop, for the data packet
+    that triggered the ACK (cack + ack_psn_offset)."""
+    d = E.nic.desc
+    ln = np.int64(E.pool.length[i])
+    end = d[D_IP_OFF] + d[D_IP_LEN]
+    tail = ln - S.INTTAIL_SIZE
+    buf = E.pool.data[i]
+    if tail < end or get_field(buf, tail, S.INTTAIL_MAGIC) != S.INT_MAGIC:
+        return
+    nh = get_field(buf, tail, S.INTTAIL_NHOP)
+    if nh > S.INT_MAX_HOPS or tail - nh * S.INTHOP_SIZE < end:
+        return
+    o = d[D_PSN_OFFSET]
+    if o >= 1 << 15:
+        o -= 1 << 16
+    signal_int(E, f, i, tail - nh * S.INTHOP_SIZE, nh, cack + o, now)
 
 
 @hot_stage
@@ -169,25 +221,27 @@ def _ack_advance(N, f, cack):
 
 
 @hot_stage
-def _ack_cc(E, N, n, f, buf, q, t, cack, una, nxt, advanced, msk, now):
+def _ack_cc(E, N, n, f, buf, q, t, cack, una, nxt, advanced, msk, per_pkt, now):
     """ACK_CC / ACK_CCX: the SACK bitmap, the losses it reveals, then the CC
-    fields; returns the bytes the bitmap took out of flight."""
-    sacked, hi = _sack_bitmap(N, f, buf, q, cack, una, nxt, msk)
+    fields; returns the bytes the bitmap took out of flight and the
+    per-packet RTT samples it gave."""
+    sacked, hi, k = _sack_bitmap(E, N, f, buf, q, cack, una, nxt, msk, per_pkt, now)
     _sack_losses(N, n, f, una, hi, msk)
     if advanced and N.fl[f, FL_FRTO] != 0:
         _frto_ack(N, f, cack, hi, msk)
     _ack_cc_fields(E, N, f, buf, q, t, now)
-    return sacked
+    return sacked, k
 
 
 @hot_stage
-def _sack_bitmap(N, f, buf, q, cack, una, nxt, msk):
+def _sack_bitmap(E, N, f, buf, q, cack, una, nxt, msk, per_pkt, now):
     """Mark what the SACK bitmap covers; returns (bytes that left flight,
-    1 + the highest PSN SACKed, or 0)."""
+    1 + the highest PSN SACKed, or 0, per-packet RTT samples raised)."""
     base = cack + get_field(buf, q, S.ACK_CC_SACK_PSN_OFFSET)
     bm = get_field(buf, q, S.ACK_CC_SACK_BITMAP)
     freed = np.int64(0)
     hi = np.int64(0)
+    ns = 0
     for k in range(64):
         if (bm >> k) & 1:
             p = base + k
@@ -195,6 +249,9 @@ def _sack_bitmap(N, f, buf, q, cack, una, nxt, msk):
                 s = p & msk
                 st = N.sl_state[f, s]
                 if st == SL_INFL or st == SL_RETX:
+                    if per_pkt and st == SL_INFL:
+                        signal_rtt_packet(E, N, f, now - N.sl_t[f, s], N.sl_t[f, s], p, now)
+                        ns += 1
                     N.fl[f, FL_INFL] -= N.sl_len[f, s]
                     freed += N.sl_len[f, s]
                     N.sl_state[f, s] = SL_SACKED
@@ -202,7 +259,7 @@ def _sack_bitmap(N, f, buf, q, cack, una, nxt, msk):
                     N.fl[f, FL_NLOST] -= 1
                     N.sl_state[f, s] = SL_SACKED
                 hi = p + 1
-    return freed, hi
+    return freed, hi, ns
 
 
 @hot_stage
@@ -259,16 +316,16 @@ def _host_echo(E, N, f, st, now):
 
 
 @hot_stage
-def _ack_signals(E, N, n, f, freed, now):
-    """ECN echo (CE and UE apart), the RTT sample, the ACK itself: to the
-    flow's algorithm."""
+def _ack_signals(E, N, n, f, freed, report_echo, now):
+    """ECN echo (CE and UE apart), the RTT sample (and the hop count echoed
+    with it), the ACK itself: to the flow's algorithm."""
     d = N.desc
     ce = 1 if d[D_PDS_FLAGS] & S.F_ACK_M else 0
     ue = 1 if d[D_PDS_FLAGS] & S.F_ACK_UE else 0
     if ce or ue:
         signal_ecn(E, N, f, freed * ce, ce, freed * ue, ue, now)
     if d[D_PROBE_OFF] >= 0 and d[D_PROBE_MODE] == S.PROBE_ECHO:
-        _rtt_sample(E, n, f, d[D_PROBE_TS], now)
+        _rtt_sample(E, n, f, d[D_PROBE_TS], now, report_echo)
     signal_ack(E, N, f, freed, N.fl[f, FL_UNA], now)
 
 

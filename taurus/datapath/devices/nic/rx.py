@@ -19,7 +19,11 @@ RUD_CC_REQ; ACK_CCX (ccx_type CSIG) when a CSIG tag arrived since the last
 ACK (a credit PDC keeps ACK_CC: credit wins).  cack_psn = the last PSN of the
 in-order prefix; the SACK base is the first missing PSN, or later if the
 triggering packet lies beyond 64 PSNs.  Every ACK echoes, in a Taurus probe
-field, the send timestamp of the last data packet that arrived.
+field, the send timestamp of the last data packet that arrived and its
+switch hops (64 - its TTL; ours).  INT (ours): when the last data packet
+since the previous ACK asked for INT, the ACK carries that packet's hop
+stack as the same trailer after its IP datagram, with max_hop = nhop so
+that switches on the way back add nothing.
 """
 import numba as nb
 from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
@@ -31,7 +35,7 @@ from ...lowlevel import copy_bytes
 from ...wire import spec as S
 from ...wire.codec import get_field, set_field, write_prologue
 from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D_DPDCID,
-                         D_IP_DSCP, D_IP_ECN, D_IP_SRC, D_PAYLOAD_LEN, D_PAYLOAD_OFF, D_PDS_FLAGS,
+                         D_IP_DSCP, D_IP_ECN, D_IP_LEN, D_IP_OFF, D_IP_SRC, D_IP_TTL, D_PAYLOAD_LEN, D_PAYLOAD_OFF, D_PDS_FLAGS,
                          D_PDS_NEXT, D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
@@ -48,6 +52,7 @@ from .state import (C_RX_UE, C_TX_CNP, NR_CNP_GAP, NR_LASTHOP_DSCP, RP_CNP_MARKS
                         RP_DELIV, RP_ECN, RP_EV, RP_HAS_TS, RP_NACKED, RP_NIC, RP_NXT, RP_OOO,
                         RP_PEER_IP, RP_PEER_MAC, RP_PEER_PDC, RP_PEND, RP_RCVD, RP_T_ACK,
                         RP_TARGET, RP_TRIG, RP_TS, RP_TSSEQ, RP_GEN, TK_ACK, TK_SHIFT, cq_push,
+                        RP_HOPS, RP_INT_H0, RP_INT_N,
                         M_YIELD_RX, NR_HOST_BW, NR_HOST_DELAY, NR_RX_TICK, NR_RX_TICKS,
                         NR_RX_TTIMER, RP_JOINED, psn_recon, rx_lookup)
 
@@ -91,6 +96,9 @@ def send_ack(E, n, r, now):
     t = S.T_ACK_CCX if (rp[r, RP_CSIG_FMT] != 0 and not cc) else S.T_ACK_CC
     has_ts = rp[r, RP_HAS_TS] != 0
     total = PDS_OFF + S.ACK_CC_SIZE + (S.PROBE_SIZE if has_ts else 0)
+    nh = rp[r, RP_INT_N] - 1
+    if nh >= 0 and total + S.INTTAIL_SIZE + nh * S.INTHOP_SIZE > E.pool.data.shape[1]:
+        nh = -1                         # no room (a tiny pool): no reflection
     i = frame_new(E, n, total)
     if i < 0:
         return
@@ -106,6 +114,8 @@ def send_ack(E, n, r, now):
         set_field(buf, q, S.ACK_CCX_SERVICE_TIME, _host_echo(N, n))
     if has_ts:
         _ack_ts_echo(rp, r, buf, q + S.ACK_CC_SIZE)
+    if nh >= 0:
+        _ack_int_reflect(E, rp, r, i, buf, total, nh)
     tx_emit(E, n, i, now)
     N.ncnt[n, C_TX_ACK] += 1
     _ack_sent(E, rp, r)
@@ -190,6 +200,22 @@ def _ack_ts_echo(rp, r, buf, pr):
     set_field(buf, pr, S.PROBE_MODE, S.PROBE_ECHO)
     set_field(buf, pr, S.PROBE_TS, rp[r, RP_TS])
     set_field(buf, pr, S.PROBE_SEQ, rp[r, RP_TSSEQ])
+    set_field(buf, pr, S.PROBE_HOPS, rp[r, RP_HOPS])
+
+
+@hot_stage
+def _ack_int_reflect(E, rp, r, i, buf, end, nh):
+    """The INT trailer of the last data packet, after the ACK's datagram."""
+    for k in range(nh):
+        w = rp[r, RP_INT_H0 + k]
+        o = end + k * S.INTHOP_SIZE
+        for b in range(S.INTHOP_SIZE):
+            buf[o + b] = (w >> (8 * (S.INTHOP_SIZE - 1 - b))) & 0xFF
+    t = end + nh * S.INTHOP_SIZE
+    set_field(buf, t, S.INTTAIL_MAGIC, S.INT_MAGIC)
+    set_field(buf, t, S.INTTAIL_NHOP, nh)
+    set_field(buf, t, S.INTTAIL_MAX_HOP, nh)
+    E.pool.length[i] = t + S.INTTAIL_SIZE
 
 
 @hot_stage
@@ -201,6 +227,7 @@ def _ack_sent(E, rp, r):
     rp[r, RP_UE] = 0
     rp[r, RP_CSIG_FMT] = 0
     rp[r, RP_HAS_TS] = 0
+    rp[r, RP_INT_N] = 0
     if rp[r, RP_T_ACK] > 0:
         wheel_cancel(E.wheel, rp[r, RP_T_ACK] - 1)
 
@@ -342,6 +369,7 @@ def rx_data(E, n, i, now):
         now_ack = True
     if rp[r, RP_NP] != 0:
         _rx_np(E, N, d, rp, n, r, p, now)
+    _rx_int(E, d, rp, r, i)
     _rx_ack_due(E, N, rp, n, r, p, now_ack, now)
 
 
@@ -443,6 +471,7 @@ def _rx_echo(N, d, rp, n, r):
         rp[r, RP_TS] = d[D_PROBE_TS]
         rp[r, RP_TSSEQ] = d[D_PROBE_SEQ]
         rp[r, RP_HAS_TS] = 1
+    rp[r, RP_HOPS] = max(0, 64 - d[D_IP_TTL])    # our senders start at 64 (frame.py)
     return ce or ue
 
 
@@ -463,6 +492,30 @@ def _rx_np(E, N, d, rp, n, r, p, now):
         send_cnp(E, n, r, p, rp[r, RP_CNP_MARKS], now)
         rp[r, RP_CNP_T] = max(now, 1)
         rp[r, RP_CNP_MARKS] = 0
+
+
+@hot_stage
+def _rx_int(E, d, rp, r, i):
+    """Keep the INT hop stack of a data packet that asked for INT (a trailer
+    after its IP datagram) for the next ACK to reflect."""
+    ln = np.int64(E.pool.length[i])
+    end = d[D_IP_OFF] + d[D_IP_LEN]
+    tail = ln - S.INTTAIL_SIZE
+    if tail < end:
+        return
+    buf = E.pool.data[i]
+    if get_field(buf, tail, S.INTTAIL_MAGIC) != S.INT_MAGIC:
+        return
+    nh = get_field(buf, tail, S.INTTAIL_NHOP)
+    if nh > S.INT_MAX_HOPS or tail - nh * S.INTHOP_SIZE < end:
+        return
+    for k in range(nh):
+        o = tail - (nh - k) * S.INTHOP_SIZE
+        w = np.int64(0)
+        for b in range(S.INTHOP_SIZE):
+            w = (w << 8) | np.int64(buf[o + b])
+        rp[r, RP_INT_H0 + k] = w
+    rp[r, RP_INT_N] = nh + 1
 
 
 @hot_stage

@@ -54,6 +54,16 @@ def _rtt(E, N, f, rtt, psn, now):
 
 
 @nb.njit(cache=True, _nrt=True)
+def _rtt_packet(E, N, f, rtt, send_t, psn, now):
+    sg.signal_rtt_packet(E, N, f, rtt, send_t, psn, now)
+
+
+@nb.njit(cache=True, _nrt=True)
+def _int(E, f, data, i, base, nh, psn, now):
+    sg.signal_int(E, f, data[i], base, nh, psn, now)
+
+
+@nb.njit(cache=True, _nrt=True)
 def _credit(E, N, f, credit_bytes, now):
     sg.signal_credit(E, N, f, credit_bytes, now)
 
@@ -121,12 +131,33 @@ def signal_rto(E, N, f, psn, now):
 
 
 @nb.njit(cache=True, inline="always")
-def signal_rtt(E, N, f, rtt, psn, now):
-    if _reported(E, f, C.EV_RTT):
+def signal_bound(E, f, ev):
+    """Whether flow f's algorithm bound event ev (the NIC does extra work,
+    e.g. INT or per-packet RTT, only for such flows)."""
+    return _reported(E, f, ev)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_rtt(E, N, f, rtt, psn, now, report):
+    """The echoed sample; ``report`` False: this ACK's per-packet samples
+    went to the algorithm instead (it still counts and moves the srtt)."""
+    if report and _reported(E, f, C.EV_RTT):
         _rtt(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, rtt, psn, now)
     else:
         E.rep.srtt[f] = N.fl[f, FL_SRTT]      # published for every flow (as report_rtt does)
         sg.count_rtt(N, f, rtt)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_rtt_packet(E, N, f, rtt, send_t, psn, now):
+    """One acknowledged packet's RTT (call only for flows binding RTT or RTT_LS)."""
+    _rtt_packet(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, rtt, send_t, psn, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_int(E, f, i, base, nh, psn, now):
+    """The nh INT hop records reflected in frame i from byte `base` on."""
+    _int(SigE(E.rep, E.wheel, E.alg), f, E.pool.data, i, base, nh, psn, now)
 
 
 @nb.njit(cache=True, inline="always")

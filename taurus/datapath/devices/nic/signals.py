@@ -10,14 +10,15 @@ import numba as nb
 
 from ... import ccshm as C
 from ...ccevents import CSIG_FROM_WIRE
-from ...report import report_rtt, report_segments, report_signal, report_signal6
+from ...report import (report_int, report_rtt, report_rtt_ls, report_segments, report_signal,
+                       report_signal6)
 from ...wire.csig import csig_value
 from ...wire.desc import D_PDS_FLAGS
 
 from .state import (SG_ACKED_BYTES, SG_ACKS, SG_CREDIT, SG_CSIG_D, SG_CSIG_LM, SG_CSIG_N,
                         SG_CSIG_S, SG_CSIG_T, SG_ECN, SG_NACK, SG_OOO, SG_RETX, SG_RTO,
                         SG_RTT_LAST, SG_RTT_MIN, SG_RTT_N, SG_RTT_SUM, SG_TRIM, SG_TX_BYTES,
-                        SG_TX_PKTS, SG_UE, SG_CNP, FL_SRTT)
+                        SG_TX_PKTS, SG_UE, SG_CNP, FL_HOPS, FL_RTT_MIN, FL_SRTT)
 from ...wire import spec as S
 
 
@@ -82,11 +83,40 @@ def count_rtt(N, f, rtt):
 
 
 @nb.njit(cache=True, inline="always")
+def _qdelay(N, f, rtt):
+    """rtt above the flow's least RTT sample so far (which rtt may lower)."""
+    m = N.fl[f, FL_RTT_MIN]
+    if m == 0 or rtt < m:
+        m = rtt
+        N.fl[f, FL_RTT_MIN] = m
+    return rtt - m
+
+
+@nb.njit(cache=True, inline="always")
 def signal_rtt(E, N, f, rtt, psn, now):
     """One RTT sample (ns) from an echoed per-packet timestamp (the flow's
     srtt is already updated); reported at the agent's probe cadence."""
-    report_rtt(E, f, rtt, psn, N.fl[f, FL_SRTT], now)
+    report_rtt(E, f, rtt, psn, N.fl[f, FL_SRTT], now, now - rtt, _qdelay(N, f, rtt),
+               N.fl[f, FL_HOPS] - 1)
     count_rtt(N, f, rtt)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_rtt_packet(E, N, f, rtt, send_t, psn, now):
+    """The RTT of one newly acknowledged packet (never retransmitted), from
+    its own send time: an RTT event (at the probe cadence, as above) and a
+    least-squares sample (RTT_LS), each if bound."""
+    q = _qdelay(N, f, rtt)
+    report_rtt(E, f, rtt, psn, N.fl[f, FL_SRTT], now, send_t, q, N.fl[f, FL_HOPS] - 1)
+    report_rtt_ls(E, f, send_t, rtt, now)
+
+
+@nb.njit(cache=True, inline="always")
+def signal_int(E, f, buf, base, nh, psn, now):
+    """INT: one event per hop record of buf[base:base + 8 nh] (wire/spec.py
+    INT_HOP), first switch first, values in bytes, ns and bit/s."""
+    for k in range(nh):
+        report_int(E, f, buf, base + k * S.INTHOP_SIZE, k, nh, psn, now)
 
 
 @nb.njit(cache=True, inline="always")

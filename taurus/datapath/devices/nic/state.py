@@ -10,7 +10,8 @@ A peer may have many PDCs.  Rows are int64 tables with named columns:
 - ``ctx[f, CX_*]``  rate / cwnd / credit / version: the future shared CC
                     context table the agent writes; the scheduler reads only it.
 - ``sig[f, SG_*]``  per-flow signals (signals.py fills them).
-- ``sl_*[f, psn % W]`` per-PSN sender slots (state, stream offset, length).
+- ``sl_*[f, psn % W]`` per-PSN sender slots (state, stream offset, length,
+  send time).
 - ``rp[r, RP_*]``, ``rs_*[r, psn % W]`` per receive PDC.
 - ``mq[f, k, (end, id)]`` per-flow message ring (filled from the SQ).
 - ``txbuf`` / ``rxbuf``: byte arenas.  A flow's send stream and a receive
@@ -38,7 +39,7 @@ from ...wire.desc import N_CFG, N_DESC, N_STATUS, make_parse_config
 NicState = namedtuple("NicState", [
     "nr", "ncnt", "pcnt", "fl", "ctx", "sig", "sl_state", "sl_off", "sl_len",
     "rp", "rs_bits", "rs_end", "rs_msg", "mq", "txbuf", "rxbuf", "cq",
-    "hkey", "hval", "meta", "pcfg", "desc", "txb", "iscr", "sq", "qc", "req"])
+    "hkey", "hval", "meta", "pcfg", "desc", "txb", "iscr", "sq", "qc", "req", "sl_t"])
 
 # ---- per NIC (nr) ----
 (NR_DEV, NR_PORT, NR_MAC, NR_IP, NR_LINE, NR_TXFREE, NR_TXTIMER, NR_MSS, NR_ACK_EVERY,
@@ -96,10 +97,12 @@ N_NCNT = 48
  FL_RQ_NEXT, FL_T_PACE, FL_T_RTO, FL_SRTT, FL_RTTVAR, FL_RTO, FL_BACKOFF, FL_RETRIES,
  FL_CREDIT_USED, FL_USES_CREDIT, FL_MAX_INFL, FL_OOO_LAST, FL_MSG_OFF,
  FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_HOST_ECHO,
- FL_EV_I, FL_CLOSING) = range(45)
+ FL_EV_I, FL_CLOSING, FL_RTT_MIN, FL_HOPS) = range(47)
 """FL_EV: the entropy value of the next data packet; FL_EV_I: the spray
 position (tx.py: flow_ev); FL_HOST_ECHO: the receiving host's delivery delay
-its ACKs last echoed (ns)."""
+its ACKs last echoed (ns).  FL_RTT_MIN: the least per-packet RTT sample (ns,
+0 none yet), the base of the RTT event's qdelay; FL_HOPS: switch hops the
+receiver last echoed, + 1 (0 unknown)."""
 N_FL = 48
 FS_FREE, FS_ACTIVE, FS_FAILED, FS_CLOSED = 0, 1, 2, 3   # FL_STATE
 """FS_CLOSED: the flow's PDC was closed and its row may be reused (add_flow)."""
@@ -131,15 +134,20 @@ SL_EMPTY, SL_INFL, SL_SACKED, SL_LOST, SL_RETX = 0, 1, 2, 3, 4
  RP_DELIV, RP_RCVD, RP_PEND, RP_ECN, RP_CSIG_FMT, RP_CSIG_T, RP_CSIG_S, RP_CSIG_LM,
  RP_CSIG_D, RP_TS, RP_TSSEQ, RP_HAS_TS, RP_NACKED, RP_OOO, RP_CC, RP_TARGET, RP_CREDIT,
  RP_T_ACK, RP_READ, RP_TRIG, RP_WBLOCK, RP_WADV, RP_LAST_T, RP_JOINED, RP_UE, RP_NP,
- RP_CNP_T, RP_CNP_MARKS, RP_BACKLOG, RP_GEN, RP_FREE_NEXT) = range(39)
+ RP_CNP_T, RP_CNP_MARKS, RP_BACKLOG, RP_GEN, RP_FREE_NEXT, RP_HOPS, RP_INT_N,
+ RP_INT_H0) = range(42)
 """RP_LAST_T / RP_JOINED: the sender's last data (ns) and whether it is in
 the NIC's active-sender table (rxcc.py); RP_BACKLOG: its backlog as counted
 in NR_RX_BACKLOG.  RP_UE: a UE mark to echo in the next ACK; RP_NP: the
 sender asked for CNPs (spec.F_REQ_NP); RP_CNP_T: when the last CNP left (ns,
 0 none yet); RP_CNP_MARKS: the marks (spec.CNP_CE | CNP_UE) not yet
 notified.  RP_GEN: how many times the row was opened (a freed row is
-reused: Python's caches of a PDC check it); RP_FREE_NEXT: the free list."""
-N_RP = 40
+reused: Python's caches of a PDC check it); RP_FREE_NEXT: the free list.
+RP_HOPS: switch hops of the last data packet (64 - its TTL), echoed in the
+ACK's probe field.  RP_INT_N: 1 + the INT hop records of the last data
+packet that asked for INT (0: none to reflect); RP_INT_H0 .. + INT_MAX_HOPS
+- 1: those records, 8 wire bytes each as one big-endian word."""
+N_RP = 48
 
 # ---- meta ----
 M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX, M_RP_FREE, M_FL_CLOSED = range(2, 10)
@@ -203,7 +211,7 @@ def nic_shapes(max_ports: int, max_flows: int, win: int = 64, tx_bytes: int = 1 
             ("meta", (N_META,), i8), ("pcfg", None, None), ("desc", (N_DESC,), i8),
             ("txb", (nn, TXB), np.int32), ("iscr", (64,), np.int32),
             ("sq", (nn, sq, N_SQW), i8), ("qc", (nn * N_QC,), np.uint64),
-            ("req", (N_REQ, N_REQW), i8))
+            ("req", (N_REQ, N_REQW), i8), ("sl_t", (F, win), i8))
 
 
 def make_nic_state(max_ports: int, max_flows: int, alloc=None, **sizes) -> NicState:

@@ -27,16 +27,16 @@ from ...ccguard import cc_cwnd, cc_rate
 import numpy as np
 
 from ...wheel import wheel_armed, wheel_cancel, wheel_schedule
-from ...ccshm import CTL_PROBE_DOORBELL
+from ...ccshm import CTL_PROBE_DOORBELL, EV_INT
 from ...lowlevel import copy_bytes
 from ...ports.dispatch import port_rx_pending
 from ...wire import spec as S
-from ...wire.codec import set_field, write_prologue
+from ...wire.codec import set_field, write_prologue, zero_bytes
 from ...ccevents import EV_CNP, MASK_CSIG_SHIFT
 from ...wire.csig import csig_start
 from .frame import ECN_ECT0, PDS_OFF, frame_csig, frame_l2l4, frame_l2l4_at, frame_new, tx_emit
 from .close import flow_free, send_close
-from .sigcall import signal_rto, signal_tx
+from .sigcall import signal_bound, signal_rto, signal_tx
 from .state import (C_CLOSE_FAIL, CL_SENT, CL_WANTED, FL_CLOSING, C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROBE, C_TX_RETX, CX_CREDIT, CX_CWND,
                         CX_RATE, FL_BACKOFF, FL_INFL, FL_MAX_INFL, FL_MQ_TAIL, FL_MQ_TX,
                         FL_MSG_OFF, FL_NEXT_T, FL_NIC, FL_NLOST, FL_NXT, FL_PEER_IP,
@@ -55,6 +55,10 @@ SLO_SOM = np.int64(1) << 46
 SLO_EOM = np.int64(1) << 47
 PROBE_TS_MASK = (np.int64(1) << S.PROBE_TS_BITS) - 1
 MAX_BACKOFF = 1 << 10
+INT_RESERVE = S.INTTAIL_SIZE + S.INT_MAX_HOPS * S.INTHOP_SIZE
+"""Bytes a flow that asks for INT leaves free below the MSS: the tail and
+INT_MAX_HOPS hop records, so a frame full of them is no longer than an
+MSS-sized frame without."""
 
 
 @hot
@@ -179,7 +183,8 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
     """Build and queue the data packet of PSN p; returns its frame length or
     -1.  Headers in wire order: a CSIG tag if the flow's algorithm asks for
     one (started at its best value: csig_start), PDS request, probe (the
-    RTT timestamp), SES, then the payload from the flow's send ring."""
+    RTT timestamp), SES, then the payload from the flow's send ring; an INT
+    tail after the IP datagram when the flow's algorithm binds INT."""
     N = E.nic
     cc = N.fl[f, FL_USES_CREDIT] != 0
     plen = S.RUD_CC_REQ_SIZE if cc else S.RUD_REQ_SIZE
@@ -203,10 +208,25 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
     _data_pds(E, N, f, buf, q, p, slo, off, ln, cc, retx)
     set_field(buf, pr, S.PROBE_MODE, S.PROBE_DATA)
     set_field(buf, pr, S.PROBE_TS, now & PROBE_TS_MASK)
-    set_field(buf, pr, S.PROBE_SEQ, p & 0xFFFF)
+    set_field(buf, pr, S.PROBE_SEQ, p & 0xFF)
     _data_ses(buf, ses, slo, off)
     _ring_get(N.txbuf, N.fl[f, FL_TXOFF], N.fl[f, FL_TXCAP], off, buf, pay, ln)
+    if signal_bound(E, f, EV_INT):
+        total = _int_ask(E, i, buf, total)
     tx_emit(E, n, i, now)
+    return total
+
+
+@hot
+def _int_ask(E, i, buf, total):
+    """Ask the switches for INT: an INTTail with no hops after the IP
+    datagram (wire/spec.py); returns the frame's new length."""
+    zero_bytes(buf, total, S.INTTAIL_SIZE)
+    set_field(buf, total, S.INTTAIL_MAGIC, S.INT_MAGIC)
+    set_field(buf, total, S.INTTAIL_NHOP, 0)
+    set_field(buf, total, S.INTTAIL_MAX_HOP, S.INT_MAX_HOPS)
+    total += S.INTTAIL_SIZE
+    E.pool.length[i] = total
     return total
 
 
@@ -280,7 +300,7 @@ def send_probe(E, n, f, now):
     set_field(buf, q, S.CONTROL_DPDCID, N.fl[f, FL_RPDC])
     set_field(buf, pr, S.PROBE_MODE, S.PROBE_REQ)
     set_field(buf, pr, S.PROBE_TS, now & PROBE_TS_MASK)
-    set_field(buf, pr, S.PROBE_SEQ, N.fl[f, FL_NXT] & 0xFFFF)
+    set_field(buf, pr, S.PROBE_SEQ, N.fl[f, FL_NXT] & 0xFF)
     tx_emit(E, n, i, now)
     N.ncnt[n, C_TX_PROBE] += 1
     return 1
@@ -397,8 +417,12 @@ def _send_new(E, N, n, f, una, nxt, W, now):
     M = N.mq.shape[1]
     k = _message_at(N, f, off, M)
     end = N.mq[f, k % M, 0]
-    # a CSIG tag takes its bytes from the payload: frames stay within the MTU
-    ln = min(N.nr[n, NR_MSS] - csig_bytes(csig_req(E, f)), end - off)
+    # a CSIG tag takes its bytes from the payload, and so does room for the
+    # INT records switches add: frames stay within the MTU
+    mss = N.nr[n, NR_MSS] - csig_bytes(csig_req(E, f))
+    if signal_bound(E, f, EV_INT):
+        mss -= INT_RESERVE
+    ln = min(mss, end - off)
     if not _new_gates(E, N, f, off, ln, una, nxt, now):
         return 0
     slo = _new_slo(N, f, off, ln, end, N.mq[f, k % M, 1])
@@ -453,6 +477,7 @@ def _new_slot(N, n, f, s, nxt, slo, off, ln, now):
     N.sl_state[f, s] = SL_INFL
     N.sl_off[f, s] = slo
     N.sl_len[f, s] = ln
+    N.sl_t[f, s] = now           # per-packet RTT (ack.py: _rtt_packet)
     N.fl[f, FL_NXT] = nxt + 1
     N.fl[f, FL_SENT_OFF] = off + ln
     N.fl[f, FL_INFL] += ln

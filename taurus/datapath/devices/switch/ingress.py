@@ -1,14 +1,16 @@
 """Ingress pipeline of the switch: parse once, honour PFC, route (ECMP),
-classify by DSCP, trim, then enqueue at the egress port (drop-tail in a
-shared buffer; PFC ingress accounting)."""
+decrement the TTL (an IP router: receivers count hops from it), classify by
+DSCP, trim, then enqueue at the egress port (drop-tail in a shared buffer;
+PFC ingress accounting)."""
 import numba as nb
 import numpy as np
 
 from ...mbuf import mbuf_free
 from ...wire import spec as S
-from ...wire.codec import get_field
+from ...wire.codec import get_field, set_field
 from ...hot import hot
-from ...wire.desc import (D_CSIG_FMT, D_IP_DSCP, D_IP_DST, D_IP_OFF, D_PDS_TYPE, P_BAD_FRAME_BOUNDS,
+from ...wire.desc import (D_CSIG_FMT, D_IP_DSCP, D_IP_DST, D_IP_OFF, D_IP_TTL, D_PDS_TYPE,
+                         P_BAD_FRAME_BOUNDS,
                          P_OK, P_TRUNCATED_CSIG, P_TRUNCATED_ETH)
 from ...wire.parse import parse_frame
 from .pfc import pfc_hold, pfc_receive
@@ -17,7 +19,7 @@ from .route import ecmp_pick, flow_hash, route_lookup
 from .state import (C_CTL_HIGH, C_QLIM, C_TRIM, HIGH, R_DEFAULT_GRP, R_SEED,
                            R_SHARED_LIMIT, R_SHARED_USED, S_FH, S_FT, S_LINK_FREE, T_DROP,
                            T_DROP_BYTES, T_ENQ, T_ENQ_BYTES, T_NONIP, T_NOROUTE, T_PARSE_ERR,
-                           T_RX, T_RX_BYTES)
+                           T_RX, T_RX_BYTES, T_TTL_DROP)
 from .trim import is_data, trim
 
 
@@ -25,6 +27,17 @@ from .trim import is_data, trim
 def _is_control(t):
     return t == S.T_ACK or t == S.T_ACK_CC or t == S.T_ACK_CCX or t == S.T_NACK \
         or t == S.T_NACK_CCX or t == S.T_CONTROL
+
+
+@nb.njit(cache=True, inline="always")
+def ttl_decrement(buf, ip):
+    """TTL - 1, and the header checksum updated for it (RFC 1624: the
+    16-bit word TTL|proto fell by 0x100)."""
+    set_field(buf, ip, S.IPV4_TTL, get_field(buf, ip, S.IPV4_TTL) - 1)
+    c = (~get_field(buf, ip, S.IPV4_CHKSUM)) & 0xFFFF
+    c += 0xFEFF                          # + ~0x0100 (one's complement)
+    c = (c & 0xFFFF) + (c >> 16)
+    set_field(buf, ip, S.IPV4_CHKSUM, (~c) & 0xFFFF)
 
 
 @hot
@@ -84,6 +97,11 @@ def ingress(E, d, p, i, now):
         sw.stats[p, T_NOROUTE] += 1
         mbuf_free(pool, i)
         return
+    if desc[D_IP_TTL] <= 1:
+        sw.stats[p, T_TTL_DROP] += 1
+        mbuf_free(pool, i)
+        return
+    ttl_decrement(buf, desc[D_IP_OFF])
     e = ecmp_pick(sw, g, flow_hash(buf, desc, regs[R_SEED]))
     c = np.int64(sw.dscp[e, desc[D_IP_DSCP]])
     if sw.pcfg[e, C_CTL_HIGH] != 0 and st == P_OK and _is_control(desc[D_PDS_TYPE]):

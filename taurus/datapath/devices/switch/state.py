@@ -33,10 +33,10 @@ N_PST = 24
 STAT_NAMES = ("rx", "rx_bytes", "enq", "enq_bytes", "tx", "tx_bytes", "drop", "drop_bytes",
               "ecn_mark", "ue_mark", "trim", "pfc_tx_xoff", "pfc_tx_xon", "pfc_rx",
               "paused_ns", "csig_replace", "int_append", "non_ip", "no_route", "parse_err",
-              "tx_retry", "late", "delay_drop")
+              "tx_retry", "late", "delay_drop", "ttl_drop")
 (T_RX, T_RX_BYTES, T_ENQ, T_ENQ_BYTES, T_TX, T_TX_BYTES, T_DROP, T_DROP_BYTES, T_ECN,
  T_UE, T_TRIM, T_XOFF, T_XON, T_PFC_RX, T_PAUSED_NS, T_CSIG, T_INT, T_NONIP, T_NOROUTE,
- T_PARSE_ERR, T_TX_RETRY, T_LATE, T_DELAY_DROP) = range(len(STAT_NAMES))
+ T_PARSE_ERR, T_TX_RETRY, T_LATE, T_DELAY_DROP, T_TTL_DROP) = range(len(STAT_NAMES))
 N_STAT = 24
 
 # Telemetry record fields, tel[p, k, ...].
