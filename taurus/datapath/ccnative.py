@@ -155,13 +155,6 @@ def native_call(A, R, k, flow, ev, now):
         native_apply(A, R, k, flow, now)
 
 
-@nb.njit(cache=True)
-def native_signal(A, R, k, flow, ev, now, v0, v1, v2, v3, v4, v5):
-    """One signal (report.py's values V0..V5) to a native flow's algorithm."""
-    _values(A.rec, v0, v1, v2, v3, v4, v5)
-    native_call(A, R, k, flow, ev, now)
-
-
 @nb.njit(cache=True, inline="always")
 def _values(rec, v0, v1, v2, v3, v4, v5):
     """The record's values V0..V5; the rest 0."""

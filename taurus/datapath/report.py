@@ -49,7 +49,7 @@ import numpy as np
 
 from . import ccevents
 from . import ccshm as C
-from .ccnative import native_call, native_signal
+from .ccnative import native_call
 from .wire import spec as S
 from .wire.codec import get_field
 from .shmring import Ring, ring_doorbell, ring_publish, ring_slot, ring_space
@@ -168,65 +168,39 @@ def report_signal(E, flow, ev, now, v0, v1, v2, v3):
 @nb.njit(cache=True)
 def report_signal6(E, flow, ev, now, v0, v1, v2, v3, v4, v5):
     """One signal of event `ev` for `flow` at time `now` (values V0..V5 by
-    event as in ccevents).  Cheap when the flow's algorithm did not bind the
-    event.  A native flow's algorithm gets it at once."""
+    event as in ccevents): report_values with these values.  Cheap when the
+    flow's algorithm did not bind the event."""
     R = E.rep
-    k = R.owner[flow]
-    m = R.mask[flow]
-    if k < 0 or ((m >> ev) & 1) == 0:
+    if R.owner[flow] < 0 or ((R.mask[flow] >> ev) & 1) == 0:
         return
-    if R.tm_on[flow] == 0 and (m >> C.EV_TIMER) & 1 and R.timer_ns[flow] > 0:
-        report_timer_start(E, flow, now)
-    if R.flags[flow] & C.FL_NATIVE:
-        native_signal(E.alg, R, k, flow, ev, now, v0, v1, v2, v3, v4, v5)
-        return
-    ctl = R.ctls[k]
-    ctl[C.CTL_SIGNALS] += 1
-    cls = C.EVENT_CLASS[ev]
-    period = R.period[flow, cls]
-    if period < 0:                      # RTT-relative
-        rtt = R.srtt[flow] if R.srtt[flow] > 0 else ctl[C.CTL_RTT_INIT_NS]
-        period = max(np.int64(1), -period * rtt // C.RTT_UNIT)
-    period *= max(np.int64(1), ctl[C.CTL_BACKPRESSURE])
-    if ctl[C.CTL_AGGREGATE] == 0 or cls == C.CLS_RAW or period <= 0:
-        vals = np.empty(6, np.int64)
-        vals[0], vals[1], vals[2], vals[3], vals[4], vals[5] = v0, v1, v2, v3, v4, v5
-        _stage(E, R, k, flow, ev, 1, now, now, vals, 6, now)
-        return
-    a = R.acc[flow, ev]
-    if a[A_COUNT] == 0:
-        a[A_FIRST] = now
-        t = R.win_timer[flow, cls]
-        if t < 0:
-            t = wheel_alloc(E.wheel, OWNER_REPORT, TAG_WINDOW | (np.int64(flow) << 2) | cls)
-            R.win_timer[flow, cls] = t
-        if t >= 0 and not wheel_armed(E.wheel, t):
-            wheel_schedule(E.wheel, t, now + period)
-        a[A_V], a[A_V + 1], a[A_V + 2], a[A_V + 3] = v0, v1, v2, v3
-        a[A_V + 4], a[A_V + 5] = v4, v5
-    else:
-        vs = (np.int64(v0), np.int64(v1), np.int64(v2), np.int64(v3), np.int64(v4),
-              np.int64(v5))
-        won = False                     # WORST: this signal's value is the worse one
-        for i in range(6):
-            m = MERGE[ev, i]
-            if m == SUM:
-                a[A_V + i] += vs[i]
-            elif m == MAX:
-                a[A_V + i] = max(a[A_V + i], vs[i])
-            elif m == MIN:
-                a[A_V + i] = min(a[A_V + i], vs[i])
-            elif m == WORST:
-                won = _worse(vs[CSIG_TYPE_WORD], vs[i], a[A_V + i])
-                if won:
-                    a[A_V + i] = vs[i]
-            elif m == BY_WORST:
-                if won:
-                    a[A_V + i] = vs[i]
-            else:
-                a[A_V + i] = vs[i]
-    a[A_COUNT] += 1
-    a[A_LAST] = now
+    v = _values(E)
+    v[0], v[1], v[2], v[3], v[4], v[5] = v0, v1, v2, v3, v4, v5
+    report_values(E, flow, ev, now)
+
+
+@nb.njit(cache=True, inline="always")
+def _merge(a, ev, vals):
+    """One more signal's values into the open aggregate ``a`` (ccevents
+    MERGE: SUM, MAX, MIN, LAST; WORST keeps the worse CSIG value and
+    BY_WORST the fields that go with it, e.g. its locator)."""
+    won = False                         # WORST: this signal's value is the worse one
+    for i in range(C.N_VALUES):
+        m = MERGE[ev, i]
+        if m == SUM:
+            a[A_V + i] += vals[i]
+        elif m == MAX:
+            a[A_V + i] = max(a[A_V + i], vals[i])
+        elif m == MIN:
+            a[A_V + i] = min(a[A_V + i], vals[i])
+        elif m == WORST:
+            won = _worse(vals[CSIG_TYPE_WORD], vals[i], a[A_V + i])
+            if won:
+                a[A_V + i] = vals[i]
+        elif m == BY_WORST:
+            if won:
+                a[A_V + i] = vals[i]
+        else:
+            a[A_V + i] = vals[i]
 
 
 @nb.njit(cache=True, inline="always")
@@ -360,16 +334,7 @@ def report_values(E, flow, ev, now):
         _window_open(E, R, a, flow, cls, period, now)
         a[A_V:] = vals
     else:
-        for i in range(C.N_VALUES):
-            m = MERGE[ev, i]
-            if m == SUM:
-                a[A_V + i] += vals[i]
-            elif m == MAX:
-                a[A_V + i] = max(a[A_V + i], vals[i])
-            elif m == MIN:
-                a[A_V + i] = min(a[A_V + i], vals[i])
-            else:
-                a[A_V + i] = vals[i]
+        _merge(a, ev, vals)
     a[A_COUNT] += 1
     a[A_LAST] = now
 

@@ -146,14 +146,19 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
         raise ValueError("rx_buf_bytes must hold at least one MSS")
     eng.nics.shm.set_name(n, name or f"nic{n}")
     eng.nics.neigh[ip_int(ip)] = mac_int(mac)
-    t = wheel_alloc(eng.E.wheel, d, (TK_TX << TK_SHIFT) | n)
-    if t < 0:
-        raise ValueError("timing wheel full (Engine(timers=...))")
-    r[NR_TXTIMER] = t
+    r[NR_TXTIMER] = _nic_timer(eng, d, n, TK_TX)
     N.meta[M_NNIC] = n + 1
     if host_bw:
         nic_host_model(eng, d, host_bw, host_buffer, host_sample_ns)
     return d
+
+
+def _nic_timer(eng, d: int, n: int, kind: int) -> int:
+    """A wheel timer of NIC n (device d) for timer kind ``kind`` (TK_*)."""
+    t = wheel_alloc(eng.E.wheel, d, (kind << TK_SHIFT) | n)
+    if t < 0:
+        raise ValueError("timing wheel full (Engine(timers=...))")
+    return t
 
 
 def nic_rx_tick(eng, d: int, period_ns: int) -> None:
@@ -165,10 +170,7 @@ def nic_rx_tick(eng, d: int, period_ns: int) -> None:
         raise ValueError("period_ns must be >= 0")
     N.nr[n, NR_RX_TICK] = int(period_ns)
     if period_ns and N.nr[n, NR_RX_TTIMER] <= 0:
-        t = wheel_alloc(eng.E.wheel, d, (TK_RXTICK << TK_SHIFT) | n)
-        if t < 0:
-            raise ValueError("timing wheel full (Engine(timers=...))")
-        N.nr[n, NR_RX_TTIMER] = t
+        N.nr[n, NR_RX_TTIMER] = _nic_timer(eng, d, n, TK_RXTICK)
     if period_ns:
         wheel_schedule(eng.E.wheel, int(N.nr[n, NR_RX_TTIMER]), eng.now() + int(period_ns))
 
@@ -190,10 +192,7 @@ def nic_rx_idle(eng, d: int, idle_ns: int) -> None:
         raise ValueError("idle_ns must be >= 0")
     N.nr[n, NR_RX_IDLE] = int(idle_ns)
     if idle_ns and N.nr[n, NR_RX_TIMER] <= 0:
-        t = wheel_alloc(eng.E.wheel, d, (TK_RXIDLE << TK_SHIFT) | n)
-        if t < 0:
-            raise ValueError("timing wheel full (Engine(timers=...))")
-        N.nr[n, NR_RX_TIMER] = t
+        N.nr[n, NR_RX_TIMER] = t = _nic_timer(eng, d, n, TK_RXIDLE)
         wheel_schedule(eng.E.wheel, t, eng.now() + max(idle_ns // 2, 1))
 
 
@@ -219,10 +218,7 @@ def nic_host_model(eng, d: int, host_bw: int, buffer_bytes: int = 256 << 10,
             wheel_cancel(eng.E.wheel, int(r[NR_HOST_TIMER]) - 1)
         return
     if r[NR_HOST_TIMER] <= 0:
-        t = wheel_alloc(eng.E.wheel, d, (TK_HOST << TK_SHIFT) | n)
-        if t < 0:
-            raise ValueError("timing wheel full (Engine(timers=...))")
-        r[NR_HOST_TIMER] = t + 1
+        r[NR_HOST_TIMER] = _nic_timer(eng, d, n, TK_HOST) + 1
     wheel_schedule(eng.E.wheel, int(r[NR_HOST_TIMER]) - 1, eng.now() + sample_ns)
 
 
