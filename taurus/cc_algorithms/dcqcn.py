@@ -2,42 +2,42 @@
 Deployments", SIGCOMM'15): the reaction point (RP) of a rate-based flow.
 
 The receiver is the notification point: binding CNP makes it send a CNP on
-CE (or UE) marks, at most one per NIC ``cnp_gap_ns`` (50 us, the paper's
-CNP interval).  The sender keeps a current rate R_C, a target rate R_T and
+CE (or UE) marks, at most one per NIC ``cnp_gap_ns`` (50 us, the CNP
+interval).  The sender keeps a current rate R_C, a target rate R_T and
 alpha:
 
     on a CNP (at most one cut per N):
-        R_T <- R_C;  R_C <- R_C (1 - alpha/2);  reset T, BC, byte counter
-    every K:  alpha <- (1 - g) alpha + g * [a CNP arrived in the last K]
-    rate increase, on each expiry of the timer T and of the byte counter B
-    (T counts the timer's expiries, BC the counter's, since the last cut):
-        max(T, BC) <= F             fast recovery
-        min(T, BC) <= F < max       additive increase:  R_T += R_AI
-        min(T, BC) > F              hyper increase:     R_T += (min - F) R_HAI
-        then R_C <- (R_T + R_C) / 2
-    ``stage`` in the state: 0 fast recovery, 1 additive, 2 hyper.
+        alpha <- (1 - g) alpha + g
+        R_T <- R_C;  R_C <- max(R_C (1 - alpha/2), R_min);  T = BC = 0
+    every K without a cut:  alpha <- (1 - g) alpha
+    on each expiry of the rate timer T and of the byte counter B (T and BC
+    count them since the last cut):
+        max(T, BC) <= F             fast recovery (stage 0)
+        min(T, BC) <= F < max       additive increase (1):  R_T += R_AI
+        min(T, BC) > F              hyper increase (2):     R_T += (min - F) R_HAI
+        then R_C <- (R_T + R_C) / 2, R_T at most the line rate
 
-As in Mellanox's NIC (and HPCC's ns-3 model of it) alpha moves only on its
-timer, from a flag that CNPs set; a CNP that comes less than N after the
-last cut is not lost: the cut happens at the first TIMER tick N after it
-(ns-3 checks every 4 us).  One TIMER of period ``tick`` drives K, T and the
-deferred cut by time (ours: one period serves all three).  TX reports feed
-the byte counter.  A flow starts at line rate (the paper's, ns-3's) or at
-the rate configured for it; alpha starts at 1.
+A CNP less than N after the last cut is not lost: the cut happens at the
+first TIMER tick N after the last (HPCC's ns-3 model checks every 4 us).
+One TIMER of period ``tick`` drives K, T and that deferred cut by time
+(ours); TX reports feed the byte counter.  A flow starts at line rate (the
+reference code's) or at the rate configured for it.
 
 TCD (seed 002, §5.2.1): with ``tcd`` a CNP that notifies only UE marks
-(ev.ue > 0, ev.ce == 0: the port was undetermined, paused by PFC) leaves the
-rate alone -- no cut, no alpha -- and a cut on CE is R_C (1 - tcd_factor
-alpha) with TCD's factor 1.2 instead of 1/2, floored at R_min.
+(ev.ue > 0, ev.ce == 0: the port was undetermined, paused by PFC) leaves
+the rate alone -- no cut, no alpha -- and a cut on CE is R_C (1 -
+tcd_factor alpha) with TCD's factor 1.2 instead of 1/2, floored at R_min.
 
-Defaults and sources: g = 1/256, K = T = 55 us, B = 10 MB, F = 5 are the
-paper's (its parameter table; HPCC's ns-3 config also runs EWMA_GAIN =
-1/256, ns-3's AlphaResumInterval default is 55 us, FastRecoveryTimes 5);
-N = 50 us is the paper's CNP interval; R_AI = 5 Mbit/s, R_HAI = 50 Mbit/s,
-R_min = 100 Mbit/s are the RateAI, RateHAI and MinRate defaults of HPCC's
-ns-3 rdma-hw.cc (alibaba-edu/High-Precision-Congestion-Control); TCD's
-factor 1.2 is seed 002's.  ``tick`` (5 us) is ours.  The timer T is the
-parameter ``T_timer`` (a numpy record's ``.T`` is its transpose).
+Defaults: the DCQCN authors' public ns-3 code (bobzhuyb/ns3-rdma): its
+configuration mix/config.txt gives g = 1/256 (DCTCP_GAIN), K = 55 us
+(ALPHA_RESUME_INTERVAL), T = 60 us (RP_TIMER), B = 300 KB (BYTE_COUNTER),
+F = 5 (FAST_RECOVERY_TIMES), R_AI = 40 Mbit/s, R_HAI = 200 Mbit/s, N =
+50 us (CNP_INTERVAL) and R_T clamped to R_C on every cut
+(CLAMP_TARGET_RATE 1); its qbb-net-device.cc gives R_min = 100 Mbit/s
+(MinRate), alpha = 0.5 for a new flow, the alpha update on each cut and
+its decay every K without one.  TCD's factor 1.2 is seed 002's.  The
+timer T is the parameter ``T_timer`` (a numpy record's ``.T`` is its
+transpose).
 """
 from dataclasses import dataclass
 
