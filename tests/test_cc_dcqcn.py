@@ -1,6 +1,6 @@
 """DCQCN (taurus/cc_algorithms/dcqcn.py): its signature behaviour.
 
-End to end (virtual time, native mode; ``pytest -s`` prints the figures):
+End to end (virtual time; ``pytest -s`` prints the figures):
 two flows share a 2 Gbit/s bottleneck whose switch marks RED-style at
 Kmin 8 KB, Kmax 32 KB, Pmax 0.2 (HPCC's DCQCN settings, 100 / 400 KB at
 25 Gbit/s, scaled to 2 Gbit/s); h1 sends 2.2 MB from 0 (it ends at 20.9
@@ -9,7 +9,9 @@ Measured over 8-19 ms: h1's share 0.489, utilisation 88.3%, queue median
 12.4 KB, p99 32.8 KB, max 33.9 KB (above Kmax in 1.1% of the 10 us
 samples, by at most one frame), no drops.  After h1 ends h2's CNPs stop:
 fast recovery 20.53-20.89 ms, then additive increase, its rate 0.73 ->
-2.36 Gbit/s before the bottleneck marks again.
+2.36 Gbit/s before the bottleneck marks again.  Those are native mode's
+figures; agent and per-event mode run the same scenario (share 0.501 and
+0.537, utilisation 88.0% and 89.5%; the queue: see its test).
 
 Handler level (the plain-Python handlers, fed made-up events): the stage
 sequence fast recovery -> additive -> hyper, at most one cut per N, alpha
@@ -25,8 +27,8 @@ from taurus.cc_algorithms.dcqcn import Dcqcn
 from taurus.cc_algorithms.native import NativeTable
 from taurus.cc_algorithms.runtime import Runtime, events
 from taurus.datapath.ccevents import EVENT_IDS
-from taurus.datapath.ccshm import REC_WIDTH
-from taurus.datapath.devices.nic.setup import add_flow, nic_delivered, nic_post
+from taurus.datapath.ccshm import REC_WIDTH, CcShm
+from taurus.datapath.devices.nic.setup import add_flow, nic_delivered, nic_post, set_flow_mode
 from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import build_virtual, nic_host
@@ -38,12 +40,15 @@ H1_BYTES = 2_200_000                 # h1 ends around 21 ms, h2 goes on alone
 DUR, H2_START, STEP = 30_000_000, 1_000_000, 10_000
 FAIR = (8_000_000, 19_000_000)       # both flows active and converged
 FRAME = 4_200                        # one MSS frame with its headers
+MODES = ("native", "agent", "per-event")
 
 
 @functools.lru_cache(maxsize=None)
-def run():
+def run(mode="native"):
     """Per 10 us: time, bottleneck queue, and per flow (rc, rt, alpha, stage,
-    cuts, tc, bytes delivered); plus the bottleneck's counters."""
+    cuts, tc, bytes delivered); plus the bottleneck's counters.  In agent
+    modes the agent (in-process, stepped every 10 us) holds the state: rc is
+    then the rate in force, the other state columns NaN."""
     t = Topology("dcqcn")
     for h in ("h1", "h2", "h3"):
         t.add_host(h)
@@ -55,16 +60,30 @@ def run():
     tab = NativeTable(64)
     alg = tab.add(Dcqcn)
     eng = Engine(clock="virtual", max_flows=64, max_nics=4, native=tab.native)
+    agents = []
     try:
         size = int(DUR * RATE / 8e9)
         fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, rx_buf_bytes=2 * size))
         nics, bott = fab["hosts"], fab["ports"]["s1-eth2"]
         flows = {}
+        if mode != "native":
+            from taurus.agent.agent import Agent        # here: native runs need no agent
+            from taurus.agent.config import parse
+            cfg = parse({"agent": {"algorithm": "dcqcn", "line_rate_bps": 10_000_000_000}})
+            for h in ("h1", "h2"):
+                slot = int(eng.E.devs.regs[nics[h], 0])
+                a = Agent(eng.name + "-cc", cfg, cc=CcShm.attach(eng.name + "-cc", nic=slot),
+                          stats_dir=None, slot=slot)
+                a.start()
+                agents.append(a)
 
         def start(h, n):
             f = add_flow(eng, nics[h], t.mac_of("h3"), t.ip_of("h3"), cwnd_bytes=0,
                          buf_bytes=n + (1 << 20))      # no window: DCQCN is rate-based
-            tab.start(eng, f, alg)
+            if mode == "native":
+                tab.start(eng, f, alg)
+            else:
+                set_flow_mode(eng, f, mode)
             nic_post(eng, nics[h], f, np.zeros(n, np.uint8).tobytes())
             flows[h] = f
 
@@ -74,18 +93,23 @@ def run():
             if "h2" not in flows and eng.now() >= H2_START:
                 start("h2", size)
             eng.run_until(eng.now() + STEP, stop_idle=False)
+            for a in agents:
+                a.step(eng.now())
             S = tab.state(alg)
             row = [eng.now(), int(eng.E.sw.qb[bott].sum())]
             for h in ("h1", "h2"):
                 if h in flows:
-                    s = S[flows[h]]
-                    row += [s["rc"], s["rt"], s["alpha"], s["stage"], s["cuts"], s["tc"],
-                            len(nic_delivered(eng, nics["h3"], t.ip_of(h), flows[h]))]
+                    f = flows[h]
+                    s = [S[f][k] for k in ("rc", "rt", "alpha", "stage", "cuts", "tc")] \
+                        if mode == "native" else [eng.cc.rate[f]] + [np.nan] * 5
+                    row += s + [len(nic_delivered(eng, nics["h3"], t.ip_of(h), f))]
                 else:
                     row += [0.0] * 7
             rows.append(row)
         return np.array(rows), switch_stats(eng, [bott])["s1-eth2"]
     finally:
+        for a in agents:
+            a.teardown()
         eng.close()
 
 
@@ -98,26 +122,33 @@ def _at(tr, t):
     return tr[np.searchsorted(tr[:, T], t)]
 
 
-def test_two_flows_converge_to_fair_share():
-    tr, st = run()
+@pytest.mark.parametrize("mode", MODES)
+def test_two_flows_converge_to_fair_share(mode):
+    tr, st = run(mode)
     a, b = _at(tr, FAIR[0]), _at(tr, FAIR[1])
     got1, got2 = b[GOT] - a[GOT], b[H2 + GOT] - a[H2 + GOT]
     share = got1 / (got1 + got2)
     util = (got1 + got2) * 8 / ((b[T] - a[T]) / 1e9) / RATE
-    print(f"h1 share {share:.3f}, utilisation {util:.3f}")
+    print(f"{mode}: h1 share {share:.3f}, utilisation {util:.3f}")
     assert abs(share - 0.5) <= 0.05                  # each within 10% of its fair share
     assert util >= 0.85
     assert st["drop"] == 0 and st["ecn_mark"] > 0
 
 
-def test_queue_stays_below_kmax_after_convergence():
-    tr, st = run()
+@pytest.mark.parametrize("mode", MODES)
+def test_queue_stays_below_kmax_after_convergence(mode):
+    """Measured above Kmax: native 1.1% of the samples, per-event 2.0%, by
+    at most a frame; agent 6.2%, by at most 6.4 KB (its decisions land up
+    to a step, 10 us, and a batch later).  Asserted with a little room."""
+    tr, st = run(mode)
     q = tr[(tr[:, T] >= FAIR[0]) & (tr[:, T] <= FAIR[1]), Q]
-    print(f"queue median {np.median(q):.0f} B, p99 {np.percentile(q, 99):.0f} B, "
-          f"max {q.max():.0f} B, Kmax {KMAX} B")
-    assert (q > KMAX).mean() <= 0.02                 # below Kmax 98% of the time ...
-    assert q.max() <= KMAX + FRAME                   # ... and at worst a frame past it
+    print(f"{mode}: queue median {np.median(q):.0f} B, p99 {np.percentile(q, 99):.0f} B, "
+          f"max {q.max():.0f} B, above Kmax {(q > KMAX).mean():.1%}, Kmax {KMAX} B")
+    share, frames = {"native": (0.02, 1), "per-event": (0.03, 1), "agent": (0.10, 2)}[mode]
+    assert (q > KMAX).mean() <= share
+    assert q.max() <= KMAX + frames * FRAME
     assert np.median(q) > KMIN / 2                   # it is the marks that hold it there
+    assert st["drop"] == 0
 
 
 def test_rate_recovers_through_fast_recovery_then_additive_increase():
