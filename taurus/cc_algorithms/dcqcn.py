@@ -49,7 +49,7 @@ from .params import Params, require
 class DcqcnParams(Params):
     g: float = param(1 / 256, "", "EWMA gain of alpha (authors' config: 1/256)")
     K: int = param(55_000, "ns", "alpha update period (authors' config: 55 us)")
-    T_timer: int = param(60_000, "ns", "the paper's T: rate-increase timer (authors' config: 60 us)")
+    T_timer: int = param(60_000, "ns", "the paper's T: rate timer (authors' config: 60 us)")
     B: int = param(300_000, "bytes", "rate-increase byte counter (authors' config: 300 KB)")
     F: int = param(5, "", "fast-recovery rounds (authors' config: 5)")
     N: int = param(50_000, "ns", "at most one rate cut per N (the CNP interval: 50 us)")
