@@ -14,26 +14,28 @@ then (ComputeWind), against the reference window Wc:
     else:                                 W = Wc + W_AI
 W applies at once (the paper's fast reaction); Wc and incStage take the new
 value only once per RTT: when the acknowledged PSN passes lastUpdateSeq,
-which then becomes the PSN the flow sends next (estimated here as the
-reflected PSN plus a window of packets).  The flow is paced at R = W / T.
-The windows are bounded by W_init = line rate x T (HPCC starts at line rate).
+which then becomes the PSN the flow sends next (snd_nxt: the packets
+sent, counted from TX reports).  The flow is paced at R = W / T.
+W lies between min_rate x T and W_init = line rate x T (HPCC starts at
+line rate).  Binding TX costs one record per data packet in native and
+per-event mode (aggregated per period in agent mode).
 
 T is the base RTT: the ``base_rtt`` parameter, or when it is 0 the least RTT the
 flow measures (binds RTT; until the first sample the flow sends at line
 rate).  INT fields wrap (ts every 2^24 ns, tx_bytes every 2^27 bytes:
 docs/PROTOCOLS.md), so differences are taken modulo those.
 
-Defaults: eta = 0.95 (paper §3.3; ns-3 RdmaHw TargetUtil 0.95 and run.py
-U_TARGET 95); maxStage = 5 (paper §3.3 and ns-3 RdmaHw MiThresh 5; the
-repository's run.py passes 0); W_AI = 0 means W_init / 2500, i.e. R_AI x T with
-ns-3 run.py's RATE_AI of 10 Mbit/s per 25 Gbit/s of line rate; U starts at 1
+Defaults: eta = 0.95 (the paper; ns-3 RdmaHw TargetUtil 0.95, run.py
+U_TARGET 95); maxStage = 5 (the paper; ns-3 RdmaHw MiThresh 5, while the
+repository's run.py passes 0); W_AI = 0 means W_init / 2500, i.e. R_AI x T
+with ns-3 run.py's RATE_AI of 10 Mbit/s per 25 Gbit/s of line rate;
+min_rate 100 Mbit/s (ns-3 RdmaHw MinRate); U starts at 1
 and the first record of a hop is only stored (ns-3 rdma-queue-pair.cc and
 UpdateRateHp); the queue term takes the smaller of the two records' qlen as
 ns-3's UpdateRateHp does.  Source of the numbers: alibaba-edu/
 High-Precision-Congestion-Control (simulation/run.py, point-to-point/model/
 rdma-hw.cc, rdma-queue-pair.cc).
 """
-import math
 from dataclasses import dataclass
 
 from .algorithm import Algorithm, kernel, param, set_cwnd, set_rate
@@ -49,12 +51,14 @@ class HpccParams(Params):
     eta: float = param(0.95, "", "target utilisation (paper, ns-3 TargetUtil)")
     maxStage: int = param(5, "", "additive stages before a multiplicative increase (paper)")
     W_AI: float = param(0.0, "bytes", "additive increase per update; 0: W_init / 2500 (ns-3)")
+    min_rate: float = param(100e6, "bit/s", "rate floor (ns-3 RdmaHw MinRate)")
     base_rtt: float = param(0.0, "ns", "the paper's T, base RTT; 0: the flow's least RTT")
 
     def check(self):
         require(0 < self.eta <= 1, "eta", "must be in (0, 1]")
         require(self.maxStage >= 0, "maxStage", "must be >= 0")
         require(self.W_AI >= 0, "W_AI", "must be >= 0")
+        require(self.min_rate > 0, "min_rate", "must be > 0")
         require(self.base_rtt >= 0, "base_rtt", "must be >= 0 (0: measured)")
 
 
@@ -103,10 +107,18 @@ def hpcc_on_int(s, p, ev, d):
     if h == ev.nhops - 1 and s.tau > 0:
         tau = min(s.tau, s.base_rtt)
         s.U = (1 - tau / s.base_rtt) * s.U + tau / s.base_rtt * s.u
-        compute_wind(s, p, ev.psn > s.last_seq)
-        if ev.psn > s.last_seq:                # a full RTT of feedback since the last update
-            s.last_seq = ev.psn + math.ceil(s.W / p.mss)
+        update_wc = ev.psn >= s.last_seq       # sent after the last update: an RTT of feedback
+        compute_wind(s, p, update_wc)
+        if update_wc:
+            s.last_seq = s.sent                # lastUpdateSeq = snd_nxt
         publish(s, p, d)
+    elif h == ev.nhops - 1 and s.last_seq == 0:
+        s.last_seq = max(s.sent, 1.0)          # the first stack: stored, an RTT before updating
+
+
+@kernel
+def hpcc_on_tx(s, p, ev, d):
+    s.sent += ev.packets                       # snd_nxt, as a PSN (retransmissions aside)
 
 
 @kernel
@@ -119,7 +131,7 @@ def compute_wind(s, p, update_wc):
     else:
         w = s.Wc + w_ai
         stage = s.stage + 1
-    s.W = min(max(w, w_ai), w_init)
+    s.W = min(max(w, p.min_rate * s.base_rtt / 8e9), w_init)
     if update_wc:
         s.Wc, s.stage = s.W, stage
 
@@ -134,14 +146,15 @@ class Hpcc(Algorithm):
     """HPCC: INT-driven window towards eta utilisation of the worst hop."""
     name = "hpcc"
     Params = HpccParams
-    state = ("U", "W", "Wc", "stage", "last_seq", "base_rtt", "u", "tau",
+    state = ("U", "W", "Wc", "stage", "last_seq", "sent", "base_rtt", "u", "tau",
              ("prev_ts", MAX_HOPS), ("prev_tx", MAX_HOPS), ("prev_q", MAX_HOPS),
              ("seen", MAX_HOPS))
-    binds = ("INT", "RTT")
+    binds = ("INT", "TX", "RTT")
     init = staticmethod(hpcc_init)
     on_int = staticmethod(hpcc_on_int)
+    on_tx = staticmethod(hpcc_on_tx)
     on_rtt = staticmethod(hpcc_on_rtt)
 
     @classmethod
     def bindings(cls, params):
-        return cls.binds if params.base_rtt == 0 else ("INT",)
+        return cls.binds if params.base_rtt == 0 else ("INT", "TX")
