@@ -19,8 +19,9 @@ cross-test uses, spread over --flows flows) is fed record by record to
 - ``drain``: the agent's compiled drain (``Runtime.drain``), all records in
   one call: ns per record.
 
-Each figure is the best of --repeat timed passes over the stream (after one
-untimed pass that compiles and warms); state carries on from pass to pass
+Each figure is the best of --repeat rounds (after one untimed pass that
+compiles and warms); a round times one pass of every algorithm in turn, so
+load from elsewhere falls alike on all; state carries on from pass to pass
 as a flow's would.  ``null`` is a class that binds the same stream's events
 with empty handlers: the loop's and the dispatch's own cost, subtracted in
 the ``net`` columns.  Compiling each algorithm's calls takes seconds the first
@@ -72,7 +73,9 @@ def _native_loop(entry):
     return loop
 
 
-def measure(cls, records: int, flows: int, repeat: int, seed: int = 1) -> dict:
+def runners(cls, records: int, flows: int, seed: int = 1):
+    """(native pass, drain pass, records, events): two calls that each feed
+    the whole stream once, compiled and warmed."""
     params = cls.Params()
     rt = Runtime(cls, jit=True)
     ctx = FlowContext(mss=4096, line_rate=100e9, max_cwnd=float(1 << 24))
@@ -88,42 +91,56 @@ def measure(cls, records: int, flows: int, repeat: int, seed: int = 1) -> dict:
     rows = np.arange(len(rec), dtype=np.int64)
     faults = np.zeros(len(rec), np.int64)
 
-    def best(run):
-        run()                                          # compile, warm the caches
-        ts = []
-        for _ in range(repeat):
-            t0 = time.perf_counter_ns()
-            run()
-            ts.append(time.perf_counter_ns() - t0)
-        return min(ts) / len(rec)
+    def native():
+        loop(st, par, rec, dec)
 
-    native = best(lambda: loop(st, par, rec, dec))
-    drain = best(lambda: rt.drain(S, P, D, rec, rows, faults))
-    events = sorted({EVENT_NAMES[e] for e in rec[:, 2]})
-    return {"native_ns": native, "drain_ns": drain, "events": events, "records": len(rec)}
+    def drain():
+        rt.drain(S, P, D, rec, rows, faults)
+    native()
+    drain()
+    return native, drain, len(rec), sorted({EVENT_NAMES[e] for e in rec[:, 2]})
+
+
+def measure(classes: dict, records: int, flows: int, repeat: int) -> dict:
+    """{name: {native_ns, drain_ns, events, records}}: the best of ``repeat``
+    rounds; each round times every algorithm's passes in turn, so that the
+    machine's load falls alike on all of them."""
+    rs = {n: runners(c, records, flows) for n, c in classes.items()}
+    best = {n: [float("inf"), float("inf")] for n in rs}
+    for _ in range(repeat):
+        for n, (native, drain, nrec, _) in rs.items():
+            for k, run in enumerate((native, drain)):
+                t0 = time.perf_counter_ns()
+                run()
+                best[n][k] = min(best[n][k], (time.perf_counter_ns() - t0) / nrec)
+    return {n: {"native_ns": best[n][0], "drain_ns": best[n][1], "events": rs[n][3],
+                "records": rs[n][2]} for n in rs}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--records", type=int, default=2048, help="records per pass")
+    ap.add_argument("--records", type=int, default=8192, help="records per pass")
     ap.add_argument("--flows", type=int, default=8)
-    ap.add_argument("--repeat", type=int, default=9, help="timed passes; the best counts")
+    ap.add_argument("--repeat", type=int, default=21, help="timed passes; the best counts")
     ap.add_argument("--only", default="", help="comma-separated names (default: all registered)")
     ap.add_argument("--json", default="", help="write the figures here")
     a = ap.parse_args(argv)
     names = [n for n in a.only.split(",") if n] or registry.available()
     if "dctcp" not in names:
         names.insert(0, "dctcp")                        # the reference, always beside
-    null = measure(Null, a.records, a.flows, a.repeat)
-    out = {}
-    print(f"{'algorithm':<12} {'native ns':>10} {'net':>8} {'drain ns':>10} {'net':>8}  events")
-    print(f"{'null':<12} {null['native_ns']:>10.1f} {'':>8} {null['drain_ns']:>10.1f} {'':>8}")
+    classes = {"null": Null}
     for n in names:
         cls = registry.lookup(n)
         if cls.role != "sender":
-            print(f"{n:<12} (receiver algorithm: skipped)")
+            print(f"{n}: a receiver algorithm, skipped")
             continue
-        m = measure(cls, a.records, a.flows, a.repeat)
+        classes[n] = cls
+    res = measure(classes, a.records, a.flows, a.repeat)
+    null = res.pop("null")
+    out = {}
+    print(f"{'algorithm':<12} {'native ns':>10} {'net':>8} {'drain ns':>10} {'net':>8}  events")
+    print(f"{'null':<12} {null['native_ns']:>10.1f} {'':>8} {null['drain_ns']:>10.1f} {'':>8}")
+    for n, m in res.items():
         m["native_net_ns"] = max(m["native_ns"] - null["native_ns"], 0.0)
         m["drain_net_ns"] = max(m["drain_ns"] - null["drain_ns"], 0.0)
         out[n] = m
