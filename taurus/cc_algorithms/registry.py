@@ -13,7 +13,8 @@ from .params import ConfigError, Params, build
 
 ENTRY_POINT_GROUP = "taurus.algorithms"
 BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
-            "dcqcn": "taurus.cc_algorithms.dcqcn:Dcqcn"}
+            "dcqcn": "taurus.cc_algorithms.dcqcn:Dcqcn",
+            "hpcc": "taurus.cc_algorithms.hpcc:Hpcc"}
 ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
 
 
