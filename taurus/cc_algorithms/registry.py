@@ -12,7 +12,9 @@ from .algorithm import Algorithm, check_class
 from .params import ConfigError, Params, build
 
 ENTRY_POINT_GROUP = "taurus.algorithms"
-BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp"}
+BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
+            "swift": "taurus.cc_algorithms.swift:Swift",
+            "timely": "taurus.cc_algorithms.timely:Timely"}
 ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
 
 
