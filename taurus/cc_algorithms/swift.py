@@ -1,4 +1,4 @@
-"""Swift (Kumar et al., SIGCOMM'20), Algorithm 1 with the section 3.5 target.
+"""Swift (Kumar et al., SIGCOMM'20), Algorithm 1 with the paper's scaled target delay.
 
 Windows are in packets (fractions allowed).  Per RTT sample (one per
 acknowledged packet; RTT is a Raw event, so one record per sample in every
@@ -26,7 +26,7 @@ Defaults: ai = 1 packet, beta = 0.8, max_mdf = 0.5, base_target = 20 us,
 h_per_hop = base_target / 6.55, fs_range = 5 * base_target, fs_min_cwnd = 0.1
 and fs_max_cwnd = 100 packets, retx_reset = 5 and min_cwnd = 10 bytes are
 the htsim Swift model's (csg-htsim sim/swift.cpp, SwiftSrc constructor);
-fs_min_cwnd / fs_max_cwnd are also the paper's (section 3.5).  The paper
+fs_min_cwnd / fs_max_cwnd are also the paper's.  The paper
 gives no endpoint target; endpoint_target defaults to base_target (our
 choice).  init_cwnd_pkts = 10 as DCTCP's (RFC 6928).
 """

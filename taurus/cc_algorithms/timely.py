@@ -10,7 +10,11 @@ sample's RTT:
     new_rtt > t_high:          rate *= 1 - beta * (1 - t_high / new_rtt)
     normalized_gradient <= 0:  rate += N * delta   (N = n_hai after n_hai
                                                     such updates in a row, else 1)
-    else:                      rate *= 1 - beta * normalized_gradient
+    else:                      rate *= 1 - beta * min(normalized_gradient, 1)
+The gradient is taken at most 1, so that no update cuts by more than beta,
+as the t_high rule never does (our choice: the paper leaves it open, the
+HPCC ns-3 model floors the factor at 0, i.e. down to its minimum rate, which
+here sends both flows of a dumbbell to min_rate at their first queue).
 The rate stays within [min_rate, line rate]; a flow starts at line rate (as
 in the HPCC ns-3 model).  The window is left as configured: TIMELY is
 rate-based.  RTT is a Raw event: one record per sample in every mode, so
@@ -21,7 +25,7 @@ Defaults: alpha = 0.875, beta = 0.8, t_low = 50 us, t_high = 500 us and
 min_rtt = 20 us are the HPCC ns-3 model's (alibaba-edu/High-Precision-
 Congestion-Control, RdmaHw TimelyAlpha / TimelyBeta / TimelyTLow /
 TimelyTHigh / TimelyMinRtt); delta = 10 Mbit/s and n_hai = 5 are the
-paper's (section 5: delta, N); min_rate = 100 Mbit/s is the HPCC ns-3
+paper's (its delta and N); min_rate = 100 Mbit/s is the HPCC ns-3
 model's MinRate.
 """
 from dataclasses import dataclass
@@ -80,7 +84,7 @@ def timely_on_rtt(s, p, ev, d):
         s.neg += 1                                     # hyper-active after N in a row
         s.rate += p.delta * (p.n_hai if s.neg >= p.n_hai else 1)
     else:
-        s.rate *= max(1 - p.beta * gradient, 0.0)
+        s.rate *= 1 - p.beta * min(gradient, 1.0)
         s.neg = 0
     s.rate = min(max(s.rate, p.min_rate), p.line_rate)
     set_rate(d, s.rate)
