@@ -139,3 +139,22 @@ def test_two_flows_share_fairly():
     a, b = got["h1"], got["h2"]
     print(f"swift: h1 {a} h2 {b} gap {abs(a - b) / ((a + b) / 2):.3f}")
     assert abs(a - b) / ((a + b) / 2) <= 0.10
+
+
+def test_the_endpoint_window_follows_the_receivers_host_delay():
+    """HOST peer_host_delay above endpoint_target shrinks ecwnd while the
+    fabric (RTT below its target) grows fcwnd; the window is the smaller."""
+    from taurus.datapath.ccevents import HOST_SRC_PEER_DELAY
+    p = SwiftParams()
+    rec = _rtt_records([(1_000_000 + 300_000 * i, 15_000, 1) for i in range(6)])
+    host = np.zeros((1, REC_WIDTH), np.int64)
+    h = events(host)[0]
+    h.flow, h.event, h.t_first, h.t_last, h.count = 0, EVENT_IDS["HOST"], 900_000, 900_000, 1
+    h.source, h.value = HOST_SRC_PEER_DELAY, 100_000
+    rec = np.concatenate([host, rec])
+    for mode in ("python", "native"):
+        d, s = replay(Swift, p, rec, mode, CTX, flows=1)
+        assert s[0].edelay == 100_000
+        assert s[0].fcwnd > 10 and s[0].ecwnd < 10
+        assert s[0].cwnd == s[0].ecwnd
+        assert d["cwnd"][-1] == pytest.approx(max(s[0].ecwnd, 1) * MSS)

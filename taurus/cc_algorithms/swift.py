@@ -14,7 +14,9 @@ Fabric delay: the sample's RTT, NIC to NIC (the datapath's RTT holds no host
 stack time).  Endpoint delay: the receiving host's delivery delay its ACKs
 echo (HOST ``peer_host_delay``, present when the receiver has a host model);
 the latest one drives ecwnd by the same AI / MD against ``endpoint_target``
-on every RTT sample.  Without a host model ecwnd never binds.
+on every RTT sample; both windows start at the initial window.  Until
+an endpoint delay arrives (without a host model: never) the fabric
+window alone decides.
 A NACK is Swift's fast recovery: retransmit count reset, fcwnd *= 1 - max_mdf
 at most once per RTT.  A timeout: the count grows; at retx_reset timeouts in
 a row fcwnd falls to min_cwnd, else fcwnd *= 1 - max_mdf at most once per
@@ -90,7 +92,7 @@ def aimd(p, cwnd, delay, target, can_decrease):
 @kernel
 def swift_init(s, p, d):
     s.fcwnd = d.cwnd / p.mss if d.cwnd > 0 else p.init_cwnd_pkts   # a window in force: go on from it
-    s.ecwnd = p.max_cwnd / p.mss
+    s.ecwnd = s.fcwnd
     s.t_last_decrease = -1e300
     publish(s, p, d, 0.0)
 
@@ -138,7 +140,7 @@ def publish(s, p, d, now):
     lo, hi = p.min_cwnd / p.mss, p.max_cwnd / p.mss
     s.fcwnd = min(max(s.fcwnd, lo), hi)
     s.ecwnd = min(max(s.ecwnd, lo), hi)
-    cwnd = min(s.fcwnd, s.ecwnd)
+    cwnd = min(s.fcwnd, s.ecwnd) if s.edelay > 0 else s.fcwnd   # no endpoint signal yet: fabric only
     if cwnd < s.cwnd:
         s.t_last_decrease = now
     s.cwnd = cwnd
