@@ -14,7 +14,9 @@ from .params import ConfigError, Params, build
 ENTRY_POINT_GROUP = "taurus.algorithms"
 BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
             "dcqcn": "taurus.cc_algorithms.dcqcn:Dcqcn",
-            "hpcc": "taurus.cc_algorithms.hpcc:Hpcc"}
+            "hpcc": "taurus.cc_algorithms.hpcc:Hpcc",
+            "swift": "taurus.cc_algorithms.swift:Swift",
+            "timely": "taurus.cc_algorithms.timely:Timely"}
 ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
 
 

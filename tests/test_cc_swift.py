@@ -1,0 +1,160 @@
+"""Swift (taurus/cc_algorithms/swift.py): the target grows as the window
+shrinks (flow scaling) and with the hops; at most one decrease per RTT;
+pacing below one packet; and end to end in virtual time (native), two
+flows through one 2 Gbit/s bottleneck: the measured delay settles within
+20% of the target and the flows share fairly."""
+import functools
+
+import numpy as np
+import pytest
+
+from taurus.cc_algorithms.algorithm import D_RATE, FlowContext
+from taurus.cc_algorithms.native import NativeTable
+from taurus.cc_algorithms.runtime import events
+from taurus.cc_algorithms.swift import Swift, SwiftParams, target_delay
+from taurus.datapath.ccevents import EVENT_IDS
+from taurus.datapath.ccshm import REC_WIDTH
+from taurus.datapath.devices.nic.setup import add_flow, nic_delivered, nic_post
+from taurus.datapath.engine import Engine
+from taurus.testing.replay import replay
+from taurus.tools.fabric import build_virtual, nic_host
+from taurus.tools.topology import Topology
+
+RATE = 2_000_000_000
+STEP_NS = 10_000
+MSS = 1024
+
+
+def test_target_grows_as_the_window_shrinks():
+    p = SwiftParams()
+    t = [target_delay(p, c, 1) for c in (200.0, 100.0, 50.0, 10.0, 2.0, 1.0, 0.5, 0.1, 0.01)]
+    assert all(a <= b for a, b in zip(t, t[1:])), t
+    base = p.base_target + p.h_per_hop
+    assert t[0] == pytest.approx(base) and t[1] == pytest.approx(base)      # fs_max_cwnd: no scaling
+    assert t[-2] == pytest.approx(base + p.fs_range)                        # fs_min_cwnd: the whole range
+    assert t[-1] == pytest.approx(base + p.fs_range)                        # clamped below it
+    assert t[3] < t[4] < t[5]                                               # strictly between
+    assert target_delay(p, 10.0, 3) - target_delay(p, 10.0, 1) == pytest.approx(2 * p.h_per_hop)
+    assert target_delay(p, 10.0, -1) == target_delay(p, 10.0, 0)            # hops unknown: none
+
+
+def _rtt_records(samples):
+    """RTT records of flow 0: (time, rtt, hops) each."""
+    rec = np.zeros((len(samples), REC_WIDTH), np.int64)
+    ev = events(rec)
+    for i, (t, rtt, hops) in enumerate(samples):
+        r = ev[i]
+        r.seq, r.flow, r.event, r.t_first, r.t_last, r.count = i, 0, EVENT_IDS["RTT"], t, t, 1
+        r.rtt, r.send_time, r.psn, r.qdelay, r.hops = rtt, t - rtt, i, rtt - 10_000, hops
+    return rec
+
+
+CTX = FlowContext(mss=MSS, line_rate=10e9, max_cwnd=float(1 << 24))
+
+
+def test_one_decrease_per_rtt_and_the_target_follows_the_window():
+    p = SwiftParams()
+    # 50 samples 1 us apart, 200 us RTT each: far above the target
+    rec = _rtt_records([(1_000_000 + 1000 * i, 200_000, 1) for i in range(50)])
+    for mode in ("python", "native"):
+        d, s = replay(Swift, p, rec, mode, CTX, flows=1)
+        cw = d["cwnd"]                                  # init's, then one per sample
+        assert (np.diff(cw) < 0).sum() == 1, mode        # one cut within the RTT, then none
+        t0 = target_delay(p, 10.0, 1)
+        assert cw[1] == pytest.approx(10 * MSS * max(1 - p.beta * (200_000 - t0) / 200_000,
+                                                     1 - p.max_mdf))
+    d, s = replay(Swift, p, _rtt_records([(1_000_000 + 300_000 * i, 200_000, 1)
+                                          for i in range(4)]), "python", CTX, flows=1)
+    assert (np.diff(d["cwnd"]) < 0).all()               # one per RTT apart: each cuts
+    # the window shrank, so the target it is judged against grew
+    assert s[0].target > target_delay(p, 10.0, 1)
+
+
+def test_below_one_packet_the_flow_is_paced():
+    p = SwiftParams()
+    rec = _rtt_records([(1_000_000 + 300_000 * i, 400_000, 1) for i in range(12)])
+    d, s = replay(Swift, p, rec, "python", CTX, flows=1)
+    assert s[0].cwnd < 1
+    last = d[-1]
+    assert last["set"] & D_RATE
+    assert last["rate"] == pytest.approx(s[0].cwnd * MSS * 8e9 / s[0].srtt, rel=1e-9)
+    assert last["cwnd"] == MSS                          # the window stays one packet
+
+
+def dumbbell():
+    t = Topology("swift")
+    for h in ("h1", "h2", "h3"):
+        t.add_host(h)
+    t.add_switch("s1")
+    t.add_link("h1", "s1", rate="10Gbit", delay="2us")
+    t.add_link("h2", "s1", rate="10Gbit", delay="2us")
+    t.add_link("s1", "h3", rate="2Gbit", delay="2us", buffer="1MB")
+    return t
+
+
+@functools.lru_cache(maxsize=None)
+def run(duration_ns=20_000_000, warm_ns=5_000_000):
+    t = dumbbell()
+    tab = NativeTable(64)
+    swift = tab.add(Swift)
+    eng = Engine(clock="virtual", max_flows=64, max_nics=4, native=tab.native)
+    try:
+        size = int(duration_ns * RATE / 8e9)
+        fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, rx_buf_bytes=2 * size))
+        nics = fab["hosts"]
+        flows = []
+        for h in ("h1", "h2"):
+            f = add_flow(eng, nics[h], t.mac_of("h3"), t.ip_of("h3"), cwnd_bytes=10 * MSS,
+                         buf_bytes=size + (1 << 20))
+            tab.start(eng, f, swift)
+            nic_post(eng, nics[h], f, np.zeros(size, np.uint8).tobytes())
+            flows.append((h, f))
+        st = tab.state(swift)
+        delay, target, d0 = [], [], None
+        while eng.now() < duration_ns:
+            eng.run_until(eng.now() + STEP_NS, stop_idle=False)
+            if eng.now() >= warm_ns:
+                if d0 is None:
+                    d0 = {h: len(nic_delivered(eng, nics["h3"], t.ip_of(h), f)) for h, f in flows}
+                delay.append([st["delay"][f] for _, f in flows])
+                target.append([st["target"][f] for _, f in flows])
+        got = {h: len(nic_delivered(eng, nics["h3"], t.ip_of(h), f)) - d0[h] for h, f in flows}
+        util = sum(got.values()) * 8 / ((eng.now() - warm_ns) / 1e9) / RATE
+        return np.array(delay), np.array(target), got, util
+    finally:
+        eng.close()
+
+
+def test_delay_settles_within_20_percent_of_the_target():
+    delay, target, got, util = run()
+    ratio = delay.mean(axis=0) / target.mean(axis=0)
+    print(f"swift: delay {delay.mean(axis=0) / 1e3} us, target {target.mean(axis=0) / 1e3} us, "
+          f"ratio {ratio}, util {util:.3f}")
+    assert np.all(np.abs(ratio - 1) <= 0.20), ratio
+    assert util >= 0.85                 # payload bytes over the link rate: headers excluded
+
+
+def test_two_flows_share_fairly():
+    delay, target, got, util = run()
+    a, b = got["h1"], got["h2"]
+    print(f"swift: h1 {a} h2 {b} gap {abs(a - b) / ((a + b) / 2):.3f}")
+    assert abs(a - b) / ((a + b) / 2) <= 0.10
+
+
+def test_the_endpoint_window_follows_the_receivers_host_delay():
+    """HOST peer_host_delay above endpoint_target shrinks ecwnd while the
+    fabric (RTT below its target) grows fcwnd; the window is the smaller."""
+    from taurus.datapath.ccevents import HOST_SRC_PEER_DELAY
+    p = SwiftParams()
+    rec = _rtt_records([(1_000_000 + 300_000 * i, 15_000, 1) for i in range(6)])
+    host = np.zeros((1, REC_WIDTH), np.int64)
+    h = events(host)[0]
+    h.flow, h.event, h.t_first, h.t_last, h.count = 0, EVENT_IDS["HOST"], 900_000, 900_000, 1
+    h.source, h.value = HOST_SRC_PEER_DELAY, 100_000
+    rec = np.concatenate([host, rec])
+    for mode in ("python", "native"):
+        d, s = replay(Swift, p, rec, mode, CTX, flows=1)
+        assert s[0].edelay == 100_000
+        assert s[0].fcwnd > 10 and s[0].ecwnd < 10
+        assert s[0].cwnd == s[0].ecwnd
+        assert d["cwnd"][-1] == pytest.approx(max(s[0].ecwnd, 1) * MSS)
