@@ -12,7 +12,9 @@ from .algorithm import Algorithm, check_class
 from .params import ConfigError, Params, build
 
 ENTRY_POINT_GROUP = "taurus.algorithms"
-BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp"}
+BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
+            "hostcc": "taurus.cc_algorithms.hostcc:Hostcc",
+            }
 ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
 
 
