@@ -127,11 +127,23 @@ def _incast(alg: str, mode: str, quick: bool) -> dict:
             "outputs": _outputs()}
 
 
+def _long_jain(run_dir: str, t0: float) -> float:
+    """Jain's index of the flows' mean rates after t0 (flow_series.csv):
+    a sample period holds a few packets, too few for a per-sample index."""
+    per: dict[str, list] = {}
+    with open(os.path.join(run_dir, "flow_series.csv")) as f:
+        for r in csv.DictReader(f):
+            if int(r["t_ns"]) > t0:
+                per.setdefault(r["flow"], []).append(int(r["rate_bps"]))
+    return jain(np.array([np.mean(v) for v in per.values()])) if per else 0.0
+
+
 def _dumbbell_row(s: dict, run_dir: str) -> dict:
     port = s["busiest_port"]
     p50, p99 = _queue(run_dir, port, s["warmup_ns"], s["ended_at_ns"])
     return {"goodput_bps": s["throughput_bps"], "utilisation": s["throughput_bps"] / DUMBBELL_BPS,
-            "queue_p50": p50, "queue_p99": p99, "jain": s["fairness"]["jain_mean"] or 0.0,
+            "queue_p50": p50, "queue_p99": p99, "jain": _long_jain(run_dir, s["warmup_ns"]),
+            "jain_per_sample": s["fairness"]["jain_mean"] or 0.0,
             "drops": _drops(s), "port": port}
 
 
