@@ -72,12 +72,13 @@ def test_mba_steps_up_while_the_host_is_congested_and_down_slowly():
     assert not (off["set"] & D_HOST_MBA).any()     # host actions only when asked for
 
 
-def test_host_drops_fall_by_90_percent_under_the_hog(tmp_path):
+@pytest.mark.parametrize("mode", ["native", "agent"])
+def test_host_drops_fall_by_90_percent_under_the_hog(tmp_path, mode):
     """The host-congestion scenario (2 senders, the receiver's memory
     bandwidth halved by a hog for 4 ms): against fabric-only DCTCP, hostcc
     loses >= 90% fewer packets in the host buffer, none in the fabric."""
     from taurus.experiment.reproduce import host_congestion_pair
-    res = host_congestion_pair(str(tmp_path), quick=True, mode="native")
+    res = host_congestion_pair(str(tmp_path), quick=True, mode=mode)
     f, h = res["fabric-only"], res["host-aware"]
     assert f["host_drops"] > 50, res
     assert h["host_drops"] <= 0.1 * f["host_drops"], res
