@@ -36,7 +36,7 @@ def test_baselines_quick(tmp_path, capsys):
     assert m and int(m[1]) == len(algs), line
     with open(os.path.join(out, "figures.json")) as f:
         fig = json.load(f)
-    assert fig["headline"] == line and fig["algorithms"] == algs
+    assert fig["headline"] == line and fig["algorithms"] == algs and fig["failed"] == []
     for part in ("dumbbell", "incast"):
         assert set(fig[part]) == set(algs)
         for a, r in fig[part].items():
@@ -62,3 +62,12 @@ def test_host_congestion_quick(tmp_path, capsys):
     assert fig["headline"] == line and fig["paper_gain_pct"] == 9.3
     assert int(m[2]) == fig["fabric-only"]["host_drops"] > int(m[4])
     assert os.path.getsize(os.path.join(out, "host.png")) > 0
+
+
+def test_an_algorithm_that_fails_leaves_the_others_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(reproduce, "senders", lambda: ["dctcp", "no-such-algorithm"])
+    lines = []
+    fig = reproduce.run("baselines", str(tmp_path), quick=True, echo=lines.append)
+    assert fig["failed"] == ["no-such-algorithm"]
+    assert "error" in fig["incast"]["no-such-algorithm"] and "jain" in fig["incast"]["dctcp"]
+    assert lines[-1].startswith("baselines: 1 algorithms,") and "(no-such-algorithm failed)" in lines[-1]

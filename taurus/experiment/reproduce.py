@@ -200,40 +200,50 @@ def baselines(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
                              ("incast", _incast, _incast_row)):
         for a in algs:
             d = os.path.join(out, f"{part}-{a}")
-            res[part][a] = row(_run(build(a, mode, quick), d), d)
+            try:
+                res[part][a] = row(_run(build(a, mode, quick), d), d)
+            except Exception as e:      # one algorithm's failure leaves the others' rows
+                res[part][a] = {"error": f"{type(e).__name__}: {e}"}
     for part, cap, what in (("dumbbell", DUMBBELL_BPS, "2 bulk flows, 2 Gbit/s ECN+INT bottleneck"),
                             ("incast", INCAST_BPS, "8:1, 256 KB each, 1 Gbit/s, ECN+INT, PFC")):
         echo(f"{part}: {what}")
         echo(HEAD)
         echo(f"  {'ideal':<10} {cap / 1e9:7.3f} {100.0:6.1f}% {'-':>8} {'-':>8} {1.0:6.3f} {0:6d}")
         for a in algs:
-            echo(_fmt_row(a, res[part][a]))
-    plots = _plot_baselines(out, algs, res)
-    rows = [r for part in res.values() for r in part.values()]
-    worst_u = min(r["utilisation"] for r in rows)
-    worst_j = min(r["jain"] for r in rows)
-    return ({"algorithms": algs, **res, "plots": plots},
-            f"{len(algs)} algorithms, worst utilisation {100 * worst_u:.1f}%, "
-            f"worst fairness {worst_j:.3f}")
+            r = res[part][a]
+            echo(f"  {a:<10} failed: {r['error']}" if "error" in r else _fmt_row(a, r))
+    failed = sorted({a for part in res.values() for a, r in part.items() if "error" in r})
+    ok = [a for a in algs if a not in failed]
+    plots = _plot_baselines(out, ok, res) if ok else []
+    rows = [part[a] for part in res.values() for a in ok]
+    worst_u = min((r["utilisation"] for r in rows), default=0.0)
+    worst_j = min((r["jain"] for r in rows), default=0.0)
+    return ({"algorithms": algs, "failed": failed, **res, "plots": plots},
+            f"{len(ok)} algorithms, worst utilisation {100 * worst_u:.1f}%, "
+            f"worst fairness {worst_j:.3f}" + (f" ({', '.join(failed)} failed)" if failed else ""))
 
 
 def _plot_baselines(out: str, algs: list[str], res: dict) -> list[str]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    figs = (("goodput", "goodput (Gbit/s)", lambda r: [r["goodput_bps"] / 1e9]),
-            ("queue", "queue (KB): p50, p99", lambda r: [r["queue_p50"] / 1e3, r["queue_p99"] / 1e3]),
-            ("fairness", "Jain fairness", lambda r: [r["jain"]]),
-            ("drops", "drops (packets)", lambda r: [r["drops"]]))
+    figs = (("goodput", "goodput (Gbit/s)", lambda r: [r["goodput_bps"] / 1e9], None),
+            ("queue", "queue (KB)", lambda r: [r["queue_p50"] / 1e3, r["queue_p99"] / 1e3],
+             ("p50", "p99")),
+            ("fairness", "Jain fairness", lambda r: [r["jain"]], None),
+            ("drops", "drops (packets)", lambda r: [r["drops"]], None))
     made = []
     x = np.arange(len(algs))
-    for name, label, get in figs:
+    for name, label, get, series in figs:
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
         for ax, part in zip(axes, ("dumbbell", "incast")):
             vals = np.array([get(res[part][a]) for a in algs], float)
             w = 0.8 / vals.shape[1]
             for j in range(vals.shape[1]):
-                ax.bar(x + (j - (vals.shape[1] - 1) / 2) * w, vals[:, j], w)
+                ax.bar(x + (j - (vals.shape[1] - 1) / 2) * w, vals[:, j], w,
+                       label=series[j] if series else None)
+            if series:
+                ax.legend(fontsize=7)
             ax.set_xticks(x, algs, rotation=30, fontsize=8)
             ax.set_title(part, fontsize=9)
             ax.set_ylabel(label, fontsize=8)
