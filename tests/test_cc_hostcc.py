@@ -53,6 +53,16 @@ def test_a_congested_receiving_host_cuts_the_window_like_ecn(mode):
     assert low <= 1 and again[-1] > again[low] and (np.diff(again[low:]) > 0).all()
 
 
+def test_memory_psi_counts_only_above_psi_t():
+    """Local memory PSI ("some" avg10, 1/100 %) above psi_T cuts like a
+    congested peer; off by default (psi_T = 0)."""
+    rec = stream(acks(20) + [("HOST", {"source": 3, "value": 2_000})] + acks(20))
+    on, _ = replay(Hostcc, Hostcc.Params(psi_T=1_000.0), rec, "native", CTX)
+    off, _ = replay(Hostcc, Hostcc.Params(), rec, "native", CTX)
+    last = lambda d: d["cwnd"][(d["set"] & D_CWND) != 0][-1]
+    assert last(on) < 0.75 * last(off)
+
+
 def test_mba_steps_up_while_the_host_is_congested_and_down_slowly():
     """With mba on, the local host_delay sample above T_host while the
     network gets less than B_T raises the MBA level (100 -> 70 -> 40 -> 10

@@ -12,7 +12,9 @@ Here, per flow at the sender:
     in ACKs):  host_cong <- delay > T_host,
                T_host = I_T cache lines (64 B) at the flow's line rate
     on ACK:    marked += ecn_bytes, or every byte ACKed while host_cong
-               (the receiver's ECN echo of hostCC), then DCTCP once per
+               (the receiver's ECN echo of hostCC) or while the local
+               memory PSI (HOST psi_memory, "some" avg10, from the agent's
+               samplers in wall-clock runs) exceeds psi_T, then DCTCP once per
                window (taurus/cc_algorithms/dctcp.py: alpha EWMA with g,
                cwnd * (1 - alpha / 2) on marks, else slow start / +1 MSS)
     on RTO:    ssthresh <- max(cwnd / 2, 2 MSS); cwnd <- 1 MSS
@@ -27,13 +29,17 @@ through resctrl); native mode ignores them (datapath/ccnative.py) and
 so does the virtual-time host model, whose hog is fixed by its config.
 
 Defaults: I_T = 70 and B_T = 84 (Gbit/s of the paper's 100 Gbit/s NIC,
-hence 0.84 of line rate) are hostCC's (src/README.md: target_iio_wr_threshold,
+hence 0.84 of line rate) are hostCC's (github.com/Terabit-Ethernet/hostCC,
+src/README.md: target_iio_wr_threshold,
 target_pcie_threshold; IIO_THRESHOLD, PCIE_BW_THRESHOLD); its MBA steps
 are MBA_VAL_HIGH = 90 (the most throttling: 10% left, our mba_floor) over
 3 levels, lowered at most once per REDUCTION_TIMEOUT_US = 150 us.  The
 DCTCP part keeps Linux's g = 1/16 and alpha_init = 1 and RFC 6928's 10
 packets, as dctcp.py.  The 64 B cache line turning I_T into bytes is
-ours (an IIO write-buffer entry is one cache line).
+ours (an IIO write-buffer entry is one cache line).  hostCC uses no PSI and
+we know of no published threshold for it, so psi_T is off (0) unless set;
+the agent samples PSI when its config asks (`[agent] samplers`), not this
+class, so virtual-time runs stay deterministic.
 """
 from dataclasses import dataclass
 
@@ -41,6 +47,7 @@ from .algorithm import Algorithm, host_mba, kernel, param, set_cwnd
 from .params import Params, require
 
 PEER_DELAY, LOCAL_DELAY = 10, 9          # ccevents.HOST_SOURCES peer_host_delay, host_delay
+PSI_MEMORY = 3                           # agent.signals.SAMPLER_IDS psi_memory
 CACHE_LINE = 64
 
 
@@ -51,6 +58,7 @@ class HostccParams(Params):
     g: float = param(1 / 16, "", "EWMA gain of alpha (Linux DCTCP: 1/16)")
     alpha_init: float = param(1.0, "", "alpha of a new flow (Linux DCTCP: 1)")
     init_cwnd_pkts: int = param(10, "packets", "initial window (RFC 6928)")
+    psi_T: float = param(0.0, "1/100 %", "memory PSI some avg10 counted as host congestion (0: off)")
     mba: bool = param(False, "", "host-local response: MBA on the hog (agent modes)")
     max_level: int = param(3, "", "MBA levels above none (hostCC: 3)")
     mba_floor: float = param(10.0, "%", "MBA percent at the top level (hostCC MBA_VAL_HIGH 90)")
@@ -58,6 +66,7 @@ class HostccParams(Params):
 
     def check(self):
         require(self.I_T > 0, "I_T", "must be > 0")
+        require(self.psi_T >= 0, "psi_T", "must be >= 0")
         require(0 < self.B_T <= 1, "B_T", "must be in (0, 1]")
         require(0 < self.g <= 1, "g", "must be in (0, 1]")
         require(0 <= self.alpha_init <= 1, "alpha_init", "must be in [0, 1]")
@@ -87,6 +96,8 @@ def hostcc_init(s, p, d):
 def hostcc_on_host(s, p, ev, d):
     if ev.source == PEER_DELAY:
         s.host_cong = 1.0 if ev.value > t_host(p) else 0.0
+    elif ev.source == PSI_MEMORY and p.psi_T > 0:
+        s.psi_cong = 1.0 if ev.value > p.psi_T else 0.0
     elif ev.source == LOCAL_DELAY and p.mba:
         starved = ev.aux < p.B_T * p.line_rate
         if ev.value > t_host(p) and starved and s.level < p.max_level:
@@ -103,7 +114,7 @@ def hostcc_on_host(s, p, ev, d):
 def hostcc_on_ack(s, p, ev, d):
     s.acked += ev.bytes
     # hostCC's receiver marks what arrives while its host is congested
-    s.marked += ev.bytes if s.host_cong > 0 else ev.ecn_bytes
+    s.marked += ev.bytes if s.host_cong + s.psi_cong > 0 else ev.ecn_bytes
     if s.acked < s.cwnd:
         return
     f = min(s.marked / s.acked, 1.0)
@@ -133,7 +144,8 @@ class Hostcc(Algorithm):
     """Host-congestion CC: DCTCP on fabric ECN and the receiving host's delay."""
     name = "hostcc"
     Params = HostccParams
-    state = ("alpha", "cwnd", "ssthresh", "acked", "marked", "host_cong", "level", "t_cut")
+    state = ("alpha", "cwnd", "ssthresh", "acked", "marked", "host_cong", "psi_cong", "level",
+             "t_cut")
     binds = ("ACK", "RTO", "HOST")
     periods = {"ACK": "rtt", "RTO": 0}
     init = staticmethod(hostcc_init)

@@ -78,8 +78,8 @@ def random_stream(cls, params, n: int = 400, flows: int = 3, seed: int = 0,
             r.backlog = int(rng.integers(0, 1 << 20))
         elif name == "OOO":
             r.ooo = pk
-        elif name == "HOST":        # the NIC's host-model sources: local and echoed delay
-            r.source = int(rng.choice([9, 10]))
+        elif name == "HOST":        # memory PSI; the NIC's host model: local and echoed delay
+            r.source = int(rng.choice([3, 9, 10]))
             r.value, r.aux = int(rng.integers(0, 2_000)), int(rng.integers(0, 101)) * 10**9
     return rec
 
