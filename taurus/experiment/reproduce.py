@@ -351,8 +351,10 @@ def reproduce_cmd(a) -> int:
         print(f"taurus reproduce: unknown scenario {a.name!r}; known: "
               f"{', '.join(SCENARIOS)}", file=sys.stderr)
         return 2
+    from taurus.pidfiles import pidfile
     try:
-        run(a.name, a.out or os.path.join("runs", f"reproduce-{a.name}"), a.quick, a.mode)
+        with pidfile("run"):        # as `taurus run`: `taurus topo clean` finds us after a SIGKILL
+            run(a.name, a.out or os.path.join("runs", f"reproduce-{a.name}"), a.quick, a.mode)
     except Exception as e:
         print(f"taurus reproduce: {a.name} failed: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
