@@ -258,6 +258,10 @@ def _plot_baselines(out: str, algs: list[str], res: dict) -> list[str]:
 # ---------------------------------------------------------- host congestion
 
 PAPER_HOST_GAIN = 9.3        # % throughput, TAURUS (host CC) vs DOCA-PCC under host congestion, §5
+HOST_NOTE = ("the virtual-time hog keeps its share (no MBA or cgroup to act on), so only "
+             "hostcc's network response runs; a host drop costs DCTCP a retransmission, "
+             "no window cut (it cuts on ECN and timeouts), so a full host buffer keeps "
+             "the fabric-only host busy")
 
 
 def _host_congestion(alg: str, mode: str, quick: bool) -> dict:
@@ -307,8 +311,10 @@ def host_congestion(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
              f"{r['switch_drops']:13d} {r['jain']:6.3f}")
     echo(f"  throughput, host-aware vs fabric-only: ours {gain:+.1f}%, "
          f"paper +{PAPER_HOST_GAIN}% (TAURUS vs DOCA-PCC)")
+    echo(f"  note: {HOST_NOTE}")
     _plot_host(out, res)
-    return ({**res, "gain_pct": gain, "paper_gain_pct": PAPER_HOST_GAIN, "plots": ["host.png"]},
+    return ({**res, "gain_pct": gain, "paper_gain_pct": PAPER_HOST_GAIN, "note": HOST_NOTE,
+             "plots": ["host.png"]},
             f"fabric-only {f['goodput_bps'] / 1e9:.2f} Gbit/s, {f['host_drops']} host drops; "
             f"host-aware {h['goodput_bps'] / 1e9:.2f} Gbit/s, {h['host_drops']} host drops "
             f"({gain:+.1f}%)")
