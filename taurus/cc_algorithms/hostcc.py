@@ -25,8 +25,9 @@ B_T of the line rate; one level down when delay < T_host and it is above
 B_T, at most once per reduction_timeout; level L in 0..max_level asks
 host_mba(100 - L * (100 - mba_floor) / max_level) percent.  Host actions
 take effect in agent modes only (agent/handler.py applies D_HOST_MBA
-through resctrl); native mode ignores them (datapath/ccnative.py) and
-so does the virtual-time host model, whose hog is fixed by its config.
+through resctrl, or in virtual-time experiments to the host model's hog:
+experiment/hog.py ModelHostActions); native mode ignores them
+(datapath/ccnative.py).
 
 Defaults: I_T = 70 and B_T = 84 (Gbit/s of the paper's 100 Gbit/s NIC,
 hence 0.84 of line rate) are hostCC's (github.com/Terabit-Ethernet/hostCC,
