@@ -16,7 +16,8 @@ BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
             "dcqcn": "taurus.cc_algorithms.dcqcn:Dcqcn",
             "hpcc": "taurus.cc_algorithms.hpcc:Hpcc",
             "swift": "taurus.cc_algorithms.swift:Swift",
-            "timely": "taurus.cc_algorithms.timely:Timely"}
+            "timely": "taurus.cc_algorithms.timely:Timely",
+            "hostcc": "taurus.cc_algorithms.hostcc:Hostcc"}
 ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
 
 

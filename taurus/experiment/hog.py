@@ -10,7 +10,10 @@ In virtual time a CPU/memory hog cannot slow anything (there is no host
 CPU in the model): the runner records it as skipped.  A load's ``share``
 is the hog of the host model instead (devices/nic/host.py, any clock): the
 runner gives it to the host's NIC (nic_hog), which drains the host buffer
-at the rest of host_bw from start to stop.
+at the rest of host_bw from start to stop.  In virtual time an agent on
+that host acts on the model's hog (ModelHostActions): an MBA limit of p
+percent leaves the hog p% of its share, as MBA throttles the hog's memory
+traffic; a CPU limit has nothing to act on and fails.
 """
 from __future__ import annotations
 
@@ -23,10 +26,39 @@ import shutil
 import sys
 import time
 
-from taurus.agent.host_actions import cgroup2_root
+from taurus.agent.host_actions import ActionResult, cgroup2_root
 from taurus.tools import procs
 
 log = logging.getLogger("taurus.run")
+
+
+class ModelHostActions:
+    """The agent's host actions (agent/host_actions.HostActions' mba and
+    cpu_max) on the host model's hog of one host, in virtual time."""
+
+    def __init__(self, runner, host: str, load):
+        self.r, self.host, self.load = runner, host, load
+        self.counts = {}             # action -> [ok, failed], as HostActions
+        self.log: list[tuple] = []   # (engine ns, percent): the MBA limits applied
+
+    def mba(self, percent, domain: int = 0, group: str = "") -> ActionResult:
+        r, x = self.r, self.r.x
+        pct = min(max(int(percent), 10), 100)          # resctrl's range
+        now = r.eng.now()
+        start = max(now, r.t0 + self.load.start)
+        stop = max(start, r.t0 + (x.duration if self.load.stop is None else self.load.stop))
+        from taurus.datapath.devices.nic.setup import nic_hog
+        nic_hog(r.eng, r.nics[self.host], self.load.share * pct / 100, start, stop)
+        self.counts.setdefault("mba", [0, 0])[0] += 1
+        self.log.append((now, pct))
+        return ActionResult(True, f"{self.host}: the hog keeps {pct}% of its share")
+
+    def cpu_max(self, quota_us, period_us: int = 100_000) -> ActionResult:
+        self.counts.setdefault("cpu", [0, 0])[1] += 1
+        return ActionResult(False, "virtual time: the host model has no CPU to limit")
+
+    def teardown(self) -> list:
+        return []
 
 
 class HostLoads:

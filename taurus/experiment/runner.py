@@ -244,6 +244,10 @@ class Runner:
             a = Agent(self.eng.name + "-cc", cfg, cc=CcShm.attach(self.eng.name + "-cc", nic=slot),
                       stats_dir=None, slot=slot)
             self.agents[h] = a
+            loads = [ld for ld in self.x.host_load if ld.host == h and ld.share]
+            if self.clock == "virtual" and loads:     # host actions act on the model's hog
+                from .hog import ModelHostActions
+                a.host = a.handler.host = ModelHostActions(self, h, loads[0])
             a.start()
 
     # ------------------------------------------------------------ run
@@ -418,7 +422,8 @@ class Runner:
         out["nics"] = {h: NS.nic_counters(eng, d) for h, d in self.nics.items()}
         for h, a in self.agents.items():
             st = a.stats()
-            out["agents"][h] = {"messages": st["messages"], "handler": st["handler"]}
+            out["agents"][h] = {"messages": st["messages"], "handler": st["handler"],
+                                "host_actions": st["host_actions"]}
         N = eng.E.nic
         out["acked"] = N.fl[self.fid, FL_ACKED_OFF].copy()
         out["rate"] = N.ctx[self.fid, CX_RATE].copy()

@@ -78,6 +78,9 @@ def random_stream(cls, params, n: int = 400, flows: int = 3, seed: int = 0,
             r.backlog = int(rng.integers(0, 1 << 20))
         elif name == "OOO":
             r.ooo = pk
+        elif name == "HOST":        # memory PSI; the NIC's host model: local and echoed delay
+            r.source = int(rng.choice([3, 9, 10]))
+            r.value, r.aux = int(rng.integers(0, 2_000)), int(rng.integers(0, 101)) * 10**9
     return rec
 
 
