@@ -53,8 +53,16 @@ def dctcp_init(s, p, d):
 def dctcp_on_ack(s, p, ev, d):
     s.acked += ev.bytes
     s.marked += ev.ecn_bytes
+    if dctcp_window(s, p):
+        publish(s, p, d)
+
+
+@kernel
+def dctcp_window(s, p):
+    """Once cwnd bytes are acknowledged: alpha, then cut or grow; True if
+    the window closed (hostcc.py reuses it with its own marks)."""
     if s.acked < s.cwnd:
-        return                                       # the window is not over yet
+        return False                                 # the window is not over yet
     f = min(s.marked / s.acked, 1.0)
     keep = (1 - p.g) ** (s.acked // s.cwnd)          # k windows of fraction f
     s.alpha = keep * s.alpha + (1 - keep) * f
@@ -67,15 +75,20 @@ def dctcp_on_ack(s, p, ev, d):
         s.cwnd += p.mss * (s.acked // s.cwnd)        # 1 MSS per whole window ACKed
     s.cwnd = min(s.cwnd, p.max_cwnd)
     s.acked = s.marked = 0.0
-    publish(s, p, d)
+    return True
 
 
 @kernel
 def dctcp_on_rto(s, p, ev, d):
+    dctcp_timeout(s, p)
+    publish(s, p, d)
+
+
+@kernel
+def dctcp_timeout(s, p):
     s.ssthresh = max(s.cwnd / 2, 2 * p.mss)
     s.cwnd = p.mss
     s.acked = s.marked = 0.0
-    publish(s, p, d)
 
 
 @kernel

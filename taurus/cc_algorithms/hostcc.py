@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 from .algorithm import Algorithm, host_mba, kernel, param, set_cwnd
 from .params import Params, require
+from .dctcp import dctcp_timeout, dctcp_window
 
 PEER_DELAY, LOCAL_DELAY = 10, 9          # ccevents.HOST_SOURCES peer_host_delay, host_delay
 PSI_MEMORY = 3                           # agent.signals.SAMPLER_IDS psi_memory
@@ -116,28 +117,13 @@ def hostcc_on_ack(s, p, ev, d):
     s.acked += ev.bytes
     # hostCC's receiver marks what arrives while its host is congested
     s.marked += ev.bytes if s.host_cong + s.psi_cong > 0 else ev.ecn_bytes
-    if s.acked < s.cwnd:
-        return
-    f = min(s.marked / s.acked, 1.0)
-    keep = (1 - p.g) ** (s.acked // s.cwnd)          # k windows of fraction f
-    s.alpha = keep * s.alpha + (1 - keep) * f
-    if s.marked > 0:
-        s.cwnd = max(s.cwnd * (1 - s.alpha / 2), p.mss)
-        s.ssthresh = s.cwnd
-    elif s.cwnd < s.ssthresh:
-        s.cwnd = min(s.cwnd + s.acked, s.ssthresh)
-    else:
-        s.cwnd += p.mss * (s.acked // s.cwnd)
-    s.cwnd = min(s.cwnd, p.max_cwnd)
-    s.acked = s.marked = 0.0
-    set_cwnd(d, s.cwnd)
+    if dctcp_window(s, p):
+        set_cwnd(d, s.cwnd)
 
 
 @kernel
 def hostcc_on_rto(s, p, ev, d):
-    s.ssthresh = max(s.cwnd / 2, 2 * p.mss)
-    s.cwnd = p.mss
-    s.acked = s.marked = 0.0
+    dctcp_timeout(s, p)
     set_cwnd(d, s.cwnd)
 
 

@@ -168,15 +168,34 @@ def _make_entry(dispatch, sdt, pdt):
 
 
 def source_key(cls) -> str:
-    """A hash of the source of the module defining ``cls`` (and of this
-    framework): Numba's cache checks only the caller's own file."""
+    """A hash of the source the compiled calls are built from: the module
+    defining ``cls``, the modules whose functions it uses (a helper kernel
+    imported from another file: hostcc.py uses dctcp.py's window), within its
+    own top-level package or taurus, and so on; and this framework.  Numba's
+    cache checks only the caller's own file."""
     h = hashlib.sha1()
-    for mod in (sys.modules[cls.__module__], sys.modules[__name__]):
+    for name in _source_modules(cls):
+        mod = sys.modules[name]
         try:
             h.update(inspect.getsource(mod).encode())
         except (OSError, TypeError):
             h.update(repr(mod).encode())
     return f"{cls.__module__}:{cls.__qualname__}:{h.hexdigest()[:16]}"
+
+
+def _source_modules(cls) -> list:
+    tops = {cls.__module__.split(".")[0], __name__.split(".")[0]}
+    seen, todo = {__name__}, [cls.__module__]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in sys.modules:
+            continue
+        seen.add(name)
+        for v in vars(sys.modules[name]).values():
+            m = getattr(v, "__module__", None)
+            if inspect.isfunction(v) and m and m.split(".")[0] in tops:
+                todo.append(m)
+    return sorted(seen)
 
 
 class Runtime:
