@@ -4,7 +4,7 @@ End to end (virtual time; ``pytest -s`` prints the figures), on the DCQCN
 paper's own setting, nothing scaled: a 2:1 incast at 40 Gbit/s (the
 authors' sample topology, bobzhuyb/ns3-rdma mix/topology.txt: 40 Gbit/s
 links) whose switch marks RED-style at the paper's Kmin 5 KB, Kmax 200 KB,
-Pmax 1% (Zhu et al., SIGCOMM'15, its table of parameters), 1 KB MSS
+Pmax 1% (Zhu et al., SIGCOMM'15, for its 40 Gbit/s testbed), 1 KB MSS
 (RoCE's 1 KB MTU); h1 sends 85 MB from 0, h2 from 1 ms to the end (70
 ms); no window, only DCQCN's rate.  Measured over 15-35 ms (native /
 agent / per-event): h1's share 0.483 / 0.482 / 0.535, utilisation 90.5% /

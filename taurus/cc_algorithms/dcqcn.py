@@ -38,8 +38,9 @@ Mbit/s, N = 50 us (CNP_INTERVAL) and R_T clamped to R_C on every cut
 (CLAMP_TARGET_RATE 1); its qbb-net-device.cc gives R_min = 100 Mbit/s
 (MinRate), alpha = 0.5 for a new flow, the alpha update on each cut and
 its decay every K without one, and the halved T and B in hyper increase.
-B = 10 MB is the paper's (its table of parameters; the sample config's
-BYTE_COUNTER is 300,000,000 bytes, the byte counter all but off): a
+B = 10 MB is the paper's (as used by sc20anonymous/DCQCN-validation with
+the authors' code; the sample config's BYTE_COUNTER is 300,000,000
+bytes, the byte counter all but off): a
 small B lets a fast flow increase more often than a slow one (a 300 KB B
 left two flows at 40 Gbit/s at a 0.75 share for 90 ms).  TCD's factor 1.2
 is seed 002's.  The timer T is the parameter ``T_timer`` (a numpy
