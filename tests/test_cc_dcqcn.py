@@ -1,17 +1,24 @@
 """DCQCN (taurus/cc_algorithms/dcqcn.py): its signature behaviour.
 
-End to end (virtual time; ``pytest -s`` prints the figures):
-two flows share a 2 Gbit/s bottleneck whose switch marks RED-style at
-Kmin 8 KB, Kmax 32 KB, Pmax 0.2 (HPCC's DCQCN settings, 100 / 400 KB at
-25 Gbit/s, scaled to 2 Gbit/s); h1 sends 2.2 MB from 0 (it ends at 20.9
-ms), h2 from 1 ms to the end (30 ms); no window, only DCQCN's rate.
-Measured over 8-19 ms: h1's share 0.489, utilisation 88.3%, queue median
-12.4 KB, p99 32.8 KB, max 33.9 KB (above Kmax in 1.1% of the 10 us
-samples, by at most one frame), no drops.  After h1 ends h2's CNPs stop:
-fast recovery 20.53-20.89 ms, then additive increase, its rate 0.73 ->
-2.36 Gbit/s before the bottleneck marks again.  Those are native mode's
-figures; agent and per-event mode run the same scenario (share 0.501 and
-0.537, utilisation 88.0% and 89.5%; the queue: see its test).
+End to end (virtual time; ``pytest -s`` prints the figures), on the DCQCN
+paper's own setting, nothing scaled: a 2:1 incast at 40 Gbit/s (the
+authors' sample topology, bobzhuyb/ns3-rdma mix/topology.txt: 40 Gbit/s
+links) whose switch marks RED-style at the paper's Kmin 5 KB, Kmax 200 KB,
+Pmax 1% (Zhu et al., SIGCOMM'15, for its 40 Gbit/s testbed), 1 KB MSS
+(RoCE's 1 KB MTU); h1 sends 85 MB from 0, h2 from 1 ms to the end (70
+ms); no window, only DCQCN's rate.  Measured over 15-35 ms (native /
+agent / per-event): h1's share 0.483 / 0.482 / 0.535, utilisation 90.5% /
+90.5% / 90.4%, queue median 26 / 25 / 26 KB; from 15 ms to the end the
+queue's max is 97 / 86 / 81 KB, no sample above Kmax (200 KB), no drops.
+After h1 ends (38.8 ms native) h2's CNPs stop: from 19.1 Gbit/s, fast
+recovery 38.22-38.59 ms, additive increase (R_AI per T) to 58.04 ms
+(33.5 Gbit/s), then hyper increase once the byte counter passed F too,
+at 99% of the line rate by 58.96 ms.
+
+Why 40 Gbit/s: scaled down to 2 Gbit/s (thresholds x 1/20 as delays, Kmin
+250 B, Kmax 10 KB) a flow sends 1/20 the packets per CNP interval, so
+Pmax 1% gives too few CNPs: the queue sat above Kmax in 15% of the
+samples (with Pmax scaled up to 20%, 1.6%, by a frame).
 
 Handler level (the plain-Python handlers, fed made-up events): the stage
 sequence fast recovery -> additive -> hyper, at most one cut per N, alpha
@@ -28,18 +35,18 @@ from taurus.cc_algorithms.native import NativeTable
 from taurus.cc_algorithms.runtime import Runtime, events
 from taurus.datapath.ccevents import EVENT_IDS
 from taurus.datapath.ccshm import REC_WIDTH, CcShm
-from taurus.datapath.devices.nic.setup import add_flow, nic_delivered, nic_post, set_flow_mode
+from taurus.datapath.devices.nic.setup import (add_flow, nic_post, nic_reserve,
+                                                nic_skip_delivered, set_flow_mode)
 from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import build_virtual, nic_host
 from taurus.tools.topology import Topology
 
-RATE = 2e9
-KMIN, KMAX = 8_000, 32_000
-H1_BYTES = 2_200_000                 # h1 ends around 21 ms, h2 goes on alone
-DUR, H2_START, STEP = 30_000_000, 1_000_000, 10_000
-FAIR = (8_000_000, 19_000_000)       # both flows active and converged
-FRAME = 4_200                        # one MSS frame with its headers
+RATE = 40e9                          # the paper's testbed: no scaling
+KMIN, KMAX, PMAX = 5_000, 200_000, 0.01
+H1_BYTES = 85_000_000                # h1 ends around 37-41 ms, h2 goes on alone
+DUR, H2_START, STEP = 70_000_000, 1_000_000, 10_000
+FAIR = (15_000_000, 35_000_000)      # both flows active and converged
 MODES = ("native", "agent", "per-event")
 
 
@@ -53,23 +60,24 @@ def run(mode="native"):
     for h in ("h1", "h2", "h3"):
         t.add_host(h)
     t.add_switch("s1")
-    t.add_link("h1", "s1", rate="10Gbit", delay="2us")
-    t.add_link("h2", "s1", rate="10Gbit", delay="2us")
-    t.add_link("s1", "h3", rate="2Gbit", delay="2us", buffer="1MB",
-               features={"ecn": {"kmin": f"{KMIN}B", "kmax": f"{KMAX}B", "pmax": 0.2}})
+    t.add_link("h1", "s1", rate="40Gbit", delay="2us")
+    t.add_link("h2", "s1", rate="40Gbit", delay="2us")
+    t.add_link("s1", "h3", rate="40Gbit", delay="2us", buffer="1MB",
+               features={"ecn": {"kmin": f"{KMIN}B", "kmax": f"{KMAX}B", "pmax": PMAX}})
     tab = NativeTable(64)
     alg = tab.add(Dcqcn)
     eng = Engine(clock="virtual", max_flows=64, max_nics=4, native=tab.native)
     agents = []
     try:
         size = int(DUR * RATE / 8e9)
-        fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, rx_buf_bytes=2 * size))
+        nic_reserve(eng, tx_bytes=int(1.2 * (size + H1_BYTES)))   # both whole streams posted
+        fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, rx_buf_bytes=16 << 20))
         nics, bott = fab["hosts"], fab["ports"]["s1-eth2"]
-        flows = {}
+        flows, got = {}, {"h1": 0, "h2": 0}
         if mode != "native":
             from taurus.agent.agent import Agent        # here: native runs need no agent
             from taurus.agent.config import parse
-            cfg = parse({"agent": {"algorithm": "dcqcn", "line_rate_bps": 10_000_000_000}})
+            cfg = parse({"agent": {"algorithm": "dcqcn", "line_rate_bps": 40_000_000_000}})
             for h in ("h1", "h2"):
                 slot = int(eng.E.devs.regs[nics[h], 0])
                 a = Agent(eng.name + "-cc", cfg, cc=CcShm.attach(eng.name + "-cc", nic=slot),
@@ -102,7 +110,8 @@ def run(mode="native"):
                     f = flows[h]
                     s = [S[f][k] for k in ("rc", "rt", "alpha", "stage", "cuts", "tc")] \
                         if mode == "native" else [eng.cc.rate[f]] + [np.nan] * 5
-                    row += s + [len(nic_delivered(eng, nics["h3"], t.ip_of(h), f))]
+                    got[h] += nic_skip_delivered(eng, nics["h3"], t.ip_of(h), f)
+                    row += s + [got[h]]
                 else:
                     row += [0.0] * 7
             rows.append(row)
@@ -137,29 +146,29 @@ def test_two_flows_converge_to_fair_share(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_queue_stays_below_kmax_after_convergence(mode):
-    """Measured above Kmax: native 1.1% of the samples, per-event 2.0%, by
-    at most a frame; agent 6.2%, by at most 6.4 KB (its decisions land up
-    to a step, 10 us, and a batch later).  Asserted with a little room."""
+    """Every 10 us sample from the convergence point to the end."""
     tr, st = run(mode)
-    q = tr[(tr[:, T] >= FAIR[0]) & (tr[:, T] <= FAIR[1]), Q]
-    print(f"{mode}: queue median {np.median(q):.0f} B, p99 {np.percentile(q, 99):.0f} B, "
-          f"max {q.max():.0f} B, above Kmax {(q > KMAX).mean():.1%}, Kmax {KMAX} B")
-    share, frames = {"native": (0.02, 1), "per-event": (0.03, 1), "agent": (0.10, 2)}[mode]
-    assert (q > KMAX).mean() <= share
-    assert q.max() <= KMAX + frames * FRAME
-    assert np.median(q) > KMIN / 2                   # it is the marks that hold it there
+    q = tr[tr[:, T] >= FAIR[0], Q]
+    fair = tr[(tr[:, T] >= FAIR[0]) & (tr[:, T] <= FAIR[1]), Q]
+    print(f"{mode}: queue over {FAIR[0] / 1e6:.0f}-{FAIR[1] / 1e6:.0f} ms median "
+          f"{np.median(fair):.0f} B, p99 {np.percentile(fair, 99):.0f} B; max from "
+          f"{FAIR[0] / 1e6:.0f} ms to the end {q.max():.0f} B, Kmax {KMAX} B")
+    assert q.max() < KMAX
+    assert np.median(fair) > KMIN                    # it is the marks that hold it there
     assert st["drop"] == 0
 
 
 def test_rate_recovers_through_fast_recovery_then_additive_increase():
     """h1 ends; h2's CNPs stop; its rate climbs from its last cut: F
     timer rounds of fast recovery towards R_T (stage 0), then additive
-    increase beyond it (stage 1) until the bottleneck marks again."""
+    increase beyond it (stage 1), then hyper increase (stage 2) once the
+    byte counter passed F too, back to the line rate."""
     tr, _ = run()
-    done = np.argmax(tr[:, GOT] >= H1_BYTES)
-    i = done + np.argmax(tr[done:, H2 + STAGE] == 1)  # h2's first additive increase after
-    cuts = tr[i, H2 + CUTS]
-    j = np.argmax(tr[:, H2 + CUTS] == cuts)          # just after the last cut before it
+    done = tr[np.argmax(tr[:, GOT] >= H1_BYTES), T]
+    cuts = tr[-1, H2 + CUTS]                         # alone on the link h2 is cut no more
+    j = np.argmax(tr[:, H2 + CUTS] == cuts)          # just after its last cut ...
+    assert FAIR[1] < tr[j, T] < done                 # ... as h1's last packets left
+    i = j + np.argmax(tr[j:, H2 + STAGE] == 1)       # its first additive increase after
     calm = tr[j:i + 1]
     assert (calm[:-1, H2 + STAGE] == 0).all()        # fast recovery ...
     assert calm[-1, H2 + TC] > Dcqcn.Params().F      # ... for F rounds, then additive
@@ -167,11 +176,16 @@ def test_rate_recovers_through_fast_recovery_then_additive_increase():
     assert (np.diff(rc) >= 0).all() and rc[-1] > rc[0]
     gap = calm[:, H2 + RT] - rc                      # fast recovery halves the gap to R_T
     assert gap[-2] < gap[0] / 4
-    k = np.argmax(tr[i:, H2 + CUTS] > cuts) + i      # additive increase until the next cut
-    assert tr[k - 1, H2 + RC] > 1.1 * tr[i, H2 + RC]
-    assert tr[k - 1, H2 + RC] >= 0.9 * RATE          # it has recovered the bottleneck
-    print(f"h2 after h1 ends: {rc[0] / 1e9:.3f} -> {tr[k - 1, H2 + RC] / 1e9:.3f} Gbit/s, "
-          f"fast recovery {calm[0, T] / 1e6:.2f}-{calm[-1, T] / 1e6:.2f} ms")
+    after = tr[i:]
+    h = np.argmax(after[:, H2 + STAGE] == 2)         # hyper increase ...
+    assert h > 0 and (after[:h, H2 + STAGE] == 1).all()
+    assert after[h - 1, H2 + RC] > 1.2 * tr[i, H2 + RC]   # ... after a long additive climb
+    top = np.argmax(after[:, H2 + RC] >= 0.99 * RATE)   # ... to the line rate
+    assert top > h
+    print(f"h2 after h1 ends: {rc[0] / 1e9:.2f} Gbit/s; fast recovery {calm[0, T] / 1e6:.2f}-"
+          f"{calm[-1, T] / 1e6:.2f} ms, additive to {after[h, T] / 1e6:.2f} ms "
+          f"({after[h - 1, H2 + RC] / 1e9:.2f} Gbit/s), hyper to the line rate at "
+          f"{after[top, T] / 1e6:.2f} ms")
 
 
 # ---- handler level --------------------------------------------------------------------

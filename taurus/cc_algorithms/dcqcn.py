@@ -16,6 +16,8 @@ alpha:
         min(T, BC) <= F < max       additive increase (1):  R_T += R_AI
         min(T, BC) > F              hyper increase (2):     R_T += (min - F) R_HAI
         then R_C <- (R_T + R_C) / 2, R_T at most the line rate
+    in hyper increase the next expiry comes after T/2 and B/2 (the
+    authors' qbb-net-device.cc, rpr_hyper_time / rpr_hyper_byte)
 
 A CNP less than N after the last cut is not lost: the cut happens at the
 first TIMER tick N after the last (HPCC's ns-3 model checks every 4 us).
@@ -29,15 +31,26 @@ the rate alone -- no cut, no alpha -- and a cut on CE is R_C (1 -
 tcd_factor alpha) with TCD's factor 1.2 instead of 1/2, floored at R_min.
 
 Defaults: the DCQCN authors' public ns-3 code (bobzhuyb/ns3-rdma): its
-configuration mix/config.txt gives g = 1/256 (DCTCP_GAIN), K = 55 us
-(ALPHA_RESUME_INTERVAL), T = 60 us (RP_TIMER), B = 300 KB (BYTE_COUNTER),
-F = 5 (FAST_RECOVERY_TIMES), R_AI = 40 Mbit/s, R_HAI = 200 Mbit/s, N =
-50 us (CNP_INTERVAL) and R_T clamped to R_C on every cut
+sample configuration (windows/ns-3-dev/x64/Release/mix/config.txt) gives
+g = 1/256 (DCTCP_GAIN), K = 55 us (ALPHA_RESUME_INTERVAL), T = 60 us
+(RP_TIMER), F = 5 (FAST_RECOVERY_TIMES), R_AI = 40 Mbit/s, R_HAI = 200
+Mbit/s, N = 50 us (CNP_INTERVAL) and R_T clamped to R_C on every cut
 (CLAMP_TARGET_RATE 1); its qbb-net-device.cc gives R_min = 100 Mbit/s
 (MinRate), alpha = 0.5 for a new flow, the alpha update on each cut and
-its decay every K without one.  TCD's factor 1.2 is seed 002's.  The
-timer T is the parameter ``T_timer`` (a numpy record's ``.T`` is its
-transpose).
+its decay every K without one, and the halved T and B in hyper increase.
+B = 10 MB is the paper's (as used by sc20anonymous/DCQCN-validation with
+the authors' code; the sample config's BYTE_COUNTER is 300,000,000
+bytes, the byte counter all but off): a
+small B lets a fast flow increase more often than a slow one (a 300 KB B
+left two flows at 40 Gbit/s at a 0.75 share for 90 ms).  TCD's factor 1.2
+is seed 002's.  The timer T is the parameter ``T_timer`` (a numpy
+record's ``.T`` is its transpose).
+
+Not taken from the authors' code: its AdjustRates divides R_T by 8 on
+the first increase after a cut when R_T > 10 R_C; with R_T clamped to R_C
+on every cut (their configuration, ours) and the paper's cut, R_T <=
+R_C / (1 - alpha/2) <= 2 R_C, so that branch never runs (only TCD's
+deeper cut could reach it).
 """
 from dataclasses import dataclass
 
@@ -50,7 +63,7 @@ class DcqcnParams(Params):
     g: float = param(1 / 256, "", "EWMA gain of alpha (authors' config: 1/256)")
     K: int = param(55_000, "ns", "alpha update period (authors' config: 55 us)")
     T_timer: int = param(60_000, "ns", "the paper's T: rate timer (authors' config: 60 us)")
-    B: int = param(300_000, "bytes", "rate-increase byte counter (authors' config: 300 KB)")
+    B: int = param(10_000_000, "bytes", "rate-increase byte counter (paper: 10 MB)")
     F: int = param(5, "", "fast-recovery rounds (authors' config: 5)")
     N: int = param(50_000, "ns", "at most one rate cut per N (the CNP interval: 50 us)")
     R_AI: float = param(40e6, "bit/s", "additive increase step (authors' config: 40 Mbit/s)")
@@ -136,7 +149,7 @@ def dcqcn_on_timer(s, p, ev, d):
         s.t_alpha = now
     if s.pending > 0 and now - s.t_cut >= p.N:
         cut(s, p, now, d)
-    elif now - s.t_inc >= p.T_timer:
+    elif now - s.t_inc >= (p.T_timer / 2 if s.stage == 2 else p.T_timer):
         s.t_inc = now
         s.tc += 1
         increase(s, p, d)
@@ -145,8 +158,8 @@ def dcqcn_on_timer(s, p, ev, d):
 @kernel
 def dcqcn_on_tx(s, p, ev, d):
     s.bytes += ev.bytes
-    while s.bytes >= p.B:
-        s.bytes -= p.B
+    while s.bytes >= (p.B / 2 if s.stage == 2 else p.B):   # hyper: B/2
+        s.bytes -= p.B / 2 if s.stage == 2 else p.B
         s.bc += 1
         increase(s, p, d)
 
