@@ -1,7 +1,8 @@
 """TIMELY (taurus/cc_algorithms/timely.py): the gradient rules on synthetic
 RTT samples, and end to end in virtual time (native), two flows through a
 2 Gbit/s bottleneck with windows too large to matter: in steady state the
-RTT stays between T_low and T_high."""
+RTT stays between T_low and T_high once min_rtt is set for this fabric
+(see FABRIC)."""
 import functools
 
 import numpy as np
@@ -76,6 +77,16 @@ def dumbbell():
     return t
 
 
+# min_rtt for this fabric (ours, not the paper's): about the RTT an update
+# spans in the band (T_low .. 2 T_low here), so that the normalised gradient
+# is about the rate's overshoot per update and one decrease takes about that
+# off.  With the default 20 us (below this fabric's ~15 us base RTT plus
+# queue) each first positive gradient cuts ~25%, the queue drains below
+# T_low and the RTT is inside the band ~9% of the time (util ~0.79); with
+# 80 us ~54%, with 100 or 120 us 100%.
+FABRIC = {"min_rtt": 120_000.0}
+
+
 @functools.lru_cache(maxsize=None)
 def run(duration_ns=30_000_000, warm_ns=10_000_000):
     t = dumbbell()
@@ -90,7 +101,7 @@ def run(duration_ns=30_000_000, warm_ns=10_000_000):
         for h in ("h1", "h2"):
             f = add_flow(eng, nics[h], t.mac_of("h3"), t.ip_of("h3"), cwnd_bytes=4 << 20,
                          buf_bytes=size + (1 << 20))
-            tab.start(eng, f, timely)
+            tab.start(eng, f, timely, FABRIC)
             nic_post(eng, nics[h], f, np.zeros(size, np.uint8).tobytes())
             flows.append((h, f))
         st = tab.state(timely)
@@ -109,25 +120,18 @@ def run(duration_ns=30_000_000, warm_ns=10_000_000):
         eng.close()
 
 
-def test_rtt_stays_below_t_high_and_cycles_through_t_low():
-    """The bar the issue sets, RTT between T_low and T_high in steady state,
-    holds here only on the upper side: each time the queue lifts the RTT past
-    T_low the first positive gradient (normalised by min_rtt = 20 us, above
-    this fabric's ~15 us base RTT) cuts the rates by a quarter, the queue
-    drains and the flows climb back by delta per RTT below T_low.  So the
-    RTT is inside [T_low, T_high] about 9% of the time (printed); asserted:
-    never above T_high, up to T_low and back down in every cycle, and the
-    link kept busy."""
-    p = TimelyParams()
+def test_rtt_stays_between_t_low_and_t_high():
+    """The issue's bar: in steady state (after 10 ms of 30) the RTT TIMELY
+    acts on is inside [T_low, T_high] for >= 80% of the samples and the
+    bottleneck is >= 85% used."""
+    p = TimelyParams(**FABRIC)
     rtt, rate, got, util = run()
     inside = ((rtt >= p.t_low) & (rtt <= p.t_high)).mean()
     print(f"timely: rtt p1 {np.percentile(rtt, 1) / 1e3:.1f} us p50 {np.median(rtt) / 1e3:.1f} us "
           f"p99 {np.percentile(rtt, 99) / 1e3:.1f} us max {rtt.max() / 1e3:.1f} us, "
           f"{inside:.1%} inside [T_low, T_high], rates {rate.mean(axis=0) / 1e9} Gbit/s, "
           f"util {util:.3f}, got {got}")
+    assert inside >= 0.80
     assert rtt.max() <= p.t_high
-    above = (rtt >= p.t_low).any(axis=1)
-    ups = np.flatnonzero(np.diff(above.astype(int)) == 1)
-    downs = np.flatnonzero(np.diff(above.astype(int)) == -1)
-    assert len(ups) >= 5 and len(downs) >= len(ups) - 1      # it cycles: crosses T_low and recovers
-    assert util >= 0.75
+    assert util >= 0.85
+    assert min(got.values()) >= 0.9 * max(got.values())      # and the two share fairly

@@ -26,7 +26,10 @@ min_rtt = 20 us are the HPCC ns-3 model's (alibaba-edu/High-Precision-
 Congestion-Control, RdmaHw TimelyAlpha / TimelyBeta / TimelyTLow /
 TimelyTHigh / TimelyMinRtt); delta = 10 Mbit/s and n_hai = 5 are the
 paper's (its delta and N); min_rate = 100 Mbit/s is the HPCC ns-3
-model's MinRate.
+model's MinRate.  min_rtt is a property of the fabric: where the RTT in
+the band is several times it (tests/test_cc_timely.py: ~15 us base RTT at
+2 Gbit/s), the default over-cuts and the queue drains below t_low; there
+we set it (ours) to about the RTT an update spans in the band, 120 us.
 """
 from dataclasses import dataclass
 
