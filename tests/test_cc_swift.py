@@ -9,19 +9,14 @@ import numpy as np
 import pytest
 
 from taurus.cc_algorithms.algorithm import D_RATE, FlowContext
-from taurus.cc_algorithms.native import NativeTable
 from taurus.cc_algorithms.runtime import events
 from taurus.cc_algorithms.swift import Swift, SwiftParams, target_delay
 from taurus.datapath.ccevents import EVENT_IDS
 from taurus.datapath.ccshm import REC_WIDTH
-from taurus.datapath.devices.nic.setup import add_flow, nic_delivered, nic_post
-from taurus.datapath.engine import Engine
 from taurus.testing.replay import replay
-from taurus.tools.fabric import build_virtual, nic_host
-from taurus.tools.topology import Topology
 
-RATE = 2_000_000_000
-STEP_NS = 10_000
+import native_dumbbell
+
 MSS = 1024
 
 
@@ -81,48 +76,10 @@ def test_below_one_packet_the_flow_is_paced():
     assert last["cwnd"] == MSS                          # the window stays one packet
 
 
-def dumbbell():
-    t = Topology("swift")
-    for h in ("h1", "h2", "h3"):
-        t.add_host(h)
-    t.add_switch("s1")
-    t.add_link("h1", "s1", rate="10Gbit", delay="2us")
-    t.add_link("h2", "s1", rate="10Gbit", delay="2us")
-    t.add_link("s1", "h3", rate="2Gbit", delay="2us", buffer="1MB")
-    return t
-
-
 @functools.lru_cache(maxsize=None)
-def run(duration_ns=20_000_000, warm_ns=5_000_000):
-    t = dumbbell()
-    tab = NativeTable(64)
-    swift = tab.add(Swift)
-    eng = Engine(clock="virtual", max_flows=64, max_nics=4, native=tab.native)
-    try:
-        size = int(duration_ns * RATE / 8e9)
-        fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, rx_buf_bytes=2 * size))
-        nics = fab["hosts"]
-        flows = []
-        for h in ("h1", "h2"):
-            f = add_flow(eng, nics[h], t.mac_of("h3"), t.ip_of("h3"), cwnd_bytes=10 * MSS,
-                         buf_bytes=size + (1 << 20))
-            tab.start(eng, f, swift)
-            nic_post(eng, nics[h], f, np.zeros(size, np.uint8).tobytes())
-            flows.append((h, f))
-        st = tab.state(swift)
-        delay, target, d0 = [], [], None
-        while eng.now() < duration_ns:
-            eng.run_until(eng.now() + STEP_NS, stop_idle=False)
-            if eng.now() >= warm_ns:
-                if d0 is None:
-                    d0 = {h: len(nic_delivered(eng, nics["h3"], t.ip_of(h), f)) for h, f in flows}
-                delay.append([st["delay"][f] for _, f in flows])
-                target.append([st["target"][f] for _, f in flows])
-        got = {h: len(nic_delivered(eng, nics["h3"], t.ip_of(h), f)) - d0[h] for h, f in flows}
-        util = sum(got.values()) * 8 / ((eng.now() - warm_ns) / 1e9) / RATE
-        return np.array(delay), np.array(target), got, util
-    finally:
-        eng.close()
+def run():
+    seen, got, util = native_dumbbell.run(Swift, ("delay", "target"))
+    return seen["delay"], seen["target"], got, util
 
 
 def test_delay_settles_within_20_percent_of_the_target():

@@ -9,19 +9,14 @@ import numpy as np
 import pytest
 
 from taurus.cc_algorithms.algorithm import FlowContext
-from taurus.cc_algorithms.native import NativeTable
 from taurus.cc_algorithms.runtime import events
 from taurus.cc_algorithms.timely import Timely, TimelyParams
 from taurus.datapath.ccevents import EVENT_IDS
 from taurus.datapath.ccshm import REC_WIDTH
-from taurus.datapath.devices.nic.setup import add_flow, nic_delivered, nic_post
-from taurus.datapath.engine import Engine
 from taurus.testing.replay import replay
-from taurus.tools.fabric import build_virtual, nic_host
-from taurus.tools.topology import Topology
 
-RATE = 2_000_000_000
-STEP_NS = 10_000
+import native_dumbbell
+
 MSS = 1024
 CTX = FlowContext(mss=MSS, line_rate=10e9, max_cwnd=float(1 << 24))
 
@@ -66,17 +61,6 @@ def test_gradient_rules():
     assert len(set(r[idx][1:])) == 1        # each sent before the reference came back
 
 
-def dumbbell():
-    t = Topology("timely")
-    for h in ("h1", "h2", "h3"):
-        t.add_host(h)
-    t.add_switch("s1")
-    t.add_link("h1", "s1", rate="10Gbit", delay="2us")
-    t.add_link("h2", "s1", rate="10Gbit", delay="2us")
-    t.add_link("s1", "h3", rate="2Gbit", delay="2us", buffer="8MB")
-    return t
-
-
 # min_rtt for this fabric (ours, not the paper's): about the RTT an update
 # spans in the band (T_low .. 2 T_low here), so that the normalised gradient
 # is about the rate's overshoot per update and one decrease takes about that
@@ -88,36 +72,10 @@ FABRIC = {"min_rtt": 120_000.0}
 
 
 @functools.lru_cache(maxsize=None)
-def run(duration_ns=30_000_000, warm_ns=10_000_000):
-    t = dumbbell()
-    tab = NativeTable(64)
-    timely = tab.add(Timely)
-    eng = Engine(clock="virtual", max_flows=64, max_nics=4, native=tab.native)
-    try:
-        size = int(duration_ns * RATE / 8e9)
-        fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, rx_buf_bytes=2 * size))
-        nics = fab["hosts"]
-        flows = []
-        for h in ("h1", "h2"):
-            f = add_flow(eng, nics[h], t.mac_of("h3"), t.ip_of("h3"), cwnd_bytes=4 << 20,
-                         buf_bytes=size + (1 << 20))
-            tab.start(eng, f, timely, FABRIC)
-            nic_post(eng, nics[h], f, np.zeros(size, np.uint8).tobytes())
-            flows.append((h, f))
-        st = tab.state(timely)
-        rtt, rate, d0 = [], [], None
-        while eng.now() < duration_ns:
-            eng.run_until(eng.now() + STEP_NS, stop_idle=False)
-            if eng.now() >= warm_ns:
-                if d0 is None:
-                    d0 = {h: len(nic_delivered(eng, nics["h3"], t.ip_of(h), f)) for h, f in flows}
-                rtt.append([st["prev_rtt"][f] for _, f in flows])
-                rate.append([st["rate"][f] for _, f in flows])
-        got = {h: len(nic_delivered(eng, nics["h3"], t.ip_of(h), f)) - d0[h] for h, f in flows}
-        util = sum(got.values()) * 8 / ((eng.now() - warm_ns) / 1e9) / RATE
-        return np.array(rtt), np.array(rate), got, util
-    finally:
-        eng.close()
+def run():
+    seen, got, util = native_dumbbell.run(Timely, ("prev_rtt", "rate"), FABRIC, 30_000_000,
+                                          10_000_000, cwnd_bytes=4 << 20, buffer="8MB")
+    return seen["prev_rtt"], seen["rate"], got, util
 
 
 def test_rtt_stays_between_t_low_and_t_high():
