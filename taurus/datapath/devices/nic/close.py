@@ -26,7 +26,7 @@ from ...wire import spec as S
 from ...wire.codec import get_field, set_field, write_prologue
 from ...wire.desc import (D_DPDCID, D_IP_SRC, D_PDS_FLAGS, D_PDS_NEXT, D_PDS_OFF, D_PSN,
                           D_SPDCID)
-from .frame import ECN_ECT0, PDS_OFF, frame_l2l4, frame_new, tx_emit
+from .frame import ECN_ECT0, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .rxcc import rx_cc_close
 from .state import (C_DROP_PSN_OOR, C_DROP_WRONG_PDC, C_FLOW_CLOSE, C_PDC_CLOSE, C_RX_CLOSE,
                     C_TX_ACK, C_TX_CLOSE, CL_NONE, CL_WANTED, FL_CLOSING, FL_NIC, FL_PEER_IP,
@@ -79,17 +79,8 @@ def pdc_free(E, n, r, now):
 @hot
 def _control(E, n, mac, ip, ev, ctl, psn, spdcid, dpdcid, now):
     """A CONTROL packet (CLOSE, REQ_CLOSE); returns 1 if it left."""
-    total = PDS_OFF + S.CONTROL_SIZE
-    i = frame_new(E, n, total)
-    if i < 0:
+    if not send_control(E, n, mac, ip, ev, ECN_ECT0, ctl, psn, spdcid, dpdcid, 0, now):
         return 0
-    frame_l2l4(E, n, i, mac, ip, ev, ECN_ECT0, total)
-    buf = E.pool.data[i]
-    write_prologue(buf, PDS_OFF, S.T_CONTROL, ctl, 0)
-    set_field(buf, PDS_OFF, S.CONTROL_PSN, psn & 0xFFFFFFFF)
-    set_field(buf, PDS_OFF, S.CONTROL_SPDCID, spdcid)
-    set_field(buf, PDS_OFF, S.CONTROL_DPDCID, dpdcid)
-    tx_emit(E, n, i, now)
     E.nic.ncnt[n, C_TX_CLOSE] += 1
     return 1
 

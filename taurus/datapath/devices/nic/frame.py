@@ -12,7 +12,7 @@ import numpy as np
 from ...mbuf import mbuf_alloc
 from ...ports.dispatch import port_tx_or_drop
 from ...wire import spec as S
-from ...wire.codec import fill_ipv4_checksum, set_field, zero_bytes
+from ...wire.codec import fill_ipv4_checksum, set_field, write_prologue, zero_bytes
 from ...wire.desc import CFG_TPID_COMPACT, CFG_TPID_WIDE
 from .state import C_TX_NOBUF, NR_IP, NR_LINE, NR_MAC, NR_PORT, NR_TXFREE, NR_TXN, TXB
 
@@ -40,6 +40,25 @@ def frame_new(E, n, hdr_len):
 def frame_l2l4(E, n, i, dst_mac, dst_ip, ev, ecn, total):
     """Ethernet, IPv4 and UDP (sport = entropy) for a frame of `total` bytes."""
     frame_l2l4_at(E, n, i, dst_mac, dst_ip, ev, ecn, total, 0)
+
+
+@hot
+def send_control(E, n, mac, ip, ev, ecn, ctl, psn, spdcid, dpdcid, payload, now):
+    """A PDS CONTROL packet of ctl_type ``ctl`` (CLOSE, REQ_CLOSE, CNP) to
+    (mac, ip) with entropy ev; True if it left (the caller counts it)."""
+    total = PDS_OFF + S.CONTROL_SIZE
+    i = frame_new(E, n, total)
+    if i < 0:
+        return False
+    frame_l2l4(E, n, i, mac, ip, ev, ecn, total)
+    buf = E.pool.data[i]
+    write_prologue(buf, PDS_OFF, S.T_CONTROL, ctl, 0)
+    set_field(buf, PDS_OFF, S.CONTROL_PSN, psn & 0xFFFFFFFF)
+    set_field(buf, PDS_OFF, S.CONTROL_SPDCID, spdcid)
+    set_field(buf, PDS_OFF, S.CONTROL_DPDCID, dpdcid)
+    set_field(buf, PDS_OFF, S.CONTROL_CTL_PAYLOAD, payload)
+    tx_emit(E, n, i, now)
+    return True
 
 
 @hot

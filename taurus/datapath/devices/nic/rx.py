@@ -39,7 +39,7 @@ from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D
                          D_PDS_NEXT, D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
-from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, tx_emit
+from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .host import host_admit
 from .rxcc import rx_cc_data, rx_cc_event
 from ..table import CTL_YIELD
@@ -257,20 +257,10 @@ def send_cnp(E, n, r, psn, marks, now):
     """A CNP to the sender of PDC r (CONTROL, ctl_type CNP, ours): the PSN
     that triggered it, and in ctl_payload the marks it notifies (CNP_CE,
     CNP_UE)."""
-    N = E.nic
-    total = PDS_OFF + S.CONTROL_SIZE
-    i = frame_new(E, n, total)
-    if i < 0:
-        return
-    frame_l2l4(E, n, i, N.rp[r, RP_PEER_MAC], N.rp[r, RP_PEER_IP], N.rp[r, RP_EV], 0, total)
-    buf = E.pool.data[i]
-    write_prologue(buf, PDS_OFF, S.T_CONTROL, S.CTL_CNP, 0)
-    set_field(buf, PDS_OFF, S.CONTROL_PSN, psn & 0xFFFFFFFF)
-    set_field(buf, PDS_OFF, S.CONTROL_SPDCID, r)
-    set_field(buf, PDS_OFF, S.CONTROL_DPDCID, N.rp[r, RP_PEER_PDC])
-    set_field(buf, PDS_OFF, S.CONTROL_CTL_PAYLOAD, marks)
-    tx_emit(E, n, i, now)
-    N.ncnt[n, C_TX_CNP] += 1
+    rp = E.nic.rp
+    if send_control(E, n, rp[r, RP_PEER_MAC], rp[r, RP_PEER_IP], rp[r, RP_EV], 0, S.CTL_CNP,
+                    psn, r, rp[r, RP_PEER_PDC], marks, now):
+        E.nic.ncnt[n, C_TX_CNP] += 1
 
 
 @hot
