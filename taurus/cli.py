@@ -6,7 +6,7 @@ import sys
 from taurus.agent.cli import add_agent_parser
 from taurus.experiment.cli import add_run_parsers
 from taurus.experiment.demo import add_demo_parser
-from taurus.experiment.reproduce import add_reproduce_parser
+from taurus.reproduce.cli import add_reproduce_parser
 from taurus.tools.algorithms_cli import add_algorithms_parser
 from taurus.tools.engine_cli import add_engine_parser
 from taurus.tools.perf import add_perf_parser

@@ -89,7 +89,7 @@ def test_host_drops_fall_by_90_percent_under_the_hog(tmp_path, mode):
     loses >= 90% fewer packets in the host buffer, none in the fabric, with
     its network response alone and with the host-local one; the host-local
     response (MBA on the model's hog) gives the senders more than DCTCP."""
-    from taurus.experiment.reproduce import host_congestion_pair
+    from taurus.reproduce.host_congestion import host_congestion_pair
     res = host_congestion_pair(str(tmp_path), quick=True, mode=mode)
     f = res["fabric-only"]
     assert f["host_drops"] > 50, res

@@ -4,16 +4,16 @@ import json
 import os
 import re
 
-import pytest
 
 from taurus.cli import main
-from taurus.experiment import reproduce
+from taurus import reproduce
+from taurus.reproduce.baselines import senders
 
 
 def test_list_names_every_scenario(capsys):
     assert main(["reproduce", "--list"]) == 0
     out = capsys.readouterr().out
-    assert {ln.split()[0] for ln in out.splitlines()} == set(reproduce.SCENARIOS) \
+    assert {ln.split()[0] for ln in out.splitlines()} == set(reproduce.load()) \
         >= {"baselines", "host-congestion"}
 
 
@@ -30,7 +30,7 @@ def test_baselines_quick(tmp_path, capsys):
     out = str(tmp_path / "b")
     assert main(["reproduce", "baselines", "--quick", "--out", out]) == 0
     line = _last_line(capsys)
-    algs = reproduce.senders()
+    algs = senders()
     m = re.fullmatch(r"baselines: (\d+) algorithms, worst utilisation ([\d.]+)%, "
                      r"worst fairness ([\d.]+)", line)
     assert m and int(m[1]) == len(algs), line
@@ -65,7 +65,8 @@ def test_host_congestion_quick(tmp_path, capsys):
 
 
 def test_an_algorithm_that_fails_leaves_the_others_rows(tmp_path, monkeypatch):
-    monkeypatch.setattr(reproduce, "senders", lambda: ["dctcp", "no-such-algorithm"])
+    from taurus.reproduce import baselines
+    monkeypatch.setattr(baselines, "senders", lambda: ["dctcp", "no-such-algorithm"])
     lines = []
     fig = reproduce.run("baselines", str(tmp_path), quick=True, echo=lines.append)
     assert fig["failed"] == ["no-such-algorithm"]
