@@ -13,29 +13,30 @@ RATE = 2_000_000_000
 STEP_NS = 10_000
 
 
-def dumbbell(buffer: str) -> Topology:
+def dumbbell(buffer: str, rate: int = RATE) -> Topology:
     t = Topology("dumbbell")
     for h in ("h1", "h2", "h3"):
         t.add_host(h)
     t.add_switch("s1")
-    t.add_link("h1", "s1", rate="10Gbit", delay="2us")
-    t.add_link("h2", "s1", rate="10Gbit", delay="2us")
-    t.add_link("s1", "h3", rate=RATE, delay="2us", buffer=buffer)
+    access = max(10_000_000_000, rate)          # never the bottleneck
+    t.add_link("h1", "s1", rate=access, delay="2us")
+    t.add_link("h2", "s1", rate=access, delay="2us")
+    t.add_link("s1", "h3", rate=rate, delay="2us", buffer=buffer)
     return t
 
 
 def run(alg, fields, params=None, duration_ns=20_000_000, warm_ns=5_000_000,
-        cwnd_bytes=10 * 1024, buffer="1MB"):
+        cwnd_bytes=10 * 1024, buffer="1MB", rate=RATE):
     """Both flows under ``alg`` (with ``params``); every STEP_NS after
     ``warm_ns`` the state ``fields`` of both flows.  Returns ({field:
     array[samples, 2]}, {host: bytes delivered after warm_ns}, payload
-    goodput over the bottleneck rate)."""
-    t = dumbbell(buffer)
+    goodput over the bottleneck ``rate``)."""
+    t = dumbbell(buffer, rate)
     tab = NativeTable(64)
     a = tab.add(alg)
     eng = Engine(clock="virtual", max_flows=64, max_nics=4, native=tab.native)
     try:
-        size = int(duration_ns * RATE / 8e9)
+        size = int(duration_ns * rate / 8e9)
         fab = build_virtual(eng, t, host_factory=lambda *x: nic_host(*x, rx_buf_bytes=2 * size))
         nics = fab["hosts"]
         flows = []
@@ -55,7 +56,7 @@ def run(alg, fields, params=None, duration_ns=20_000_000, warm_ns=5_000_000,
                 for k in fields:
                     seen[k].append([st[k][f] for _, f in flows])
         got = {h: len(nic_delivered(eng, nics["h3"], t.ip_of(h), f)) - d0[h] for h, f in flows}
-        util = sum(got.values()) * 8 / ((eng.now() - warm_ns) / 1e9) / RATE
+        util = sum(got.values()) * 8 / ((eng.now() - warm_ns) / 1e9) / rate
         return {k: np.array(v) for k, v in seen.items()}, got, util
     finally:
         eng.close()

@@ -1,20 +1,27 @@
 """TIMELY (Mittal et al., SIGCOMM'15), Algorithm 1: rate from the RTT gradient.
 
 Once per RTT (on the first sample of a packet sent after the last update,
-as the HPCC ns-3 model updates once per RTT of feedback), with new_rtt that
-sample's RTT:
+as the HPCC ns-3 model updates once per RTT of feedback; with ``segment``
+also at most once per that many bytes, the paper's completion events), with
+new_rtt that sample's RTT:
     new_rtt_diff = new_rtt - prev_rtt;  prev_rtt = new_rtt
     rtt_diff = (1 - alpha) * rtt_diff + alpha * new_rtt_diff
-    normalized_gradient = rtt_diff / min_rtt
+    normalized_gradient = rtt_diff / max(min_rtt, spacing)
     new_rtt < t_low:           rate += delta
     new_rtt > t_high:          rate *= 1 - beta * (1 - t_high / new_rtt)
     normalized_gradient <= 0:  rate += N * delta   (N = n_hai after n_hai
                                                     such updates in a row, else 1)
     else:                      rate *= 1 - beta * min(normalized_gradient, 1)
+spacing is the time between the two samples' sends.  The paper divides by
+min_rtt alone because its completion events come about one min RTT apart:
+then the gradient is the RTT's growth per unit time, the rate's overshoot
+over the bottleneck.  Updates once per RTT come several min RTTs apart, and
+min_rtt alone would over-cut by that factor (docs/PROTOCOLS.md has the
+figures); dividing by the spacing keeps the paper's meaning (ours; the
+paper's formula when samples are min_rtt or less apart).
 The gradient is taken at most 1, so that no update cuts by more than beta,
 as the t_high rule never does (our choice: the paper leaves it open, the
-HPCC ns-3 model floors the factor at 0, i.e. down to its minimum rate, which
-here sends both flows of a dumbbell to min_rate at their first queue).
+HPCC ns-3 model floors the factor at 0, i.e. down to its minimum rate).
 The rate stays within [min_rate, line rate]; a flow starts at line rate (as
 in the HPCC ns-3 model).  The window is left as configured: TIMELY is
 rate-based.  RTT is a Raw event: one record per sample in every mode, so
@@ -26,10 +33,9 @@ min_rtt = 20 us are the HPCC ns-3 model's (alibaba-edu/High-Precision-
 Congestion-Control, RdmaHw TimelyAlpha / TimelyBeta / TimelyTLow /
 TimelyTHigh / TimelyMinRtt); delta = 10 Mbit/s and n_hai = 5 are the
 paper's (its delta and N); min_rate = 100 Mbit/s is the HPCC ns-3
-model's MinRate.  min_rtt is a property of the fabric: where the RTT in
-the band is several times it (tests/test_cc_timely.py: ~15 us base RTT at
-2 Gbit/s), the default over-cuts and the queue drains below t_low; there
-we set it (ours) to about the RTT an update spans in the band, 120 us.
+model's MinRate; segment = 0 (once per RTT, as HPCC ns-3: from a line-rate
+start, 64 KB segments collapse the rate to min_rate, whence +delta per
+segment takes tens of ms to climb back).
 """
 from dataclasses import dataclass
 
@@ -47,6 +53,7 @@ class TimelyParams(Params):
     delta: float = param(10e6, "bit/s", "additive increment (paper: 10 Mbit/s)")
     n_hai: int = param(5, "", "hyper-active increase: N x delta after N negative gradients in a row (paper: 5)")
     min_rate: float = param(100e6, "bit/s", "lowest rate (HPCC ns-3 MinRate: 100 Mbit/s)")
+    segment: int = param(0, "B", "bytes between updates: one completion event (paper: 16-64 KB)")
 
     def check(self):
         require(0 < self.alpha <= 1, "alpha", "must be in (0, 1]")
@@ -69,15 +76,18 @@ def timely_init(s, p, d):
 def timely_on_rtt(s, p, ev, d):
     rtt = float(ev.rtt)
     if s.t_update < 0:                                 # the first sample: only a reference
-        s.prev_rtt, s.t_update = rtt, float(ev.t_last)
+        s.prev_rtt, s.t_update, s.t_prev = rtt, float(ev.t_last), float(ev.send_time)
+        s.psn_update = float(ev.psn)
         return
-    if ev.send_time < s.t_update:
+    if ev.send_time < s.t_update or (ev.psn - s.psn_update) * p.mss < p.segment:
         return                                         # feedback of an RTT already acted on
+    s.psn_update = float(ev.psn)
     s.t_update = float(ev.t_last)
     new_rtt_diff = rtt - s.prev_rtt
-    s.prev_rtt = rtt
+    spacing = float(ev.send_time) - s.t_prev           # what new_rtt_diff grew over
+    s.prev_rtt, s.t_prev = rtt, float(ev.send_time)
     s.rtt_diff = (1 - p.alpha) * s.rtt_diff + p.alpha * new_rtt_diff
-    gradient = s.rtt_diff / p.min_rtt
+    gradient = s.rtt_diff / max(p.min_rtt, spacing)
     if rtt < p.t_low:
         s.rate += p.delta
     elif rtt > p.t_high:
@@ -97,7 +107,7 @@ class Timely(Algorithm):
     """TIMELY: rate-based control on the RTT gradient, T_low / T_high guards."""
     name = "timely"
     Params = TimelyParams
-    state = ("rate", "prev_rtt", "rtt_diff", "neg", "t_update")
+    state = ("rate", "prev_rtt", "rtt_diff", "neg", "t_update", "t_prev", "psn_update")
     binds = ("RTT",)
     periods = {}                       # RTT is Raw: one record per sample in every mode
     init = staticmethod(timely_init)
