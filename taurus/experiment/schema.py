@@ -14,6 +14,9 @@ is optional; unknown keys and bad values are errors that name the key, as
     [topology]                     # a shipped topology ... (`taurus topo list`)
     builtin = "dumbbell"
     # file = "my_topo.toml"        # ... or a topology file (relative to this file),
+    #                              # ... or a generator: fat_tree = { k = 4 } or
+    #                              #   leaf_spine = { leaves = 4, spines = 2, hosts_per_leaf = 8 }
+    #                              #   (tools/topogen.py), with a name
     #                              # ... or neither: inline name/hosts/switches/links
     defaults = { rate = "10Gbit" } # parameters: over the topology's [defaults]
     [[topology.switches]]          # with a base topology: the named switch's features
@@ -111,7 +114,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from taurus import errors, units as U
-from taurus.tools import topology as T
+from taurus.tools import topogen, topology as T
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
 MODES = ("agent", "per-event", "native", "static")
@@ -463,7 +466,8 @@ def _check_hogs(src, x) -> None:
 
 # ---------------------------------------------------------------- topology
 
-_TOPO_KEYS = ("builtin", "file", "name", "allow_jumbo", "defaults", "hosts", "switches", "links")
+_TOPO_KEYS = ("builtin", "file", "name", "allow_jumbo", *topogen.GENERATORS, "defaults", "hosts",
+              "switches", "links")
 
 
 def _topology(src, raw, base_dir) -> T.Topology:
@@ -471,6 +475,9 @@ def _topology(src, raw, base_dir) -> T.Topology:
     builtin, path = t.get("builtin", _str, None), t.get("file", _str, None)
     if builtin and path:
         raise t.err("file", "give builtin or file, not both")
+    gens = [g for g in topogen.GENERATORS if g in raw]
+    if gens and (builtin or path):
+        raise t.err(gens[0], f"give builtin, file or {gens[0]}, not several")
     if builtin or path:
         if builtin:
             path = T.builtin(builtin)
@@ -489,7 +496,7 @@ def _topology(src, raw, base_dir) -> T.Topology:
                 data.setdefault("topology", {})[k] = raw[k]
         _merge_params(t, data, raw)
     else:
-        data = {"topology": {k: raw[k] for k in ("name", "allow_jumbo") if k in raw}}
+        data = {"topology": {k: raw[k] for k in ("name", "allow_jumbo", *gens) if k in raw}}
         if "name" not in raw:
             raise t.err("name", "missing (or give builtin = \"...\" or file = \"...\")")
         for k in ("defaults", "hosts", "switches", "links"):
@@ -510,21 +517,10 @@ def _merge_params(t: _Table, data: dict, raw: dict) -> None:
         if not isinstance(raw["defaults"], dict):
             raise t.err("defaults", "expected a table")
         data["defaults"] = {**data.get("defaults", {}), **raw["defaults"]}
-    switches = {s.get("name"): s for s in data.get("switches", [])}
-    for i, s in enumerate(raw.get("switches", [])):
-        k = f"switches[{i}]"
-        if not isinstance(s, dict) or s.get("name") not in switches:
-            raise t.err(f"{k}.name", f"expected a switch of the topology "
-                                     f"({', '.join(filter(None, switches))})")
-        switches[s["name"]].update(s)
-    links = {frozenset(lk.get("endpoints", ())): lk for lk in data.get("links", [])}
-    for i, lk in enumerate(raw.get("links", [])):
-        k = f"links[{i}]"
-        ep = lk.get("endpoints") if isinstance(lk, dict) else None
-        if not isinstance(ep, list) or frozenset(ep) not in links:
-            raise t.err(f"{k}.endpoints", f"expected the two ends of a link of the topology, "
-                                          f"got {U.quote(ep)}")
-        links[frozenset(ep)].update({a: b for a, b in lk.items() if a != "endpoints"})
+    try:
+        topogen.overlay(data, raw)
+    except topogen.GenError as e:
+        raise t.err(e.field, e.message) from None
 
 
 # ---------------------------------------------------------------- the file

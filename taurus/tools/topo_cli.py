@@ -2,7 +2,8 @@
 
 Wire with `add_topo_parser(subparsers)`; each command sets `args.func`,
 which returns the process exit code.  FILE may also name a shipped
-topology ("line", "dumbbell", "two_hosts").
+topology ("line", "dumbbell", "two_hosts") or a generated one
+("fat_tree:k=4,oversubscription=2", "leaf_spine:leaves=4,spines=2,hosts_per_leaf=8").
 """
 import argparse
 import json
@@ -18,10 +19,20 @@ def _path(arg: str) -> str:
     return arg
 
 
+def load(arg: str, prefix: str) -> topo.Topology:
+    """A topology file, a shipped name, or a generator spec
+    (``fat_tree:k=4,oversubscription=2``, ``leaf_spine:leaves=4,spines=2``)."""
+    if not os.path.exists(arg):
+        t = topo.from_spec(arg, prefix=prefix)
+        if t is not None:
+            return t
+    return topo.load(_path(arg), prefix=prefix)
+
+
 def load_up(arg: str, prefix: str, who: str):
     """The topology `arg` (file or shipped name) if it is up, else None after
     telling the user how to bring it up."""
-    t = topo.load(_path(arg), prefix=prefix)
+    t = load(arg, prefix)
     if not t.is_up():
         print(f"taurus {who}: topology {t.name} is not up (taurus topo up {arg})", file=sys.stderr)
         return None
@@ -43,7 +54,7 @@ def _guard(fn):
 
 @_guard
 def cmd_up(args) -> int:
-    t = topo.load(_path(args.file), prefix=args.prefix).up()
+    t = load(args.file, args.prefix).up()
     print(f"topology {t.name} is up: {len(t.hosts)} hosts, {len(t.switches)} switches, "
           f"{len(t.links)} links")
     for h in t.hosts:
@@ -55,7 +66,7 @@ def cmd_up(args) -> int:
 
 @_guard
 def cmd_down(args) -> int:
-    t = topo.load(_path(args.file), prefix=args.prefix)
+    t = load(args.file, args.prefix)
     removed = t.down()
     for r in removed:
         print(f"removed {r}")
@@ -66,7 +77,7 @@ def cmd_down(args) -> int:
 
 @_guard
 def cmd_show(args) -> int:
-    t = topo.load(_path(args.file), prefix=args.prefix)
+    t = load(args.file, args.prefix)
     d = t.describe()
     if args.json:
         print(json.dumps(d, indent=2))
@@ -108,7 +119,8 @@ def add_topo_parser(subparsers) -> argparse.ArgumentParser:
                           ("down", cmd_down, "remove a topology"),
                           ("show", cmd_show, "print nodes, interfaces, routes")):
         q = common(sub.add_parser(name, help=hlp))
-        q.add_argument("file", help="topology TOML file or a shipped name (line, dumbbell, two_hosts)")
+        q.add_argument("file", help="topology TOML file, a shipped name (line, dumbbell, two_hosts) "
+                                        "or a generator (fat_tree:k=4, leaf_spine:leaves=4,spines=2)")
         q.set_defaults(func=fn)
         if name == "show":
             q.add_argument("--json", action="store_true")

@@ -73,7 +73,7 @@ from pyroute2 import IPRoute, NetlinkError
 from pyroute2.ethtool import Ethtool
 
 from taurus import errors
-from taurus.tools import netns
+from taurus.tools import netns, topogen
 from taurus.pidfiles import PID_DIR
 from taurus.units import parse_delay, parse_rate, parse_size, quote as _q
 
@@ -374,18 +374,28 @@ class Topology:
                     q.append(v)
         return dist
 
+    def _distances(self) -> dict[str, dict[str, int]]:
+        """Hop counts from every host (cached until the graph changes: a
+        fat-tree's routes would otherwise take one search per switch and host)."""
+        key = (len(self._nodes), len(self._links))
+        if getattr(self, "_dist_key", None) != key:
+            adj = self._adj()
+            self._dist = {h: self._hops_from(h, adj) for h in self.hosts}
+            self._dist_key = key
+        return self._dist
+
     def routes(self, switch) -> dict[str, list[str]]:
         """Destination host IP -> egress interfaces of `switch` on a shortest
         path (several when equal-cost: ECMP), in port order."""
         s = self.node(switch)
         if s.is_host:
             raise KeyError(f"{s.name!r} is a host, routes are for switches")
-        adj, out = self._adj(), {}
-        for h in self.hosts:
-            dist = self._hops_from(h, adj)
+        out = {}
+        for h, dist in self._distances().items():
             if s.name not in dist:
                 continue
-            out[self._nodes[h].ip] = [ifn for ifn, v in adj[s.name] if dist.get(v, -1) == dist[s.name] - 1]
+            out[self._nodes[h].ip] = [i.name for i in s.ifaces
+                                      if dist.get(i.peer_node, -1) == dist[s.name] - 1]
         return out
 
     # ---- validation
@@ -491,7 +501,7 @@ class Topology:
 _TABLES = {"topology", "defaults", "hosts", "switches", "links"}
 _FEATURE_KEYS = ("buffer", "telemetry", "ecn", "csig", "int", "pfc", "trim", "classes")
 _PORT_FEATURE_KEYS = ("ecn", "csig", "int", "pfc", "trim", "classes")
-_KEYS = {"topology": {"name", "allow_jumbo"},
+_KEYS = {"topology": {"name", "allow_jumbo", *topogen.GENERATORS},
          "defaults": {"rate", "delay", "buffer", "mtu"},
          "hosts": {"name", "ip"}, "switches": {"name", *_FEATURE_KEYS},
          "links": {"endpoints", "rate", "delay", "buffer", "mtu", *_PORT_FEATURE_KEYS}}
@@ -521,6 +531,7 @@ def from_dict(data: dict, source: str = "<dict>", prefix: str = netns.PREFIX) ->
     jumbo = top.get("allow_jumbo", False)
     if not isinstance(jumbo, bool):
         raise TopologyError(src, "topology.allow_jumbo", f"expected true or false, got {_q(jumbo)}")
+    data = _generated(src, data, top)
     t = Topology(top["name"], prefix=prefix, allow_jumbo=jumbo, source=src)
     defaults = data.get("defaults", {})
     _check_keys(src, "defaults", defaults, _KEYS["defaults"])
@@ -558,6 +569,43 @@ def from_dict(data: dict, source: str = "<dict>", prefix: str = netns.PREFIX) ->
         t.add_link(ep[0], ep[1], mtu=it.get("mtu", defaults.get("mtu", 1500)), _field=f,
                    features={k: it[k] for k in _PORT_FEATURE_KEYS if k in it}, **kw)
     return t.validate()
+
+
+def _generated(src, data: dict, top: dict) -> dict:
+    """``data`` with a generator's hosts, switches and links (topogen) in
+    place of its own, which then override single switches and links."""
+    gens = [g for g in topogen.GENERATORS if g in top]
+    if not gens:
+        return data
+    if len(gens) > 1:
+        raise TopologyError(src, f"topology.{gens[1]}", f"give one generator, not {' and '.join(gens)}")
+    g = gens[0]
+    if "hosts" in data:
+        raise TopologyError(src, "hosts", f"hosts come from topology.{g} (drop [[hosts]])")
+    try:
+        base = topogen.GENERATORS[g](top[g])
+    except topogen.GenError as e:
+        raise TopologyError(src, ".".join(filter(None, ("topology", g, e.field))), e.message) from None
+    try:
+        topogen.overlay(base, data)
+    except topogen.GenError as e:
+        raise TopologyError(src, e.field, e.message) from None
+    return {**data, **base}
+
+
+def from_spec(spec: str, prefix: str = netns.PREFIX) -> Topology | None:
+    """A generated topology from ``fat_tree:k=4,...`` or ``leaf_spine:...``
+    (None if ``spec`` names no generator)."""
+    try:
+        got = topogen.parse_spec(spec)
+    except topogen.GenError as e:
+        raise TopologyError(spec, e.field, e.message) from None
+    if got is None:
+        return None
+    kind, params = got
+    name = "-".join([{"fat_tree": "ft", "leaf_spine": "ls"}[kind]]
+                    + [f"{k[0]}{v}" for k, v in params.items()])
+    return from_dict({"topology": {"name": name, kind: params}}, source=spec, prefix=prefix)
 
 
 def load(path: str, prefix: str = netns.PREFIX) -> Topology:

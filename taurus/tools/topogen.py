@@ -1,0 +1,180 @@
+"""Topology generators: a 3-tier fat-tree and a 2-tier leaf-spine from a
+few parameters, as the topology tables they stand for.
+
+In a topology or experiment file:
+
+    [topology]
+    name = "ft4"
+    fat_tree = { k = 4, oversubscription = 2, switch = { ecn = { k = "30KB" } } }
+    # leaf_spine = { leaves = 4, spines = 2, hosts_per_leaf = 8 }
+
+and on the command line `taurus topo show fat_tree:k=4,oversubscription=2`.
+
+fat_tree (Al-Fares et al., SIGCOMM'08): k pods of k/2 edge and k/2
+aggregation switches, (k/2)^2 core switches; each edge switch has k/2
+uplinks and oversubscription x k/2 hosts (2 gives the 2:1 fat-tree of the
+CSIG and TCD seeds); k = 8 is 128 hosts, 80 switches.  Names: hosts
+h1..hN in pod order, edge e<pod>_<i>, aggregation a<pod>_<i>, core c<i>.
+leaf_spine: every leaf linked to every spine; leaf<i>, spine<j>, hosts
+h1..hN in leaf order.  ECMP comes from the routes (Topology.routes: every
+equal-cost next hop), so a flow's path follows its entropy value.
+
+Optional in both: `switch`, features for every switch; `host_link` and
+`fabric_link`, link values (rate, delay, buffer, mtu, port features) for
+host links and for switch-to-switch links, over [defaults].  Hosts get
+10.0.0.N/24 up to 254 hosts and 10.A.B.C/8 beyond.  A file's [[switches]]
+and [[links]] then override single switches (by name) and links (by
+endpoints) of the generated topology.
+"""
+from __future__ import annotations
+
+from taurus.units import quote as _q
+
+_LINK_KEYS = ("rate", "delay", "buffer", "mtu", "ecn", "csig", "int", "pfc", "trim", "classes")
+
+
+class GenError(ValueError):
+    """A bad generator parameter: ``field`` below the generator's table."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+def _int(params, key, default, lo):
+    v = params.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise GenError(key, f"expected an integer >= {lo}, got {_q(v)}")
+    return v
+
+
+def _table(params, key, allowed=None):
+    v = params.get(key, {})
+    if not isinstance(v, dict):
+        raise GenError(key, f"expected a table, got {_q(v)}")
+    for k in v:
+        if allowed is not None and k not in allowed:
+            raise GenError(f"{key}.{k}", f"unknown key (expected one of: {', '.join(allowed)})")
+    return dict(v)
+
+
+def _check(params, allowed):
+    if not isinstance(params, dict):
+        raise GenError("", f"expected a table like {{ k = 4 }}, got {_q(params)}")
+    for k in params:
+        if k not in allowed:
+            raise GenError(k, f"unknown key (expected one of: {', '.join(allowed)})")
+
+
+def _hosts(n: int) -> list[dict]:
+    if n <= 254:
+        return [{"name": f"h{i}"} for i in range(1, n + 1)]
+    return [{"name": f"h{i}", "ip": f"10.{i >> 16}.{(i >> 8) & 255}.{i & 255}/8"}
+            for i in range(1, n + 1)]
+
+
+class _Builder:
+    def __init__(self, params):
+        self.switch = _table(params, "switch")
+        self.host_link = _table(params, "host_link", _LINK_KEYS)
+        self.fabric_link = _table(params, "fabric_link", _LINK_KEYS)
+        self.switches, self.links = [], []
+
+    def add_switch(self, name):
+        self.switches.append({"name": name, **self.switch})
+
+    def link(self, a, b, host):
+        self.links.append({"endpoints": [a, b], **(self.host_link if host else self.fabric_link)})
+
+
+FAT_TREE_KEYS = ("k", "oversubscription", "switch", "host_link", "fabric_link")
+
+
+def fat_tree(params: dict) -> dict:
+    _check(params, FAT_TREE_KEYS)
+    k = _int(params, "k", 4, 2)
+    if k % 2:
+        raise GenError("k", f"expected an even number of switch ports, got {k}")
+    o = _int(params, "oversubscription", 1, 1)
+    half, per_edge = k // 2, o * k // 2
+    b = _Builder(params)
+    hosts = _hosts(k * half * per_edge)
+    for c in range(1, half * half + 1):
+        b.add_switch(f"c{c}")
+    h = 0
+    for p in range(1, k + 1):
+        for i in range(1, half + 1):
+            b.add_switch(f"a{p}_{i}")
+        for i in range(1, half + 1):
+            e = f"e{p}_{i}"
+            b.add_switch(e)
+            for _ in range(per_edge):
+                b.link(hosts[h]["name"], e, True)
+                h += 1
+            for j in range(1, half + 1):
+                b.link(e, f"a{p}_{j}", False)
+        for j in range(1, half + 1):           # aggregation j of each pod: cores of group j
+            for c in range(1, half + 1):
+                b.link(f"a{p}_{j}", f"c{(j - 1) * half + c}", False)
+    return {"hosts": hosts, "switches": b.switches, "links": b.links}
+
+
+LEAF_SPINE_KEYS = ("leaves", "spines", "hosts_per_leaf", "switch", "host_link", "fabric_link")
+
+
+def leaf_spine(params: dict) -> dict:
+    _check(params, LEAF_SPINE_KEYS)
+    leaves = _int(params, "leaves", 2, 1)
+    spines = _int(params, "spines", 2, 1)
+    per_leaf = _int(params, "hosts_per_leaf", 2, 1)
+    b = _Builder(params)
+    hosts = _hosts(leaves * per_leaf)
+    for s in range(1, spines + 1):
+        b.add_switch(f"spine{s}")
+    for lf in range(1, leaves + 1):
+        b.add_switch(f"leaf{lf}")
+        for j in range(per_leaf):
+            b.link(hosts[(lf - 1) * per_leaf + j]["name"], f"leaf{lf}", True)
+        for s in range(1, spines + 1):
+            b.link(f"leaf{lf}", f"spine{s}", False)
+    return {"hosts": hosts, "switches": b.switches, "links": b.links}
+
+
+GENERATORS = {"fat_tree": fat_tree, "leaf_spine": leaf_spine}
+
+
+def parse_spec(spec: str) -> tuple[str, dict] | None:
+    """``fat_tree:k=4,oversubscription=2`` -> ("fat_tree", {...}); None if
+    ``spec`` does not name a generator.  Values are integers."""
+    kind, _, rest = spec.partition(":")
+    if kind not in GENERATORS:
+        return None
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, val = item.partition("=")
+        if not eq:
+            raise GenError(key, f"expected KEY=VALUE, got {item!r}")
+        try:
+            params[key.strip()] = int(val)
+        except ValueError:
+            raise GenError(key.strip(), f"expected an integer, got {val!r}") from None
+    return kind, params
+
+
+def overlay(base: dict, data: dict) -> None:
+    """Apply ``data``'s [[switches]] (by name) and [[links]] (by endpoints)
+    to the topology tables ``base`` in place: single switches' features and
+    single links' values over a generated or shipped topology."""
+    switches = {s.get("name"): s for s in base.get("switches", [])}
+    for i, s in enumerate(data.get("switches", [])):
+        if not isinstance(s, dict) or s.get("name") not in switches:
+            raise GenError(f"switches[{i}].name",
+                           f"expected a switch of the topology ({', '.join(filter(None, switches))})")
+        switches[s["name"]].update(s)
+    links = {frozenset(lk.get("endpoints", ())): lk for lk in base.get("links", [])}
+    for i, lk in enumerate(data.get("links", [])):
+        ep = lk.get("endpoints") if isinstance(lk, dict) else None
+        if not isinstance(ep, list) or frozenset(ep) not in links:
+            raise GenError(f"links[{i}].endpoints",
+                           f"expected the two ends of a link of the topology, got {_q(ep)}")
+        links[frozenset(ep)].update({a: b for a, b in lk.items() if a != "endpoints"})
