@@ -23,7 +23,7 @@ pip: $(STAMP)
 
 $(STAMP): setup.py $(wildcard taurus/datapath/ports/xsk_build.py taurus/datapath/ports/bpf/*.c)
 	$(PY) -m pip install -q --disable-pip-version-check cffi  # setup.py builds a cffi module
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,cluster]'
 	@touch $(STAMP)
 
 test: deps

@@ -22,7 +22,10 @@ setup(
         "scapy>=2.5",
         "pyroute2>=0.7",
         "matplotlib>=3.7",
+        "tqdm>=4.60",
     ],
-    extras_require={"test": ["pytest>=7", "hypothesis>=6"]},
+    # cluster: `taurus sweep --scheduler` on a Dask distributed cluster
+    extras_require={"test": ["pytest>=7", "hypothesis>=6"],
+                    "cluster": ["dask[distributed]>=2024.1"]},
     entry_points={"console_scripts": ["taurus = taurus.cli:main"]},
 )

@@ -1,4 +1,4 @@
-"""`taurus run FILE` and `taurus report RUN_DIR...`."""
+"""`taurus run FILE`, `taurus sweep FILE --param ...` and `taurus report RUN_DIR...`."""
 from __future__ import annotations
 
 import os
@@ -19,7 +19,23 @@ def add_run_parsers(sub) -> None:
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--port-kind", default="auto", choices=["auto", "af_xdp", "af_packet"])
     r.set_defaults(func=run_cmd)
-    p = sub.add_parser("report", help="print runs side by side")
+    w = sub.add_parser("sweep", help="run an experiment file over a grid of parameters "
+                                     "(virtual time; local processes or a Dask cluster)")
+    w.add_argument("file")
+    w.add_argument("--param", action="append", default=[], metavar="KEY=V1,V2,...",
+                   help="a swept key and its values, e.g. cc.params.g=0.0625,0.125 (repeatable: "
+                        "the grid is their product)")
+    w.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="each point N times, with experiment.seed + 0 .. N-1")
+    w.add_argument("--out", help="sweep directory (default: runs/sweep-<name>-<time>); "
+                                 "an existing one is resumed")
+    w.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="local processes (default: the CPU count)")
+    w.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run on this Dask distributed cluster instead (pip install 'taurus[cluster]')")
+    w.add_argument("--no-progress", action="store_true")
+    w.set_defaults(func=sweep_cmd)
+    p = sub.add_parser("report", help="print runs side by side, or a sweep's table")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
     p.set_defaults(func=report_cmd)
 
@@ -55,8 +71,35 @@ def run_cmd(a) -> int:
     return 0 if s["complete"] else 130
 
 
+def sweep_cmd(a) -> int:
+    from .schema import ExperimentError
+    from .sweep import parse_param, sweep
+    try:
+        params = [parse_param(p) for p in a.param]
+        name = os.path.splitext(os.path.basename(a.file))[0]
+        out = a.out or os.path.join("runs", f"sweep-{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+        from taurus.pidfiles import pidfile
+        with pidfile("run"):
+            man = sweep(a.file, params, out, a.repeat, a.workers, a.scheduler,
+                        progress=False if a.no_progress else None)
+    except ExperimentError as e:
+        print(f"taurus sweep: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:            # e.g. the scheduler cannot be reached
+        print(f"taurus sweep: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0 if all(p["status"] == "done" for p in man["points"]) else 1
+
+
 def report_cmd(a) -> int:
     from .report import table
+    from . import sweep
+    sweeps = [d for d in a.runs if sweep.is_sweep(d)]
+    for d in sweeps:
+        print(f"{d}:\n{sweep.table(sweep.load(d))}")
+    a.runs = [d for d in a.runs if d not in sweeps]
+    if not a.runs:
+        return 0
     missing = [d for d in a.runs if not os.path.exists(os.path.join(d, "summary.json"))]
     if missing:
         print(f"taurus report: no summary.json in {', '.join(missing)}", file=sys.stderr)

@@ -24,6 +24,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -488,7 +489,10 @@ def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress
     os.makedirs(out_dir, exist_ok=True)
     r = Runner(x, clock, progress, port_kind)
     handler = _stop_handler(os.getpid())
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    # signals reach only the main thread (a sweep's worker threads run
+    # without: their process's own handling stops them)
+    main = threading.current_thread() is threading.main_thread()
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
     snap = {}
     try:
         try:
