@@ -178,3 +178,101 @@ def _plot_fairness(out: str, res: dict) -> list:
     fig.savefig(os.path.join(out, "fairness.png"), dpi=100)
     plt.close(fig)
     return ["fairness.png"]
+
+
+# ---- nscc-lb ----------------------------------------------------------------------------
+LEAVES, SPINES, PER_LEAF = 4, 4, 4
+LB_HOPS = 4                    # host, leaf, spine, leaf, host
+
+
+def lb_rtt() -> float:
+    return 2 * LB_HOPS * HOP_DELAY + LB_HOPS * (_wire(MSS) + _wire(0))
+
+
+def _lb(mode: str, quick: bool, ev_lb: bool) -> dict:
+    """A 4-leaf, 4-spine leaf-spine (1:1), 4 hosts a leaf; host j of leaf l
+    sends one flow to host j of leaf l+1 (a permutation: every flow crosses
+    the spines, 4 a leaf over 4 uplinks, ECMP on the EV)."""
+    rtt = lb_rtt()
+    bdp = rtt * RATE / 8e9
+    hosts = [f"h{l * PER_LEAF + j}" for l in range(LEAVES) for j in range(PER_LEAF)]
+    links = [{"endpoints": [f"h{l * PER_LEAF + j}", f"l{l}"]}
+             for l in range(LEAVES) for j in range(PER_LEAF)]
+    links += [{"endpoints": [f"l{l}", f"s{s}"]} for l in range(LEAVES) for s in range(SPINES)]
+    sw = [{"name": n, **switch_features(bdp)} for n in
+          [f"l{l}" for l in range(LEAVES)] + [f"s{s}" for s in range(SPINES)]]
+    size = "2MB" if quick else "8MB"
+    traffic = [{"kind": "bulk", "from": f"h{l * PER_LEAF + j}",
+                "to": f"h{((l + 1) % LEAVES) * PER_LEAF + j}", "size": size}
+               for l in range(LEAVES) for j in range(PER_LEAF)]
+    return {"experiment": {"name": f"nscc-lb-{'balanced' if ev_lb else 'fixed'}",
+                           "duration": "6ms" if quick else "20ms", "seed": 1, "step": "10us",
+                           "sample": "20us"},
+            "topology": {"name": "leafspine", "defaults": {"rate": f"{RATE // 10**9}Gbit", "delay": "1us",
+                                                           "buffer": int(4 * bdp)},
+                         "hosts": [{"name": h} for h in hosts], "switches": sw, "links": links},
+            "cc": {"algorithm": "nscc", "mode": mode, "mss": MSS,
+                   "params": nscc_params(rtt, ev_lb=ev_lb)},
+            "traffic": traffic, "outputs": outputs()}
+
+
+def lb_row(s: dict) -> dict:
+    """Per spine: bytes it sent over the run until the last flow finished,
+    as a share of its capacity then; FCTs of the flows."""
+    fl = s["flows"]
+    done = [f for f in fl if f["done"]]
+    end = max((f["start_ns"] + f["fct_ns"] for f in done), default=s["ended_at_ns"])
+    util = {}
+    for sp in range(SPINES):
+        ports = [p for n, p in s["ports"].items() if n.startswith(f"s{sp}-")]
+        util[f"s{sp}"] = sum(p["tx_bytes"] for p in ports) * 8e9 / (len(ports) * RATE * end)
+    fct = [f["fct_ns"] for f in done]
+    lo = min(util.values())
+    return {"spine_util": util, "util_max_min": max(util.values()) / lo if lo > 0 else float("inf"),
+            "fct_p99_ns": float(np.percentile(fct, 99)) if fct else float("nan"),
+            "fct_p50_ns": float(np.percentile(fct, 50)) if fct else float("nan"),
+            "completed": len(done), "flows": len(fl), "drops": drops(s),
+            "trims": int(sum(p["counters"].get("trim", 0) for p in s["ports"].values())),
+            "marks": int(sum(p["marks"] for p in s["ports"].values()))}
+
+
+@scenario("nscc-lb", "a permutation on a 4-leaf 4-spine leaf-spine; NSCC with a fixed EV vs "
+                     "with EV load balancing (rotate on ECN and trims)")
+def nscc_lb(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
+    res = {}
+    for key, ev_lb in (("fixed", False), ("balanced", True)):
+        res[key] = lb_row(run_dict(_lb(mode, quick, ev_lb), os.path.join(out, key)))
+    echo(f"nscc-lb: {SCALE_NOTE}; {LEAVES} leaves x {PER_LEAF} hosts, {SPINES} spines, 1:1; "
+         f"{LEAVES * PER_LEAF} flows of {'2' if quick else '8'} MB, host j of leaf l -> leaf "
+         f"l+1; network RTT {lb_rtt() / 1e3:.1f} us")
+    echo("  run        spine util % (s0..s3)         max/min  FCT p50 / p99 us  done  drops trims")
+    for k, r in res.items():
+        u = " ".join(f"{100 * v:5.1f}" for v in r["spine_util"].values())
+        echo(f"  {k:<9} {u:<28} {r['util_max_min']:7.2f} {r['fct_p50_ns'] / 1e3:8.0f} / "
+             f"{r['fct_p99_ns'] / 1e3:5.0f} {r['completed']:3d}/{r['flows']} {r['drops']:5d} "
+             f"{r['trims']:5d}")
+    echo("  seed 004: NSCC rotates the EV on ECN to trigger packet-level load balancing; "
+         "the issue's goal: balancing lowers spine max/min utilisation")
+    plots = _plot_lb(out, res)
+    f, b = res["fixed"], res["balanced"]
+    return ({"runs": res, "scaling": SCALE_NOTE, "plots": plots},
+            f"spine utilisation max/min fixed {f['util_max_min']:.2f}, balanced "
+            f"{b['util_max_min']:.2f}; p99 FCT fixed {f['fct_p99_ns'] / 1e3:.0f} us, balanced "
+            f"{b['fct_p99_ns'] / 1e3:.0f} us")
+
+
+def _plot_lb(out: str, res: dict) -> list:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    x = np.arange(SPINES)
+    for i, (k, r) in enumerate(res.items()):
+        ax.bar(x + (i - 0.5) * 0.4, [100 * v for v in r["spine_util"].values()], 0.4, label=k)
+    ax.set_xticks(x, [f"s{s}" for s in range(SPINES)])
+    ax.set_ylabel("spine utilisation (%)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "spines.png"), dpi=100)
+    plt.close(fig)
+    return ["spines.png"]
