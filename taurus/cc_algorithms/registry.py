@@ -18,6 +18,8 @@ BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
             "swift": "taurus.cc_algorithms.swift:Swift",
             "timely": "taurus.cc_algorithms.timely:Timely",
             "hostcc": "taurus.cc_algorithms.hostcc:Hostcc",
+            "nscc": "taurus.cc_algorithms.nscc:Nscc",
+            "nscc-csig": "taurus.cc_algorithms.nscc:NsccCsig",
             "rccc": "taurus.cc_algorithms.rccc:Rccc"}
 ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
 
