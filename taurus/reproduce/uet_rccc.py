@@ -56,7 +56,8 @@ def _incast(mode: str, quick: bool, rccc: bool) -> dict:
     links += [{"endpoints": [f"l{l}", f"s{s}"], "rate": _gbit(FABRIC)}
               for l in range(3) for s in range(2)]
     sw = [{"name": n, **feats} for n in ("l0", "l1", "l2", "s0", "s1")]
-    cc = {"algorithm": "nscc", "mode": mode, "mss": MSS, "params": nscc_params(rtt)}
+    # nscc's rccc: last-hop trims do not cut the window of flows under RCCC (htsim)
+    cc = {"algorithm": "nscc", "mode": mode, "mss": MSS, "params": nscc_params(rtt, rccc=rccc)}
     if rccc:
         slice_bytes = int(RATE * 1e-6 / 8 * PAYLOAD)      # rccc.py's pipe-cleaning credit
         cc.update(receiver="rccc", receiver_init_credit=slice_bytes, receiver_idle="50us")
