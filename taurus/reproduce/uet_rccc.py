@@ -221,7 +221,8 @@ def csig_swift_fru(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     echo("  run         fg ops  fg p50 us  fg p90 us  fg p99 us  fg mean us  bg ops  bg p50 us  "
          "bg p99 us  drops")
     for k, r in res.items():
-        echo(f"  {k:<10} {r['fg_ops']:7d} {r['fg_p50_ns'] / 1e3:10.1f} {r['fg_p90_ns'] / 1e3:10.1f} "
+        echo(f"  {k:<10} {r['fg_ops']:7d} {r['fg_p50_ns'] / 1e3:10.1f} "
+             f"{r['fg_p90_ns'] / 1e3:10.1f} "
              f"{r['fg_p99_ns'] / 1e3:10.1f} {r['fg_mean_ns'] / 1e3:11.1f} "
              f"{r['bg_ops']:7d} {r['bg_p50_ns'] / 1e3:10.1f} {r['bg_p99_ns'] / 1e3:10.1f} "
              f"{r['drops']:6d}")
