@@ -115,3 +115,34 @@ def test_the_endpoint_window_follows_the_receivers_host_delay():
         assert s[0].fcwnd > 10 and s[0].ecwnd < 10
         assert s[0].cwnd == s[0].ecwnd
         assert d["cwnd"][-1] == pytest.approx(max(s[0].ecwnd, 1) * MSS)
+
+
+def _csig_then_rtts(abw_c_ppm, n, rtt=15_000):
+    """A CSIG record reflecting min(ABW/C), then n RTT samples below the target."""
+    rec = np.zeros((n + 1, REC_WIDTH), np.int64)
+    ev = events(rec)
+    r = ev[0]
+    r.seq, r.flow, r.event, r.t_first, r.t_last, r.count = 0, 0, EVENT_IDS["CSIG"], 1000, 1000, 1
+    r.csig_type, r.value, r.fmt = 2, abw_c_ppm, 1
+    rec[1:] = _rtt_records([(2000 + 1000 * i, rtt, 1) for i in range(n)])
+    for i in range(1, n + 1):
+        ev[i].seq = i
+    return rec
+
+
+def test_fru_adds_lambda_fcwnd_abw_c_per_rtt_below_target():
+    """CSIG FRU: below target one RTT's samples (fcwnd of them) add
+    ai + lam * fcwnd * min(ABW/C); without FRU the reflected CSIG changes
+    nothing, and FRU binds CSIG with an abw_c tag."""
+    assert "CSIG" in Swift.bindings(SwiftParams(fru=True))
+    assert "CSIG" not in Swift.bindings(SwiftParams())
+    assert Swift.csig[0] == "abw_c"
+    for mode in ("python", "native"):
+        got = {}
+        for fru in (False, True):
+            p = SwiftParams(fru=fru)
+            d, s = replay(Swift, p, _csig_then_rtts(600_000, 10), mode, CTX, flows=1)
+            got[fru] = d["cwnd"][-1] / MSS                 # after 10 samples from 10 packets
+        assert got[False] == pytest.approx(10 + 1, rel=0.01), mode      # AI: ~1 per window
+        # per sample (ai + lam * w * 0.6) / w: about 1 + 0.5 * 10 * 0.6 = 4 per window
+        assert got[True] == pytest.approx(10 + 1 + 0.5 * 0.6 * 10, rel=0.05), (mode, got)

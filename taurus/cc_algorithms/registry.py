@@ -17,7 +17,10 @@ BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
             "hpcc": "taurus.cc_algorithms.hpcc:Hpcc",
             "swift": "taurus.cc_algorithms.swift:Swift",
             "timely": "taurus.cc_algorithms.timely:Timely",
-            "hostcc": "taurus.cc_algorithms.hostcc:Hostcc"}
+            "hostcc": "taurus.cc_algorithms.hostcc:Hostcc",
+            "nscc": "taurus.cc_algorithms.nscc:Nscc",
+            "nscc-csig": "taurus.cc_algorithms.nscc:NsccCsig",
+            "rccc": "taurus.cc_algorithms.rccc:Rccc"}
 ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
 
 

@@ -24,6 +24,15 @@ RTT; any RTT sample resets the count.  Below one packet the window is
 1 MSS and the flow is paced at cwnd * MSS / srtt (Swift's pacing delay
 srtt / cwnd); above it at line rate.
 
+Fast Ramp-Up (``fru = true``; CSIG seed 003, "Fast and Safe CC Ramp-Up for
+Swift with CSIG min(ABW/C)"): the flow binds CSIG with an ``abw_c`` tag and,
+below target, grows per RTT by fcwnd += ai + lam * fcwnd * min(ABW/C), the
+latest reflected min(ABW/C) (0 before the first): per RTT sample
+(ai + lam * fcwnd * abw_c) / max(fcwnd, 1), so a flow claims a share of the
+path's spare capacity in a few RTTs instead of one packet per RTT.  The seed
+asks for lam < 1 (the senders' proportional increases together stay within
+the spare capacity) and gives no value; lam = 0.5 is our choice.
+
 Defaults: ai = 1 packet, beta = 0.8, max_mdf = 0.5, base_target = 20 us,
 h_per_hop = base_target / 6.55, fs_range = 5 * base_target, fs_min_cwnd = 0.1
 and fs_max_cwnd = 100 packets, retx_reset = 5 and min_cwnd = 10 bytes are
@@ -55,6 +64,8 @@ class SwiftParams(Params):
     retx_reset: int = param(5, "", "timeouts in a row that reset the window to min_cwnd")
     min_cwnd: float = param(10.0, "bytes", "smallest window (htsim: 10 bytes)")
     init_cwnd_pkts: float = param(10.0, "packets", "initial window (RFC 6928)")
+    fru: bool = param(False, "", "CSIG Fast Ramp-Up: below target also + lam * fcwnd * min(ABW/C)")
+    lam: float = param(0.5, "", "FRU's lambda (< 1; the CSIG seed gives none: ours)")
 
     def check(self):
         require(self.ai > 0, "ai", "must be > 0")
@@ -69,6 +80,7 @@ class SwiftParams(Params):
         require(self.retx_reset >= 1, "retx_reset", "must be >= 1")
         require(self.min_cwnd > 0, "min_cwnd", "must be > 0")
         require(self.init_cwnd_pkts > 0, "init_cwnd_pkts", "must be > 0")
+        require(0 <= self.lam < 1, "lam", "must be in [0, 1)")
 
 
 @kernel
@@ -81,9 +93,9 @@ def target_delay(p, cwnd, hops):
 
 
 @kernel
-def aimd(p, cwnd, delay, target, can_decrease):
-    if delay < target:
-        return cwnd + (p.ai / cwnd if cwnd >= 1 else p.ai)
+def aimd(p, cwnd, delay, target, can_decrease, abw_c=0.0):
+    if delay < target:                # abw_c > 0 only with FRU: its proportional part
+        return cwnd + (p.ai + p.lam * cwnd * abw_c) / max(cwnd, 1.0)
     if can_decrease:
         return cwnd * max(1 - p.beta * (delay - target) / delay, 1 - p.max_mdf)
     return cwnd
@@ -105,7 +117,7 @@ def swift_on_rtt(s, p, ev, d):
     can_decrease = now - s.t_last_decrease >= s.srtt
     s.retx_cnt = 0
     s.target = target_delay(p, s.fcwnd, ev.hops)
-    s.fcwnd = aimd(p, s.fcwnd, ev.rtt, s.target, can_decrease)
+    s.fcwnd = aimd(p, s.fcwnd, ev.rtt, s.target, can_decrease, s.abw_c if p.fru else 0.0)
     if s.edelay > 0:
         s.ecwnd = aimd(p, s.ecwnd, s.edelay, p.endpoint_target, can_decrease)
     publish(s, p, d, now)
@@ -115,6 +127,11 @@ def swift_on_rtt(s, p, ev, d):
 def swift_on_host(s, p, ev, d):
     if ev.source == HOST_SRC_PEER_DELAY:
         s.edelay = ev.value
+
+
+@kernel
+def swift_on_csig(s, p, ev, d):
+    s.abw_c = ev.value / 1e6          # ppm of the bottleneck's rate
 
 
 @kernel
@@ -156,11 +173,17 @@ class Swift(Algorithm):
     name = "swift"
     Params = SwiftParams
     state = ("fcwnd", "ecwnd", "cwnd", "srtt", "delay", "target", "edelay",
-             "t_last_decrease", "retx_cnt")
+             "t_last_decrease", "retx_cnt", "abw_c")
     binds = ("RTT", "RTO", "NACK", "HOST")
-    periods = {"RTO": 0, "NACK": 0}        # RTT and HOST are Raw: one record per sample
+    periods = {"RTO": 0, "NACK": 0, "CSIG": 0}   # RTT and HOST are Raw: one record per sample
+    csig = ("abw_c", "compact")             # with fru: min(ABW/C) along the path
     init = staticmethod(swift_init)
     on_rtt = staticmethod(swift_on_rtt)
     on_host = staticmethod(swift_on_host)
     on_nack = staticmethod(swift_on_nack)
     on_rto = staticmethod(swift_on_rto)
+    on_csig = staticmethod(swift_on_csig)
+
+    @classmethod
+    def bindings(cls, params):
+        return cls.binds + ("CSIG",) if params.fru else cls.binds

@@ -1,0 +1,52 @@
+"""`taurus reproduce rccc-incast --quick` (and csig-swift-fru): the headline
+in the issue's format, in the seed's direction."""
+import json
+import os
+import re
+
+from taurus.cli import main
+
+
+def _last_line(capsys):
+    return capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def test_rccc_incast_quick(tmp_path, capsys):
+    """RCCC + NSCC against NSCC alone on an 8:1 incast: RCCC loses nothing,
+    keeps the last-hop queue below NSCC's, fills the receiver's link and
+    shares it evenly."""
+    out = str(tmp_path / "r")
+    assert main(["reproduce", "rccc-incast", "--quick", "--out", out]) == 0
+    line = _last_line(capsys)
+    m = re.fullmatch(r"rccc-incast: RCCC drops (\d+), utilisation ([\d.]+)%, shares max/min "
+                     r"([\d.]+), queue p99 ([\d.]+) KB; NSCC alone drops (\d+), queue p99 "
+                     r"([\d.]+) KB", line)
+    assert m, line
+    d, u, s, q, d2, q2 = int(m[1]), float(m[2]), float(m[3]), float(m[4]), int(m[5]), float(m[6])
+    assert d == 0 and d < d2                   # nothing dropped or trimmed; NSCC alone trims
+    assert q < q2                              # a shorter last-hop queue
+    assert u >= 90 and s <= 1.05               # (full run: >= 95%)
+    with open(os.path.join(out, "figures.json")) as f:
+        fig = json.load(f)
+    assert fig["headline"] == line
+    r = fig["runs"]["rccc"]
+    assert r["completed"] == r["flows"] == 8 and r["marks"] == 0    # last-hop ECN off
+    for p in fig["plots"]:
+        assert os.path.getsize(os.path.join(out, p)) > 0
+
+
+def test_csig_swift_fru_quick(tmp_path, capsys):
+    """Swift vs Swift + FRU: the headline in the issue's format; FRU keeps the
+    foreground faster while the background bursts (its p99), every op done."""
+    out = str(tmp_path / "f")
+    assert main(["reproduce", "csig-swift-fru", "--quick", "--out", out]) == 0
+    line = _last_line(capsys)
+    m = re.fullmatch(r"csig-swift-fru: foreground median Swift (\d+) us, Swift\+FRU (\d+) us "
+                     r"\((-?\d+)% lower\); background median (\d+) / (\d+) us", line)
+    assert m, line
+    with open(os.path.join(out, "figures.json")) as f:
+        fig = json.load(f)
+    a, b = fig["runs"]["swift"], fig["runs"]["swift+fru"]
+    assert a["bg_ops"] == b["bg_ops"] == 2 and a["fg_ops"] > 50 and b["fg_ops"] > 50
+    assert b["fg_p99_ns"] < a["fg_p99_ns"]
+    assert a["drops"] == b["drops"] == 0
