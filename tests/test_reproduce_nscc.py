@@ -28,3 +28,19 @@ def test_csig_nscc_fairness_quick(tmp_path, capsys):
         return (d["noop"] + d["prop"]) / max(sum(d[k] for k in ("md", "fair", "prop", "noop")), 1)
     assert calm(c) > calm(b) + 0.1                        # around target: no-ops and PIs replace them
     assert os.path.exists(os.path.join(out, "fairness.png"))
+
+
+def test_nscc_lb_quick(tmp_path, capsys):
+    """EV load balancing spreads the permutation over the spines: max/min
+    spine utilisation falls, and no flow is left behind on a shared uplink."""
+    out = str(tmp_path / "lb")
+    assert main(["reproduce", "nscc-lb", "--quick", "--out", out]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    m = re.fullmatch(r"nscc-lb: spine utilisation max/min fixed ([\d.]+|inf), balanced ([\d.]+); "
+                     r"p99 FCT fixed (\d+) us, balanced (\d+) us", line)
+    assert m, line
+    assert float(m[2]) < float(m[1]) and float(m[2]) < 1.5
+    assert int(m[4]) < int(m[3])
+    with open(os.path.join(out, "figures.json")) as f:
+        runs = json.load(f)["runs"]
+    assert all(r["completed"] == r["flows"] and r["drops"] == 0 for r in runs.values())

@@ -123,7 +123,7 @@ def base(s, p):
 def nscc_init(s, p, d):
     s.maxwnd = p.maxwnd_bdp * p.network_rtt * p.line_rate / 8e9
     s.cwnd = d.cwnd if d.cwnd > 0 else s.maxwnd      # a window in force (agent restart): go on
-    publish(s, p, d)
+    set_cwnd(d, s.cwnd)
 
 
 @kernel
@@ -153,7 +153,7 @@ def nscc_on_ack(s, p, ev, d):
         four_cases(s, p, ecn, s.delay, ev.bytes, now)
     if p.ev_lb and ecn:
         rotate(s, d, now)
-    publish(s, p, d)
+    set_cwnd(d, s.cwnd)
 
 
 @kernel
@@ -248,7 +248,7 @@ def nscc_on_nack(s, p, ev, d):
         bound(s, p)
     if p.ev_lb and ev.nacks > ev.last_hop:
         rotate(s, d, now)
-    publish(s, p, d)
+    set_cwnd(d, s.cwnd)
 
 
 @kernel
@@ -257,7 +257,7 @@ def nscc_on_rto(s, p, ev, d):
     bound(s, p)
     if p.ev_lb:
         rotate(s, d, ev.t_last)
-    publish(s, p, d)
+    set_cwnd(d, s.cwnd)
 
 
 @kernel
@@ -271,11 +271,6 @@ def rotate(s, d, now):
 @kernel
 def bound(s, p):
     s.cwnd = min(max(s.cwnd, p.mss), s.maxwnd, p.max_cwnd)
-
-
-@kernel
-def publish(s, p, d):
-    set_cwnd(d, s.cwnd)
 
 
 class Nscc(Algorithm):
