@@ -109,11 +109,13 @@ def fairness_run(alg: str, quick: bool) -> dict:
                 nic_skip_delivered(eng, nics[dst], t.ip_of(src), f)
             eng.run_until(eng.now() + 20_000, stop_idle=False)
             if c0 is None and eng.now() >= warm:
-                c0 = {k: float(st[k][flows[1][2]]) for k in counts}
+                c0 = {(f, k): float(st[k][f]) for _, _, f in flows for k in counts}
                 a0 = [flow_stats(eng, f)["acked"] for _, _, f in flows]
         span = (eng.now() - warm) / 1e9
         gp = [(flow_stats(eng, f)["acked"] - x) * 8 / span for (_, _, f), x in zip(flows, a0)]
-        dec = {k[2:]: int(st[k][flows[1][2]] - c0[k]) for k in counts}
+        dec = {f"{s}->{d}": {k[2:]: int(st[k][f] - c0[f, k]) for k in counts}
+               for s, d, f in flows}
+        cwnd = {f"{s}->{d}": float(st["cwnd"][f]) for s, d, f in flows}
         sw = switch_stats(eng)
         marks = {k: sum(p[k] for p in sw.values()) for k in ("drop", "trim", "ecn_mark")}
     finally:
@@ -122,7 +124,8 @@ def fairness_run(alg: str, quick: bool) -> dict:
     return {"goodput_bps": {f"{s}->{d}": g for (s, d, _), g in zip(flows, gp)},
             "victim_bps": gp[1], "competitor_bps": comp,
             "ratio": comp / gp[1] if gp[1] > 0 else float("inf"),
-            "victim_decisions": dec, "network_rtt_ns": rtt, "bdp_bytes": bdp,
+            "victim_decisions": dec["h1->h10"], "decisions": dec, "cwnd_end": cwnd,
+            "network_rtt_ns": rtt, "bdp_bytes": bdp,
             "window_ns": [warm, dur], **marks}
 
 
@@ -145,6 +148,11 @@ def csig_nscc_fairness(out: str, quick: bool, mode: str, echo) -> tuple[dict, st
         echo(f"  {alg:<10} {r['victim_bps'] / 1e9:13.2f} {r['competitor_bps'] / 1e9:19.2f} "
              f"{r['ratio']:6.2f}:1 {seed:4.1f}:1   {d['md']} / {d['fair']} / {d['prop']} "
              f"(+{d['fast']}) / {d['noop']} / {d['qa']}")
+    for alg in res:
+        d, w = res[alg]["decisions"]["h0->h2"], res[alg]["cwnd_end"]["h0->h2"]
+        echo(f"  {alg:<10} competitor h0->h2: MD / FI / PI / no-op {d['md']} / {d['fair']} / "
+             f"{d['prop']} / {d['noop']}, cwnd at the end {w / 1e3:.1f} KB "
+             f"(maxwnd 1.5 BDP of its path)")
     echo("  seed: baseline NSCC's victim does almost only MD and FI; with CSIG max(Delay) "
          "more no-ops and PIs")
     plots = _plot_fairness(out, res)
