@@ -17,7 +17,8 @@ BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
             "hpcc": "taurus.cc_algorithms.hpcc:Hpcc",
             "swift": "taurus.cc_algorithms.swift:Swift",
             "timely": "taurus.cc_algorithms.timely:Timely",
-            "hostcc": "taurus.cc_algorithms.hostcc:Hostcc"}
+            "hostcc": "taurus.cc_algorithms.hostcc:Hostcc",
+            "oscar": "taurus.cc_algorithms.oscar:Oscar"}
 ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
 
 
