@@ -10,7 +10,8 @@ g = (n Sxy - Sx Sy) / (n Sxx - Sx^2), clamped >= grad_floor:
     D_target = base + target_queue / C
     u_ref, w_ref = the rate ratio and window ratio (cwnd / (D_target C)) in
                    force when the batch's packets were sent (mean send time;
-                   a short history of decisions indexed by time)
+                   a short history of decisions indexed by time; before the
+                   first window, the BDP-capped window of u_ref)
     if d < base + hyper_gap:        u = u + linear_start      (hyper increase)
     else:
         u_r = u_ref / (1 + g)                      (gradient loop: rate)
@@ -92,7 +93,7 @@ def unify(u_w, u_r, accelerate):
 def oscar_init(s, p, d):
     s.u = d.rate / p.line_rate if d.rate > 0 else 1.0     # a rate in force: go on from it
     s.rtt_min = p.base_rtt
-    remember(s, -1e300, s.u, s.u)
+    remember(s, -1e300, s.u, -1.0)                    # -1: no window of ours yet
     set_rate(d, s.u * p.line_rate)
     if s.rtt_min > 0:
         publish(s, p, d, 0.0)
@@ -131,8 +132,11 @@ def update(s, p, sent_at):
         u = s.u + p.linear_start
     else:
         u_ref, w_ref = reference(s, sent_at)
+        bdp = p.line_rate * s.rtt_min / 8e9
+        if w_ref < 0:
+            w_ref = min(u_ref * (bdp + p.target_queue), bdp)
         u_r = u_ref / (1 + max(s.g, p.grad_floor))
-        u_w = w_ref * d_target / s.delay
+        u_w = w_ref / (bdp + p.target_queue) * d_target / s.delay
         u = unify(u_w, u_r, s.delay < d_target - p.accel_margin) + p.ai
     s.u = min(max(u, p.min_rate_ratio), 1.0)
 
@@ -147,7 +151,7 @@ def remember(s, t, u, w):
 
 @kernel
 def reference(s, t):
-    """(rate ratio, window ratio) in force at time t: the newest decision made
+    """(rate ratio, window bytes or -1) in force at time t: the newest decision made
     at or before t (the oldest remembered if all are later)."""
     i = (int(s.h_i) - 1) % HIST
     for _ in range(int(s.h_n) - 1):
@@ -161,12 +165,12 @@ def reference(s, t):
 def publish(s, p, d, now):
     set_rate(d, s.u * p.line_rate)
     if s.rtt_min <= 0:
-        remember(s, now, s.u, s.u)
+        remember(s, now, s.u, -1.0)
         return
     bdp = p.line_rate * s.rtt_min / 8e9
     cwnd = min(s.u * (bdp + p.target_queue), bdp)
     set_cwnd(d, max(cwnd, float(p.mss)))
-    remember(s, now, s.u, cwnd / (bdp + p.target_queue))
+    remember(s, now, s.u, cwnd)
 
 
 class Oscar(Algorithm):
