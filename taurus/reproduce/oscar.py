@@ -41,7 +41,8 @@ SCALE = LINK_BPS / 40e9                 # the slides' 40 Gbit/s testbed
 TARGET_QUEUE = 75_000 * SCALE           # OSCAR's 75 KB at 40 Gbit/s
 HYPER_GAP = 2_000                       # 1 us + a 1 KB packet's extra serialisation, 2 hops
 SEED_MSE = (0.0058, 0.079, 13.4)        # the slides: BLS, divide + EWMA, the ratio they give
-SEED_ORDER = "OSCAR O(1) / O(1); DCQCN, Swift O(Delta) / O(log Delta); HPCC O(1) / O(1)"
+SEED_ORDER = ("onset (deceleration) / release (acceleration): OSCAR O(1) / O(1); DCQCN, Swift "
+              "O(log Delta) / O(Delta); HPCC O(1) / O(1)")
 HOLD_NS = 100_000
 MSS = 256                               # 1 KB at 40 Gbit/s: the same packets per BDP and per tau
 EWMA_ALPHA = 0.875                      # divide + EWMA: weight of the old estimate (ours)
@@ -141,7 +142,7 @@ def _cc(alg: str, mode: str) -> dict:
 
 def convergence_times(quick: bool) -> tuple[int, int, int]:
     """(burst start, burst end, run end) ns: the slides' 1 ms .. 5 ms (quick: shorter)."""
-    return (500_000, 1_500_000, 2_300_000) if quick else (1_000_000, 5_000_000, 8_000_000)
+    return (500_000, 1_500_000, 2_300_000) if quick else (1_000_000, 5_000_000, 10_000_000)
 
 
 def _convergence(alg: str, mode: str, quick: bool) -> dict:
@@ -242,21 +243,38 @@ def _plot_convergence(out, rows, b0, b1) -> list[str]:
 
 
 # ---- oscar-bls ----------------------------------------------------------------------
+from taurus.cc_algorithms.algorithm import Algorithm, param, set_rate  # noqa: E402
 from taurus.cc_algorithms.oscar import Oscar  # noqa: E402
+from taurus.cc_algorithms.params import Params  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 
 TRACE: list = []
+PROBE_SHARE = 0.3          # of the link: ~7 samples per 5 us batch at 256 B
+
+
+@dataclass
+class ProbeParams(Params):
+    share: float = param(PROBE_SHARE, "", "fixed rate, of the line rate")
+
+
+def _probe_init(s, p, d):
+    set_rate(d, p.share * p.line_rate)
 
 
 def _record_rtt(s, p, ev, d):
-    """Plain Python (the traced flow runs in an agent with jit = false): keep
-    each RTT sample (send time, RTT) for the offline comparison."""
+    """Plain Python (the probe runs in an agent with jit = false): keep each
+    RTT sample (send time, RTT) for the offline comparison."""
     TRACE.append((int(ev.send_time), int(ev.rtt)))
 
 
-class OscarTraced(Oscar):
-    """OSCAR that also keeps every RTT sample it is given (jit = false only)."""
-    name = "oscar-traced"
-    binds = ("RTT_LS", "RTT")
+class GradientProbe(Algorithm):
+    """A fixed-rate flow that keeps every RTT sample it is given (jit = false
+    only): the samples both gradient estimators are fed."""
+    name = "gradient-probe"
+    Params = ProbeParams
+    state = ("x",)
+    binds = ("RTT",)
+    init = staticmethod(_probe_init)
     on_rtt = staticmethod(_record_rtt)
 
 
@@ -292,17 +310,17 @@ def divide_ewma(send, rtt, alpha=EWMA_ALPHA):
 
 def _bls_experiment(mode: str, quick: bool) -> dict:
     b0, b1, end = (200_000, 600_000, 800_000) if quick else (300_000, 1_300_000, 1_600_000)
-    cc = _cc("oscar", mode)
-    traced = {"algorithm": "taurus.reproduce.oscar:OscarTraced", "mode": "agent",
-              "params": cc["params"]}
-    cc = {**cc, "jit": False}            # the traced flow's agent runs plain Python
+    oscar = _cc("oscar", mode)
+    probe = {**oscar, "algorithm": "taurus.reproduce.oscar:GradientProbe", "mode": "agent",
+             "params": {}, "jit": False, "cwnd": "1MB"}     # plain Python; the rate alone limits it
     return {"experiment": {"name": "oscar-bls", "duration": f"{end}ns", "seed": 1,
                            "step": "1us", "sample": "1us"},
             "topology": _topology(10),
-            "cc": cc,
-            "traffic": [{"kind": "bulk", "from": "h1", "to": "h11", "cc": traced},
+            "cc": probe,
+            "traffic": [{"kind": "bulk", "from": "h1", "to": "h11"},
                         {"kind": "bulk", "from": [f"h{i}" for i in range(2, 11)], "to": "h11",
-                         "start": f"{b0}ns", "size": int(LINK_BPS / 10 * (b1 - b0) / 8e9)}],
+                         "start": f"{b0}ns", "size": int(LINK_BPS / 10 * (b1 - b0) / 8e9),
+                         "cc": {k: oscar[k] for k in ("algorithm", "mode", "params")}}],
             "outputs": outputs()}
 
 
@@ -343,7 +361,9 @@ def oscar_bls(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     mse_b = float(np.mean((bls[keep] - truth[keep]) ** 2))
     mse_e = float(np.mean((ew[keep] - truth[keep]) ** 2))
     ratio = mse_e / mse_b if mse_b > 0 else float("inf")
-    echo(f"oscar-bls: {len(send)} RTT samples of h1's OSCAR flow, {int(keep.sum())} batches of "
+    echo(f"oscar-bls: h1 sends at a fixed {PROBE_SHARE:g} of the link from 0; h2..h10 (OSCAR) "
+         f"join for a burst as in oscar-convergence; {len(send)} RTT samples of h1's flow, "
+         f"{int(keep.sum())} batches of "
          f"{tau / 1e3:g} us; truth: {port}'s queue growth / link rate (queue sampled each 1 us)")
     echo(f"  divide + EWMA: alpha {EWMA_ALPHA} on the old estimate (ours; the slides give none)")
     echo(f"  seed (testbed): MSE BLS {SEED_MSE[0]}, divide+EWMA {SEED_MSE[1]} "
