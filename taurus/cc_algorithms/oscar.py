@@ -20,9 +20,9 @@ g = (n Sxy - Sx Sy) / (n Sxx - Sx^2), clamped >= grad_floor:
         u = u + ai                                 (fairness: AIMD around the target)
     u clamped to [min_rate_ratio, 1]
 A batch closes once it spans tau of arrivals (or is an engine aggregate of at
-least tau / 2: in agent mode the engine sums RTT_LS over tau, one record per
-batch; in native and per-event mode every sample comes alone and the batch
-is summed here) and holds >= min_batch samples; its gradient is discarded
+least tau / 2: in agent mode the engine sums RTT_LS over 5 us, the class's
+period whatever tau, one record per batch; in native and per-event mode
+every sample comes alone and the batch is summed here) and holds >= min_batch samples; its gradient is discarded
 (0) when it spans more than max_span x tau (idle gaps), as the authors do.
 The base RTT is ``base_rtt`` or, when 0, the least batch-mean RTT seen (in
 native mode the least sample).  Until it is known the flow sends at line
@@ -30,7 +30,7 @@ rate under the configured initial window.
 
 Defaults, from the authors' code (RoCEv2Oscar attributes and
 OscarBatchedEstimator): target_queue 75 KB (TargetQueueLength), tau 5 us
-(BlsDuration; the slides: half the base RTT of 13.5 us), ai 0.005
+(BlsDuration; the slides: tau about half the base RTT), ai 0.005
 (RateAIRatio), linear_start 0.25 (RateLinearStart), min_batch 3
 (m_nMinWindowSize), max_span 3 (windows wider than 3 tau dropped),
 grad_floor -0.9 (DoRateUpdate's clamp), accel_margin 0.5 us and hyper_gap
