@@ -5,7 +5,6 @@ import json
 import os
 import re
 
-import pytest
 
 from taurus.cli import main
 

@@ -22,8 +22,9 @@ g = (n Sxy - Sx Sy) / (n Sxx - Sx^2), clamped >= grad_floor:
 A batch closes once it spans tau of arrivals (or is an engine aggregate of at
 least tau / 2: in agent mode the engine sums RTT_LS over 5 us, the class's
 period whatever tau, one record per batch; in native and per-event mode
-every sample comes alone and the batch is summed here) and holds >= min_batch samples; its gradient is discarded
-(0) when it spans more than max_span x tau (idle gaps), as the authors do.
+every sample comes alone and the batch is summed here) and holds >=
+min_batch samples; its gradient is discarded (0) when it spans more than
+max_span x tau (idle gaps), as the authors do.
 The base RTT is ``base_rtt`` or, when 0, the least batch-mean RTT seen (in
 native mode the least sample).  Until it is known the flow sends at line
 rate under the configured initial window.
@@ -58,7 +59,7 @@ class OscarParams(Params):
     min_batch: int = param(3, "samples", "fewest samples in a batch (authors: 3)")
     max_span: float = param(3.0, "tau", "batches wider than this drop their gradient (authors: 3)")
     grad_floor: float = param(-0.9, "", "lowest gradient used (authors: -0.9)")
-    accel_margin: float = param(500.0, "ns", "accelerate below D_target minus this (authors: 0.5 us)")
+    accel_margin: float = param(500.0, "ns", "accelerate below D_target minus this (authors: 0.5us)")
     hyper_gap: float = param(1_000.0, "ns", "hyper increase below base plus this (authors: 1 us)")
     base_rtt: float = param(0.0, "ns", "base RTT; 0: the least RTT measured")
 

@@ -27,9 +27,13 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
+from taurus.cc_algorithms.algorithm import Algorithm, param, set_rate
+from taurus.cc_algorithms.oscar import Oscar
+from taurus.cc_algorithms.params import Params
 from taurus.tools.analysis import jain
 
 from .core import drops, long_jain, outputs, run_dict, scenario
@@ -243,10 +247,6 @@ def _plot_convergence(out, rows, b0, b1) -> list[str]:
 
 
 # ---- oscar-bls ----------------------------------------------------------------------
-from taurus.cc_algorithms.algorithm import Algorithm, param, set_rate  # noqa: E402
-from taurus.cc_algorithms.oscar import Oscar  # noqa: E402
-from taurus.cc_algorithms.params import Params  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
 
 TRACE: list = []
 PROBE_SHARE = 0.3          # of the link: ~7 samples per 5 us batch at 256 B
