@@ -20,7 +20,8 @@ BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
             "hostcc": "taurus.cc_algorithms.hostcc:Hostcc",
             "nscc": "taurus.cc_algorithms.nscc:Nscc",
             "nscc-csig": "taurus.cc_algorithms.nscc:NsccCsig",
-            "rccc": "taurus.cc_algorithms.rccc:Rccc"}
+            "rccc": "taurus.cc_algorithms.rccc:Rccc",
+            "oscar": "taurus.cc_algorithms.oscar:Oscar"}
 ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
 
 

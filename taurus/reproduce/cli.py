@@ -18,8 +18,9 @@ def add_reproduce_parser(sub) -> None:
 
 def reproduce_cmd(a) -> int:
     if a.list or not a.name:
+        w = max(map(len, load()))
         for s in load().values():
-            print(f"{s.name:<16} {s.about}")
+            print(f"{s.name:<{w}}  {s.about}")
         return 0 if a.list else 2
     if a.name not in load():
         print(f"taurus reproduce: unknown scenario {a.name!r}; known: "

@@ -11,13 +11,13 @@ Modes, each fed one record at a time as the engine and agent feed them:
 
 ``random_stream(cls, params, n, flows, seed)`` makes a plausible stream of
 the events the algorithm binds (ACK bytes in MSS units with some marked,
-RTT samples around 20 us, rare timeouts, timer ticks, ...).
+RTT samples around 20 us, RTT_LS sums of a few, rare timeouts, timer ticks, ...).
 """
 import numpy as np
 
 from taurus.cc_algorithms.algorithm import (DECISION_DTYPE, N_DECISION, FlowContext, param_row)
 from taurus.cc_algorithms.runtime import Runtime, events
-from taurus.datapath.ccevents import EVENT_IDS, EVENT_NAMES
+from taurus.datapath.ccevents import EVENT_IDS, EVENT_NAMES, LS_SCALE
 from taurus.datapath.ccshm import REC_WIDTH
 
 MODES = ("python", "agent", "native")
@@ -59,6 +59,13 @@ def random_stream(cls, params, n: int = 400, flows: int = 3, seed: int = 0,
         elif name == "RTT":
             r.rtt = int(rng.integers(8_000, 60_000))
             r.send_time, r.psn, r.qdelay, r.hops = t - r.rtt, psn[f], r.rtt - 8_000, 4
+        elif name == "RTT_LS":      # pk samples summed as the report engine sums them
+            rtt = rng.integers(8_000, 60_000, pk)
+            x = np.sort(rng.integers(0, 4_000, pk))
+            x -= x[0]
+            r.n, r.sx, r.sy, r.x0 = pk, x.sum(), rtt.sum(), t - 60_000 - 4_000
+            r.sxx, r.sxy = (x * x // LS_SCALE).sum(), (x * rtt // LS_SCALE).sum()
+            r.count, r.t_first = pk, t - int(x[-1])
         elif name == "RTO":
             r.timeouts, r.psn = 1, psn[f]
         elif name == "NACK":

@@ -1,0 +1,49 @@
+"""`taurus reproduce oscar-*` --quick: each completes, writes figures.json
+and its plots, ends with the issue's headline; OSCAR's release takes <= 3
+updates (the seed's O(1))."""
+import json
+import os
+import re
+
+
+from taurus.cli import main
+
+NUM = r"(\d+|-)"
+
+
+def _run(name, tmp_path, capsys):
+    out = str(tmp_path / name)
+    assert main(["reproduce", name, "--quick", "--out", out]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    with open(os.path.join(out, "figures.json")) as f:
+        fig = json.load(f)
+    assert fig["headline"] == line
+    for p in fig.get("plots", []):
+        assert os.path.getsize(os.path.join(out, p)) > 0
+    return line, fig
+
+
+def test_convergence_quick(tmp_path, capsys):
+    line, fig = _run("oscar-convergence", tmp_path, capsys)
+    pat = ("oscar-convergence: updates to converge \\(onset/release\\): "
+           + ", ".join(f"{n} {NUM}/{NUM}" for n in ("OSCAR", "DCTCP", "DCQCN", "Swift", "HPCC")))
+    assert re.fullmatch(pat, line), line
+    o = fig["rows"]["oscar"]
+    assert o["release"] is not None and o["release"] <= 3, o["release"]
+    assert all(r["drops"] == 0 for r in fig["rows"].values() if "error" not in r)
+    assert fig["plots"] == ["convergence.png"]
+
+
+def test_bls_quick(tmp_path, capsys):
+    line, fig = _run("oscar-bls", tmp_path, capsys)
+    m = re.fullmatch(r"oscar-bls: MSE BLS ([\d.e+-]+), divide\+EWMA ([\d.e+-]+) "
+                     r"\(([\d.]+)\u00d7 smaller\)", line)
+    assert m, line
+    assert fig["batches"] > 20 and float(m[1]) < float(m[2])
+
+
+def test_fairness_quick(tmp_path, capsys):
+    line, fig = _run("oscar-fairness", tmp_path, capsys)
+    m = re.fullmatch(r"oscar-fairness: Jain ([\d.]+) \(2 flows\), ([\d.]+) \(8 flows\)", line)
+    assert m, line
+    assert float(m[1]) >= 0.9 and float(m[2]) >= 0.8
