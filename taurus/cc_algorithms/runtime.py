@@ -227,6 +227,10 @@ class Runtime:
             return
         njit = nb.njit(cache=True)
         self.dispatch = njit(raw)
+        # The calls below close over this dispatcher, and Numba's cache keys
+        # a closure by its pickled cells, which name a dispatcher by a random
+        # UUID: name it by its source instead, or every process recompiles.
+        self.dispatch._set_uuid(f"taurus-cc-{self.key}")
         self.setup = njit(_make_setup(init, self.key))
         self.drain = njit(_make_drain(self.dispatch))
         self._entry = nb.njit(NATIVE_SIG, cache=True)(
