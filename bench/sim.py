@@ -1,0 +1,162 @@
+"""How fast virtual time runs: simulated seconds, Gbit and packet-hops per
+wall second, the wall time split engine / runner+agent, peak RSS.
+
+    python bench/sim.py [--quick] [--only dumbbell,fat-tree,many-flows] [--json OUT]
+
+Cases (each `taurus run` in its own process, so its peak RSS is its own):
+  dumbbell    examples/dctcp_dumbbell.toml for 1 simulated second (quick:
+              0.1 s), DCTCP native and in the agent;
+  fat-tree    a k = 8 fat-tree (128 hosts, 10 Gbit/s, 1 us links), WebSearch
+              flows at 60% load from every host to random others for 20 ms
+              (quick: k = 4, 5 ms), DCTCP in the agent;
+  many-flows  10,000 concurrent finite flows (32 KB each) on a 4-leaf,
+              2-spine, 32-host leaf-spine, DCTCP in the agent (quick: 1,000).
+A packet-hop is one frame sent by one port (a switch egress or a NIC), so
+a data packet over the dumbbell's 3 links and its ACK back make 6.
+The last line: `sim: dumbbell X sim-s per wall-s (native), fat-tree Y M
+packet-hops/s, 10k flows Z M packet-hops/s`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def _experiment(name: str, quick: bool) -> tuple[str, list[str]]:
+    """(TOML text or a file path, --set overrides)."""
+    if name.startswith("dumbbell"):
+        mode = name.split("-")[1]
+        return (os.path.join(ROOT, "examples", "dctcp_dumbbell.toml"),
+                [f"experiment.duration={'100ms' if quick else '1s'}", f"cc.mode={mode}"])
+    if name == "fat-tree":
+        k, dur = (4, "5ms") if quick else (8, "20ms")
+        hosts = json.dumps([f"h{i}" for i in range(1, k ** 3 // 4 + 1)])
+        return (f'''[experiment]
+name = "sim-fat-tree"
+duration = "{dur}"
+seed = 1
+sample = "100us"
+[topology]
+name = "ft"
+fat_tree = {{ k = {k}, switch = {{ ecn = {{ k = "65KB" }} }} }}
+defaults = {{ rate = "10Gbit", delay = "1us", buffer = "1MB" }}
+[cc]
+algorithm = "dctcp"
+mode = "agent"
+[[traffic]]
+kind = "workload"
+from = {hosts}
+to = {hosts}
+cdf = "websearch"
+load = 0.6
+max_flows = 100000
+''', [])
+    n = 1_000 if quick else 10_000
+    per = n // 16
+    return (f'''[experiment]
+name = "sim-many-flows"
+duration = "{'20ms' if quick else '100ms'}"
+seed = 1
+sample = "1ms"
+[topology]
+name = "ls"
+leaf_spine = {{ leaves = 4, spines = 2, hosts_per_leaf = 8, switch = {{ ecn = {{ k = "65KB" }} }} }}
+defaults = {{ rate = "10Gbit", delay = "1us", buffer = "2MB" }}
+[cc]
+algorithm = "dctcp"
+mode = "agent"
+''' + "".join(f'''[[traffic]]
+kind = "incast"
+from = ["h{i}"]
+to = "h{i + 16}"
+size = "32KB"
+rounds = {per}
+interval = "1ns"
+''' for i in range(1, 17)), [])
+
+
+def run_case(name: str, quick: bool, out: str) -> dict:
+    spec, sets = _experiment(name, quick)
+    path = spec
+    if not os.path.exists(spec):
+        path = os.path.join(out, f"{name}.toml")
+        with open(path, "w") as f:
+            f.write(spec)
+    cmd = [sys.executable, "-m", "taurus.cli", "run", path, "--out", os.path.join(out, name),
+           "--no-progress"] + [a for s in sets for a in ("--set", s)]
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    err = p.stderr.read().decode()[-400:]
+    p.returncode = os.waitstatus_to_exitcode(status)
+    try:
+        with open(os.path.join(out, name, "summary.json")) as f:
+            s = json.load(f)
+    except OSError:
+        return {"case": name, "error": f"exit {p.returncode}: {err.strip()}"}
+    sim_s = s["ended_at_ns"] / 1e9
+    hops = sum(int(v["counters"].get("tx", 0)) for v in s["ports"].values()) \
+        + sum(int(n.get(k, 0)) for n in s["nics"].values()
+              for k in ("tx_data", "tx_retx", "tx_ack", "tx_nack", "tx_cnp", "tx_close"))
+    bits = sum(f["bytes"] for f in s["flows"]) * 8
+    loop = s["loop_wall_s"]
+    return {"case": name, "complete": s["complete"], "flows": len(s["flows"]),
+            "sim_s": sim_s, "wall_s": wall, "loop_wall_s": loop,
+            "engine_wall_s": s["engine_wall_s"], "outside_engine_s": loop - s["engine_wall_s"],
+            "setup_s": wall - loop, "agent_cpu_s": s["agent"]["cpu_s"],
+            "sim_s_per_wall_s": sim_s / loop if loop else 0.0,
+            "gbit_per_wall_s": bits / 1e9 / loop if loop else 0.0,
+            "packet_hops": hops, "mhops_per_wall_s": hops / 1e6 / loop if loop else 0.0,
+            "peak_rss_mb": ru.ru_maxrss / 1024}
+
+
+CASES = ("dumbbell-native", "dumbbell-agent", "fat-tree", "many-flows")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated: dumbbell, fat-tree, many-flows")
+    ap.add_argument("--json", metavar="OUT")
+    a = ap.parse_args(argv)
+    want = [c for c in CASES if not a.only or any(c.startswith(w) for w in a.only.split(","))]
+    res = {}
+    with tempfile.TemporaryDirectory(prefix="taurus-bench-sim-") as out:
+        print(f"{'case':<16} {'flows':>6} {'sim s':>7} {'wall s':>7} {'loop s':>7} "
+              f"{'engine':>7} {'outside':>7} {'agent':>6} {'sim-s/s':>8} {'Gbit/s':>7} "
+              f"{'Mhop/s':>7} {'RSS MB':>7}")
+        for c in want:
+            r = res[c] = run_case(c, a.quick, out)
+            if "error" in r:
+                print(f"{c:<16} failed: {r['error']}")
+                continue
+            print(f"{c:<16} {r['flows']:6d} {r['sim_s']:7.3f} {r['wall_s']:7.1f} "
+                  f"{r['loop_wall_s']:7.1f} {r['engine_wall_s']:7.1f} {r['outside_engine_s']:7.1f} "
+                  f"{r['agent_cpu_s']:6.1f} {r['sim_s_per_wall_s']:8.4f} "
+                  f"{r['gbit_per_wall_s']:7.2f} {r['mhops_per_wall_s']:7.3f} {r['peak_rss_mb']:7.0f}")
+    print("loop s: the run's event loop (setup and results excluded); engine: of it in the "
+          "compiled engine; outside: the runner's and agent's share; agent: its CPU seconds")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+    def g(c, k, fmt):
+        r = res.get(c, {})
+        return fmt.format(r[k]) if k in r else "-"
+    print(f"sim: dumbbell {g('dumbbell-native', 'sim_s_per_wall_s', '{:.3f}')} sim-s per wall-s "
+          f"(native), fat-tree {g('fat-tree', 'mhops_per_wall_s', '{:.3f}')} M packet-hops/s, "
+          f"{'1k' if a.quick else '10k'} flows {g('many-flows', 'mhops_per_wall_s', '{:.3f}')} "
+          f"M packet-hops/s")
+    return 0 if all("error" not in r for r in res.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
