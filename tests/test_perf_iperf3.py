@@ -156,7 +156,8 @@ def test_bad_algorithm_and_bad_combinations_fail_before_any_namespace():
              (["-c", "h2", "-C", "taurus.cc_algorithms.dctcp:Nope"], "has no 'Nope'"),
              (["-c", "h2", "-R", "--bidir"], "cannot be both reverse and bidirectional"),
              (["-s", "-R"], "client only"),
-             (["-c", "h2", "--cc-mode", "agent"], "need -C/--congestion")]
+             (["-c", "h2", "--cc-mode", "agent"], "need -C/--congestion"),
+             (["-c", "h2", "-C", "dctcp", "--receiver-cc", "dctcp"], "not a receiver one")]
     for argv, msg in cases:
         r = subprocess.run(base + argv, env=ENV, capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and msg in r.stderr, (argv, r.stderr)
@@ -277,11 +278,11 @@ def test_agent_started_by_perf_is_gone_after_exit_sigint_and_sigkill(two):
 def test_perf_dctcp_on_the_dumbbell_marks_and_moves_cwnd(tmp_path):
     """-C dctcp through two engine switches with ECN: the bottleneck marks,
     the sender sees ECN bytes and the agent's window moves interval by
-    interval; native mode does the same in the engine."""
+    interval, in both agent modes; native mode does the same in the engine."""
     path = tmp_path / "pdumb.toml"
     path.write_text(DUMBBELL)
     with Server(str(path), "dumb") as s:
-        for mode in ("agent", "native"):
+        for mode in ("agent", "per-event", "native"):
             out = s.json("h3", "--from", "h1", "-t", "3", "-i", "0.5", "-C", "dctcp",
                          "--cc-mode", mode)
             end = out["end"]
@@ -295,7 +296,7 @@ def test_perf_dctcp_on_the_dumbbell_marks_and_moves_cwnd(tmp_path):
             assert len(set(cw)) >= 3, (mode, cw)
             assert snd["taurus"]["agent_decisions"] > 0
             assert end["taurus"]["agent_messages"] > 0
-    assert not netns.list_ns(PREFIX)
+    assert not [n for n in netns.list_ns(PREFIX) if "pdumb" in n]
 
 
 def test_sink_sets_each_streams_cc_and_sends_reverse_tests():

@@ -85,7 +85,7 @@ def add_perf_parser(sub) -> None:
     cc.add_argument("--cc-config", default=None, metavar="FILE",
                     help="the [cc] table of an experiment file")
     cc.add_argument("--receiver-cc", default=None, metavar="NAME",
-                    help="a receiver algorithm (validated; see README: not applied yet)")
+                    help="a receiver algorithm (checked, then refused: not applied by perf yet)")
     ip = p.add_argument_group("iperf3 options")
     ip.add_argument("-R", "--reverse", action="store_true", help="the server sends")
     ip.add_argument("--bidir", action="store_true", help="both directions at once")
@@ -896,7 +896,7 @@ def _result(args, t, src, dst, legs, res, choice, cpu, agent_pids):
     name = choice.name if choice else "static"
     end["cpu_utilization_percent"] = cpu
     end["sender_tcp_congestion"] = name
-    end["receiver_tcp_congestion"] = (choice.receiver_name or name) if choice else name
+    end["receiver_tcp_congestion"] = name
     end["taurus"] = {
         "agent_messages": res["messages"],
         "rtt_us": {"p50": _pct(rtts, 50), "p99": _pct(rtts, 99),
@@ -1023,17 +1023,23 @@ def _row(args, label, r, tt, sender: bool, tail: str = "") -> str:
     return s + tail
 
 
+def _tag(args, sender: bool) -> str:
+    """iperf3's --bidir role tag: this side transmits (TX-C) or receives (RX-C)."""
+    return ("][TX-C" if sender else "][RX-C") if args.bidir else ""
+
+
 def _print_interval(args, out, iv, legs):
     om = "  (omitted)"
     for r, leg in zip(iv["streams"], legs):
-        out.line(_row(args, f"{r['socket']:3d}", r, r["taurus"], leg.sender,
-                      om if r["omitted"] else ""))
+        out.line(_row(args, f"{r['socket']:3d}{_tag(args, leg.sender)}", r, r["taurus"],
+                      leg.sender, om if r["omitted"] else ""))
     if len(legs) > 1:
         for key in ("sum", "sum_bidir_reverse"):
             if key in iv:
                 s = iv[key]
                 tt = dict(s["taurus"], cwnd=0, pacing_rate=0, srtt_us=0) if s["sender"] else None
-                line = _row(args, "SUM", s, None, False, om if s["omitted"] else "")
+                line = _row(args, f"SUM{_tag(args, s['sender'])}", s, None, False,
+                            om if s["omitted"] else "")
                 if tt is not None:
                     line += (f" {s.get('retransmits', 0):5d}  "
                              f"{'':>10}  {'':>15}  {'':>7}  "
@@ -1048,17 +1054,20 @@ def _print_end(args, out, doc, legs):
     out.line("[ ID] Interval           Transfer     Bitrate         Retr")
     for s in e["streams"]:
         snd, rcv = s["sender"], s["receiver"]
-        out.line(_row(args, f"{snd['socket']:3d}", snd, None, False) +
+        tag = _tag(args, snd["sender"])
+        out.line(_row(args, f"{snd['socket']:3d}{tag}", snd, None, False) +
                  f" {snd['retransmits']:5d}             sender")
-        out.line(_row(args, f"{rcv['socket']:3d}", rcv, None, False) +
+        out.line(_row(args, f"{rcv['socket']:3d}{tag}", rcv, None, False) +
                  "                   receiver")
     if len(legs) > 1 or args.bidir:
         for a, b in (("sum_sent", "sum_received"),
                      ("sum_sent_bidir_reverse", "sum_received_bidir_reverse")):
             if a in e:
-                out.line(_row(args, "SUM", e[a], None, False) +
+                tag = _tag(args, e[a]["sender"])
+                out.line(_row(args, f"SUM{tag}", e[a], None, False) +
                          f" {e[a]['retransmits']:5d}             sender")
-                out.line(_row(args, "SUM", e[b], None, False) + "                   receiver")
+                out.line(_row(args, f"SUM{tag}", e[b], None, False) +
+                         "                   receiver")
     tt = e["taurus"]
     if args.rpc:
         m = tt["msg_completion_us"]

@@ -100,6 +100,12 @@ def choose(args) -> CcChoice | None:
         rcls = lookup(receiver, role="receiver")
         make_params(rcls, spec.receiver_params, "cc.receiver_params")
         rname = rcls.name
+        # Checked first (a bad name says so), then refused: perf's
+        # connections are opened by the engine without credit (nic_service),
+        # so a receiver algorithm would have nothing to grant.
+        raise ConfigError(f"--receiver-cc {receiver}: receiver algorithms are not applied by "
+                          "taurus perf yet (its connections run without credit); use "
+                          "taurus run with [cc] receiver")
     return CcChoice(algorithm, cls.name, mode, params, spec.jit, receiver, rname,
                     dict(spec.receiver_params))
 
