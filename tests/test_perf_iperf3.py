@@ -4,6 +4,7 @@ namespaces, engine and processes whatever happens (module fixtures: one
 perf -s per topology)."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -169,9 +170,9 @@ def test_bad_algorithm_and_bad_combinations_fail_before_any_namespace():
 def test_json_contains_iperf3s_key_tree(two, tmp_path):
     """Real iperf3 -J (kernel TCP, which the perf engine's AF_XDP ports leave
     to the kernel) in the same namespaces: every key path of its document
-    exists in ours, forward and --bidir."""
+    exists in ours, forward, -R and --bidir."""
     t = two.t
-    for extra in ([], ["--bidir"]):
+    for extra in ([], ["-R"], ["--bidir"]):
         srv = subprocess.Popen(["ip", "netns", "exec", t.ns_of("h2"), "iperf3", "-s", "-1"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -207,6 +208,9 @@ def test_reverse_and_bidir_move_data_the_right_way(two):
         assert int(h1.N.fl[s["sender"]["socket"], FL_NIC]) - 1 == h2.n   # h2's NIC sends
         assert s["receiver"]["bytes"] > 100_000
     assert out["end"]["sum_received"]["bytes"] > 100_000
+    r = two.client("h2", "--from", "h1", "-t", "1", "-R", "-C", "dctcp")
+    assert r.returncode == 0 and "Reverse mode" in r.stdout, r.stderr
+    assert re.search(r"sec .* \d+us ", r.stdout), r.stdout    # the server flow's CC columns
     out = two.json("h2", "--from", "h1", "-t", "1.5", "--bidir")
     ss = out["end"]["streams"]
     fwd = [s for s in ss if s["sender"]["sender"]]

@@ -250,7 +250,7 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
             port = eng.add_port(h, itf.name, netns=t.ns_of(h), kind=port_kind,
                                 xdp=dict(steer="taurus", rx_frames=2048, xdp_mode=xdp_mode))
             eng.add_nic(port, itf.mac, t.ip_of(h), mss=itf.link.mtu + S.ETH_SIZE - DATA_HDR,
-                        rx_buf_bytes=rx_ring, name=h, line_rate_bps=_line_rate(itf), **nic)
+                        rx_buf_bytes=rx_ring, name=h, **{"line_rate_bps": _line_rate(itf), **nic})
     except BaseException:
         eng.close()
         raise
@@ -1031,8 +1031,10 @@ def _tag(args, sender: bool) -> str:
 def _print_interval(args, out, iv, legs):
     om = "  (omitted)"
     for r, leg in zip(iv["streams"], legs):
+        # The CC columns for every stream: a reverse stream's are the
+        # server's flow's, which this side reads from shared memory too.
         out.line(_row(args, f"{r['socket']:3d}{_tag(args, leg.sender)}", r, r["taurus"],
-                      leg.sender, om if r["omitted"] else ""))
+                      True, om if r["omitted"] else ""))
     if len(legs) > 1:
         for key in ("sum", "sum_bidir_reverse"):
             if key in iv:
