@@ -619,6 +619,10 @@ def client(args, t, choice) -> int:
     out = Out(args)
     try:
         return _client(args, t, choice, out)
+    except FileNotFoundError as e:
+        print(f"taurus perf: error - engine {_engine_name(args, t)} is not running "
+              f"({e.filename or e}); start taurus perf -s --topo {args.topo}", file=sys.stderr)
+        return 1
     finally:
         out.close()
 
