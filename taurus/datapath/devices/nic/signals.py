@@ -18,7 +18,7 @@ from ...wire.desc import D_PDS_FLAGS
 from .state import (SG_ACKED_BYTES, SG_ACKS, SG_CREDIT, SG_CSIG_D, SG_CSIG_LM, SG_CSIG_N,
                         SG_CSIG_S, SG_CSIG_T, SG_ECN, SG_NACK, SG_OOO, SG_RETX, SG_RTO,
                         SG_RTT_LAST, SG_RTT_MIN, SG_RTT_N, SG_RTT_SUM, SG_TRIM, SG_TX_BYTES,
-                        SG_TX_PKTS, SG_UE, SG_CNP, FL_HOPS, FL_RTT_MIN, FL_SRTT)
+                        SG_TX_PKTS, SG_UE, SG_CNP, SG_ECN_BYTES, FL_HOPS, FL_RTT_MIN, FL_SRTT)
 from ...wire import spec as S
 
 
@@ -46,6 +46,7 @@ def signal_ecn(E, N, f, ce_bytes, ce, ue_bytes, ue, now):
     """The receiver echoed CE (ACK M flag: ce = 1) and/or UE (UE flag: ue =
     1) on an ACK covering ce_bytes / ue_bytes."""
     N.sig[f, SG_ECN] += ce
+    N.sig[f, SG_ECN_BYTES] += ce_bytes
     N.sig[f, SG_UE] += ue
     report_signal6(E, f, C.EV_ECN, now, ce_bytes, ce, 0, 0, ue_bytes, ue)
 

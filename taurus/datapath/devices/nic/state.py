@@ -119,12 +119,13 @@ N_CX = 4
 (SG_ACKED_BYTES, SG_ACKS, SG_ECN, SG_OOO, SG_NACK, SG_TRIM, SG_RTO, SG_RTT_LAST,
  SG_RTT_MIN, SG_RTT_N, SG_RTT_SUM, SG_CREDIT, SG_TX_BYTES, SG_TX_PKTS, SG_RETX,
  SG_CSIG_N, SG_CSIG_T, SG_CSIG_S, SG_CSIG_LM, SG_CSIG_D, SG_FIRST_T, SG_DONE_T,
- SG_UE, SG_CNP) = range(24)
-N_SG = 24
+ SG_UE, SG_CNP, SG_ECN_BYTES) = range(25)
+N_SG = 25
 SIGNAL_NAMES = ("acked_bytes", "acks", "ecn", "ooo", "nack", "trim", "rto", "rtt_last",
                 "rtt_min", "rtt_n", "rtt_sum", "credit", "tx_bytes", "tx_pkts", "retx",
                 "csig_n", "csig_t", "csig_s", "csig_lm", "csig_d", "first_t", "done_t",
-                "ue", "cnp")
+                "ue", "cnp", "ecn_bytes")
+"""SG_ECN counts ACKs that echoed CE; SG_ECN_BYTES the bytes those ACKs covered."""
 
 # ---- sender slot states (sl_state) ----
 SL_EMPTY, SL_INFL, SL_SACKED, SL_LOST, SL_RETX = 0, 1, 2, 3, 4
