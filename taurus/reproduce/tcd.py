@@ -1,28 +1,35 @@
 """`tcd-*`: TCD (seed 002, "Congestion Detection in Lossless Networks"):
-ternary CE / UE marking at PFC-paused ports, with DCQCN reacting to CE only
-(cc_algorithms/dcqcn.py, ``tcd = true``).
+ternary CE / UE marking at PFC-paused ports (the switch, marks.py), with
+DCQCN reacting to CE only (cc_algorithms/dcqcn.py, ``tcd = true``).
 
-Every run here is the seed's setting scaled by 1/S in rate (S = 20: its 40
-and 20 Gbit/s links run at 2 and 1 Gbit/s), delays kept (4 us), and
-everything measured in bytes or bit/s scaled alike so buffer/BDP and
-size/BDP stay the seed's:
-- PFC X_off / X_on 320 / 318 KB -> 16 000 / 15 900 B; epsilon 0.05 (the
-  switch default); max(T_on) follows from them and the port rate unchanged;
+Scaling (``Scale``): the seed's rates / s (s = 4: its 40 and 20 Gbit/s links
+run at 10 and 5 Gbit/s), delays kept (4 us), and what is measured in bytes
+or bit/s scaled alike, so buffer/BDP and size/BDP stay the seed's:
+- PFC X_off / X_on 320 / 318 KB -> 80 000 / 79 500 B; epsilon 0.05 (the
+  switch default); max(T_on) follows from them and the port rate;
 - ECN: the DCQCN paper's RED (Kmin 5 KB, Kmax 200 KB, Pmax 1%; the TCD
-  threshold is Kmin) -> Kmin 250 B, Kmax 10 KB, and Pmax x S = 20% so a
-  flow at a given share of the line gets as many marks per CNP interval
-  (50 us) as at the seed's rate with 1/S the packets;
-- DCQCN's rate steps R_AI, R_HAI, R_min and byte counter B x 1/S (its
-  timers kept);
-- Hadoop flow sizes x 1/S (the workload's ``scale``; arrivals per second
-  unchanged, so load and FCTs in RTTs are the seed's); sizes are binned
+  threshold is Kmin) -> 1250 B / 50 KB, and Pmax x s = 4%, so a flow at a
+  given share of the line gets as many marks per CNP interval (50 us) as
+  at the seed's rate with 1/s the packets;
+- DCQCN's R_AI, R_HAI, R_min and byte counter B x 1/s (its timers kept);
+- Hadoop flow sizes x 1/s (the workload's ``scale``; arrivals per second
+  unchanged, so the load and FCTs in RTTs are the seed's); sizes are binned
   and printed at their seed (unscaled) value.
-The topology of the seed's Figure 2 is not in its text; ours follows
-taurus/tools/topologies/pfc_victim.toml: S0, S1 on T0; T0 -- T1 (T0's port
-P0); R0, R1 and A0..A14 on T1; S0 -> R0 (the potential victims, never the
-cause of congestion), S1 -> R1 and A0..A14 -> R1 (S2 sends nothing in the
-seed: left out).  The A hosts' bursts are synchronised: one Poisson arrival
-process and one Hadoop size per burst, the same for all 15 (incasts).
+Why not unscaled or smaller: a NIC keeps at most 256 packets in flight (280
+KB of 1 KB packets), under the seed's X_off of 320 KB, so one sender could
+not fill an ingress port to X_off; at 1/20 Kmin is a quarter packet (any
+two packets queued are marked) and R_min (5 Mbit/s) a packet per 1.6 ms.
+Where we differ from the seed (each printed by its scenario):
+- the topology of its Figure 2 is not in its text; ours follows
+  taurus/tools/topologies/pfc_victim.toml: S0, S1 on T0; T0 -- T1 (T0's
+  port P0); R0, R1 and A0..A14 on T1; S0 -> R0 (the potential victims,
+  never the cause of congestion), S1 -> R1 and A0..A14 -> R1 (S2 sends
+  nothing in the seed: left out).  The A hosts' bursts are synchronised:
+  one Poisson process and one Hadoop size per burst, the same for all 15;
+  S0 and S1 at 20% of their links, the bursts 60% of R1's in all (ours:
+  the seed gives no loads);
+- HOST_NOTE (no PFC between S0, S1 and T0), STATES_NOTE (A0 is 15 senders),
+  RTO_MIN (10 ms: lossless, nothing to resend).
 """
 from __future__ import annotations
 
@@ -284,7 +291,7 @@ def tcd_states(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
 
 HADOOP = "hadoop"
 VICTIM_BINS = (0, 10_000, 100_000, 1_000_000, 10**9)     # seed sizes (bytes)
-S_LOAD, A_LOAD = 0.3, 0.5
+S_LOAD, A_LOAD = 0.2, 0.6
 VICTIM = Scale(4)       # ours: S0 and S1 at half their links; the bursts half of R1's
 
 
@@ -313,28 +320,40 @@ def victim_x(name: str, tcd_switch: bool, tcd_cc: bool, quick: bool, eps: float 
 
 
 def victim_stats(s: dict, sc: Scale) -> dict:
-    """Victims: the flows from S0 that finished.  CE-marked: at least one of
-    its ACKs echoed CE (every CE packet is acknowledged at once)."""
-    v = [f for f in s["flows"] if f["src"] == "S0" and f["done"]]
-    ce = [f for f in v if f["ce_acks"] > 0]
-    ue = [f for f in v if f["ue_acks"] > 0]
-    bins = []
-    for lo, hi in zip(VICTIM_BINS[:-1], VICTIM_BINS[1:]):
-        fct = [f["fct_ns"] for f in v if lo <= f["size"] * sc.s < hi]
-        bins.append({"lo": lo, "hi": hi, "count": len(fct),
-                     "mean_fct_us": float(np.mean(fct)) / 1e3 if fct else None})
+    """Victims: every flow from S0 (all start 5 ms before the end).
+    CE-marked: at least one of its ACKs echoed CE (every CE packet is
+    acknowledged at once).  FCTs of those that finished, by plan index
+    (the runs of a scenario share one plan): ``fct_means`` compares them."""
+    v = [f for f in s["flows"] if f["src"] == "S0"]
     n = s["nics"]["R0"]
-    return {"victims": len(v), "unfinished": sum(1 for f in s["flows"] if f["src"] == "S0"
-                                                 and not f["done"]),
-            "ce_pct": 100 * len(ce) / max(1, len(v)), "ue_pct": 100 * len(ue) / max(1, len(v)),
+    return {"victims": len(v), "finished": sum(f["done"] for f in v),
+            "ce_pct": 100 * sum(f["ce_acks"] > 0 for f in v) / max(1, len(v)),
+            "ue_pct": 100 * sum(f["ue_acks"] > 0 for f in v) / max(1, len(v)),
             "pkt_ce_pct": 100 * n["rx_ce"] / max(1, n["rx_data"] + n["rx_dup"]),
             "pkt_ue_pct": 100 * n["rx_ue"] / max(1, n["rx_data"] + n["rx_dup"]),
             "retx": int(sum(x["tx_retx"] for x in s["nics"].values())),
-            "mean_fct_us": float(np.mean([f["fct_ns"] for f in v])) / 1e3 if v else 0.0,
-            "bins": bins, "p0_pfc_rx": s["ports"]["T0-eth2"]["counters"].get("pfc_rx", 0),
+            "fct": {f["id"]: (f["size"] * sc.s, f["fct_ns"]) for f in v if f["done"]},
+            "p0_pfc_rx": s["ports"]["T0-eth2"]["counters"].get("pfc_rx", 0),
             "pfc_xoff": int(sum(p["counters"].get("pfc_tx_xoff", 0) for p in s["ports"].values())),
             "drops": int(sum(p["drops"] for p in s["ports"].values())),
             "flows": len(s["flows"])}
+
+
+def fct_means(res: dict) -> int:
+    """Each run's victims' mean FCT (us), overall and by seed size bin, over
+    the victims that finished in every run (a flow stuck at the end would
+    otherwise leave the slower run's mean); returns how many those are."""
+    common = set.intersection(*(set(r["fct"]) for r in res.values()))
+    for r in res.values():
+        fl = [r["fct"][k] for k in sorted(common)]
+        r["mean_fct_us"] = float(np.mean([f for _, f in fl])) / 1e3 if fl else 0.0
+        r["bins"] = []
+        for lo, hi in zip(VICTIM_BINS[:-1], VICTIM_BINS[1:]):
+            b = [f for sz, f in fl if lo <= sz < hi]
+            r["bins"].append({"lo": lo, "hi": hi, "count": len(b),
+                              "mean_fct_us": float(np.mean(b)) / 1e3 if b else None})
+        r["fct"] = {str(k): v for k, v in r["fct"].items()}     # JSON keys
+    return len(common)
 
 
 # the victim runs: (key, label, TCD at the switches, TCD in DCQCN)
@@ -363,19 +382,22 @@ def victim_runs(out: str, quick: bool, mode: str, runs=VICTIM_RUNS, eps: float =
                         "DCQCN vs DCQCN+TCD")
 def tcd_victim(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     res = victim_runs(out, quick, mode)
+    both = fct_means(res)
     e, t, c = res["ecn"], res["tcd"], res["tcd-cc"]
     echo(f"tcd-victim: S0->R0 (victims), S1->R1 Hadoop at {S_LOAD:g} load; A0..A{N_A - 1}->R1 "
          f"synchronised Hadoop bursts ({A_LOAD:g} of R1's link in all); PFC on")
-    echo("                        victims  CE-marked  UE-marked  pkts CE  pkts UE  mean FCT us"
-         "  P0 PAUSEs  drops")
+    echo("                        victims  finished  CE-marked  UE-marked  pkts CE  pkts UE  "
+         "mean FCT us  P0 PAUSEs  drops")
     for key, label, _, _ in VICTIM_RUNS:
         r = res[key]
-        echo(f"  {label:<21} {r['victims']:7d} {r['ce_pct']:9.1f}% {r['ue_pct']:9.1f}% "
+        echo(f"  {label:<21} {r['victims']:7d} {r['finished']:9d} {r['ce_pct']:9.1f}% "
+             f"{r['ue_pct']:9.1f}% "
              f"{r['pkt_ce_pct']:7.1f}% {r['pkt_ue_pct']:7.1f}% {r['mean_fct_us']:12.1f} "
              f"{r['p0_pfc_rx']:10d} {r['drops']:6d}")
     echo(f"  seed (Table 3, CEE, DCQCN): {SEED['victim_ce_ecn']:g}% of victim flows CE-marked "
          f"with ECN, 0% with TCD")
-    echo("  victims' mean FCT (us) by seed size     DCQCN  DCQCN+TCD   (seed Fig. 15a: lower "
+    echo(f"  victims' mean FCT (us) by seed size, over the {both} victims finished in every run")
+    echo("                                          DCQCN  DCQCN+TCD   (seed Fig. 15a: lower "
          "with DCQCN+TCD in every bin)")
 
     def v(b):
@@ -401,7 +423,7 @@ def tcd_victim(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
         ax.legend(fontsize=7)
         return fig
     plots = [_plot(os.path.join(out, "victim_fct.png"), draw)]
-    return ({**res, "runs": {k: lab for k, lab, _, _ in VICTIM_RUNS},
+    return ({**res, "runs": {k: lab for k, lab, _, _ in VICTIM_RUNS}, "fct_common": both,
              "seed": {"ce_ecn_pct": SEED["victim_ce_ecn"], "ce_tcd_pct": 0.0},
              "notes": [HOST_NOTE], "scaling": VICTIM.text(), "plots": plots},
             f"victim flows CE-marked ECN {e['ce_pct']:.1f}%, TCD {t['ce_pct']:.1f}%; "
@@ -418,8 +440,10 @@ EPSILONS = (0.01, 0.05, 0.1, 0.2, 0.5)
 def tcd_epsilon(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     res = {}
     for eps in EPSILONS:
-        r = victim_runs(out, quick, mode, ((f"eps-{eps:g}", "", True, False),), eps)
-        res[f"{eps:g}"] = r[f"eps-{eps:g}"]
+        key = f"eps-{eps:g}".replace(".", "_")        # a run's name takes no dots
+        r = victim_runs(out, quick, mode, ((key, "", True, False),), eps)
+        fct_means(r)
+        res[f"{eps:g}"] = r[key]
     echo("tcd-epsilon: the tcd-victim scenario, TCD marks and DCQCN, epsilon swept "
          "(max(T_on) = (Xoff - Xon) / (eps C) + 2 x delay + a frame)")
     echo("  epsilon  victims  CE-marked  pkts CE  pkts UE  mean FCT us")
@@ -475,7 +499,7 @@ def fct_x(tcd: bool, quick: bool, mode: str = "native") -> dict:
     """§5.2.1 realistic workloads: every host sends Hadoop flows (Poisson,
     60% of its link) to random other hosts."""
     leaves, per_leaf, spines = (2, 4, 2) if quick else FCT_SHAPE
-    dur = 10_000_000 if quick else FCT_DUR
+    dur = 10_000_000 if quick else FCT_DUR      # arrivals stop 3 ms before the end
     topo = leaf_spine(leaves, per_leaf, spines, tcd)
     hosts = [h["name"] for h in topo["hosts"]]
     cc = dcqcn(FCT, tcd)
@@ -489,7 +513,8 @@ def fct_x(tcd: bool, quick: bool, mode: str = "native") -> dict:
 FCT = Scale(4)
 FCT_ROWS = (("DCQCN", False), ("DCQCN+TCD", True))   # (label, TCD at switches and in DCQCN)
 FCT_SHAPE = (4, 4, 4)           # leaves, hosts per leaf, spines (full run)
-FCT_DUR = 40_000_000
+FCT_DUR = 10_000_000            # the runner sizes every flow's receive region to its
+                                # receiver's largest flow: 8 GiB in all holds ~3000 flows
 
 
 def fct_stats(s: dict, run_dir: str) -> dict:
