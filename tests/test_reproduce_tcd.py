@@ -71,3 +71,29 @@ def test_tcd_states_quick(tmp_path, capsys):
     assert fig["tcd"]["t_ns"][0] > 0 and max(fig["tcd"]["ue"][:5]) == 0   # unmarked before it
     assert fig["ecn"]["drops"] == fig["tcd"]["drops"] == 0
     assert os.path.getsize(os.path.join(out, "states.png")) > 0
+
+
+def test_tcd_epsilon_quick(tmp_path, capsys):
+    out = str(tmp_path / "e")
+    assert main(["reproduce", "tcd-epsilon", "--quick", "--out", out]) == 0
+    line = _last_line(capsys)
+    m = re.fullmatch(r"tcd-epsilon: largest eps with 0% victim CE: ([\d.]+|none)", line)
+    assert m, line
+    fig = _figures(out)
+    assert list(fig["epsilon"]) == ["0.01", "0.05", "0.1", "0.2", "0.5"]
+    assert fig["epsilon"]["0.05"]["ce_pct"] == 0.0 and float(m[1]) >= 0.05   # the default
+    ue = [r["pkt_ue_pct"] for r in fig["epsilon"].values()]
+    assert ue[0] > ue[-1] > 0          # a smaller epsilon: a longer max(T_on), more UE
+
+
+def test_tcd_fct_quick(tmp_path, capsys):
+    out = str(tmp_path / "f")
+    assert main(["reproduce", "tcd-fct", "--quick", "--out", out]) == 0
+    line = _last_line(capsys)
+    m = re.fullmatch(r"tcd-fct: <80KB median slowdown DCQCN ([\d.]+), DCQCN\+TCD ([\d.]+)", line)
+    assert m, line
+    fig = _figures(out)
+    e, t = fig["DCQCN"], fig["DCQCN+TCD"]
+    assert e["drops"] == t["drops"] == 0 and e["pfc_xoff"] > 0
+    assert float(m[2]) <= float(m[1])
+    assert t["small"]["p99"] < e["small"]["p99"]       # small flows' tail
