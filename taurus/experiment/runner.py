@@ -7,6 +7,11 @@ each host NIC on an engine port opened in its host's namespace).  Python
 acts between `run_until` slices of `step` ns: it posts application data,
 reacts to completions (RPC responses, FCTs), steps the agents and samples.
 
+In virtual time a host whose switch port sends PFC sits behind a MAC that
+honours PAUSE (fabric.nic_host pfc: a shim switch device, which queues what
+the NIC sends while paused).  A flow's receive window is its receiver's
+ring (the largest flow into that host).
+
 Agents run in-process, one per sending host NIC, stepped after every slice
 (as in the e2e tests).  That is the TAURUS picture with the PCIe queue
 replaced by the slice: a decision lands within one step.  A separate `taurus
