@@ -1,6 +1,7 @@
 """The run directory: summary.json, CSV time series, FCT slowdown, fairness.
 
-    summary.json       run facts, per flow (bytes, goodput, FCT), per group,
+    summary.json       run facts, per flow (bytes, goodput, FCT, ACKs that
+                       echoed CE / UE: ce_acks, ue_acks), per group,
                        per switch port (drops, marks, queue), per agent
                        (messages, updates, CPU), FCT slowdown bins, fairness
     flow_series.csv    t_ns, flow, group, rate_bps, cwnd_bytes (long flows:
@@ -61,6 +62,7 @@ def _flow_rows(r, snap) -> list[dict]:
     x, flows = r.x, r.plan.flows
     acked, srtt = snap.get("acked"), snap.get("srtt")
     evs = snap.get("events")
+    ce, ue = snap.get("ce_acks"), snap.get("ue_acks")
     end = r.now
     rows = []
     for k, f in enumerate(flows):
@@ -76,6 +78,8 @@ def _flow_rows(r, snap) -> list[dict]:
                      "bytes": b, "goodput_bps": (b * 8e9 / span) if span and span > 0 else 0.0,
                      "fct_ns": fct, "done": fct is not None,
                      "srtt_ns": int(srtt[k]) if srtt is not None else None,
+                     "ce_acks": int(ce[k]) if ce is not None else 0,
+                     "ue_acks": int(ue[k]) if ue is not None else 0,
                      "events": _events_of(evs, k)})
     return rows
 

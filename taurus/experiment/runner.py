@@ -7,6 +7,11 @@ each host NIC on an engine port opened in its host's namespace).  Python
 acts between `run_until` slices of `step` ns: it posts application data,
 reacts to completions (RPC responses, FCTs), steps the agents and samples.
 
+In virtual time a host whose switch port sends PFC sits behind a MAC that
+honours PAUSE (fabric.nic_host pfc: a shim switch device, which queues what
+the NIC sends while paused).  A flow's receive window is its receiver's
+ring (the largest flow into that host).
+
 Agents run in-process, one per sending host NIC, stepped after every slice
 (as in the e2e tests).  That is the TAURUS picture with the PCIe queue
 replaced by the slice: a decision lands within one step.  A separate `taurus
@@ -36,7 +41,7 @@ from taurus.cc_algorithms.registry import lookup, make_params
 from taurus.datapath.ccshm import CcShm
 from taurus.datapath.devices.nic import setup as NS
 from taurus.datapath.devices.nic.state import (CQ_RX, CQ_TX, CX_CWND, CX_RATE, FL_ACKED_OFF,
-                                              FL_POSTED, FL_SRTT)
+                                              FL_POSTED, FL_SRTT, SG_ECN, SG_UE)
 from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import attach_switches, build_virtual, nic_host
@@ -154,17 +159,22 @@ class Runner:
         x, topo = self.x, self.x.topo
         cap, tx, rx = self._buffers()
         nflows = len(self.plan.flows)
-        nports = 2 * len(topo.links) + 2
+        # a host whose switch port sends PFC gets a MAC that honours it (a
+        # shim switch device and a memory link each), or the class is not lossless
+        pfc = {h for h in topo.hosts if self.clock == "virtual" and pfc_facing(topo, h)}
+        nports = 2 * len(topo.links) + 2 + 2 * len(pfc)
         self.native = self._native_table(nflows + 2)
         self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2,
                                 max_nics=len(topo.hosts), max_ports=max(64, nports),
-                                max_devices=max(32, len(topo.hosts) + len(topo.switches) + 2),
+                                max_devices=max(32, len(topo.hosts) + len(topo.switches)
+                                                + len(pfc) + 2),
                                 timers=max(1 << 16, 4 * nflows + 1024),
                                 native=self.native.native if self.native else None)
         eng.reserve_nics(max_flows=nflows + 1, tx_bytes=tx, rx_bytes=rx, cq=1 << 16)
 
         def host(eng, topo, h, port):
-            return nic_host(eng, topo, h, port, mss=x.host_cc(h).mss, rx_buf_bytes=cap[h])
+            return nic_host(eng, topo, h, port, mss=x.host_cc(h).mss, pfc=h in pfc,
+                            rx_buf_bytes=cap[h])
         if self.clock == "virtual":
             fab = build_virtual(eng, topo, host_factory=host)
             self.nics = fab["hosts"]
@@ -199,7 +209,8 @@ class Runner:
             cc = self._flow_cc(f)
             fid = NS.add_flow(eng, self.nics[f.src], topo.mac_of(f.dst), topo.ip_of(f.dst),
                               rate_bps=cc.rate, cwnd_bytes=cc.cwnd, buf_bytes=max(1, f.budget),
-                              credit=f.dst in self.receivers, init_credit=init.get(f.dst))
+                              credit=f.dst in self.receivers, init_credit=init.get(f.dst),
+                              rwnd_bytes=cap[f.dst])    # the receiver's ring, not the sender's
             assert fid == k + 1, "flow ids follow the plan (agent overrides rely on it)"
             if cc.mode == "native":
                 alg, params = self.native_flows[k]
@@ -430,6 +441,8 @@ class Runner:
         out["rate"] = N.ctx[self.fid, CX_RATE].copy()
         out["srtt"] = N.fl[self.fid, FL_SRTT].copy()
         out["events"] = eng.E.rep.delivered[self.fid].copy()
+        out["ce_acks"] = N.sig[self.fid, SG_ECN].copy()
+        out["ue_acks"] = N.sig[self.fid, SG_UE].copy()
         return out
 
     def teardown(self) -> list[str]:
@@ -456,6 +469,14 @@ class Runner:
                 errors.append(f"topology: {e}")
             self.topo_up = False
         return errors
+
+
+def pfc_facing(topo, host: str) -> bool:
+    """The switch port on `host`'s link sends PFC (its features have pfc)."""
+    i = topo.ifaces_of(host)[0]
+    if topo.node(i.peer_node).is_host:
+        return False
+    return bool(topo.port_features(i.peer_node, i.peer_iface).get("pfc"))
 
 
 def _size_or(v, default):

@@ -7,8 +7,9 @@ queued in the class:
   q <= K                                   -> non-congested (no mark)
   q > K and the port was paused by PFC and has been ON for less than
         max(T_on) since the last resume     -> undetermined: UE
-  q > K after an undetermined period while the queue keeps shrinking
-                                            -> non-congested (it is draining)
+  q > K after an undetermined period while the queue keeps shrinking (it
+        has not grown more than one frame, DRAIN_SLACK, above its least
+        length since)                       -> non-congested (it is draining)
   otherwise                                 -> congested: CE
 CE wins over UE; UE never overwrites CE.  UE is a configurable ECN codepoint
 (default ECT(1) = 01, senders use ECT(0) = 10).
@@ -25,6 +26,7 @@ from .state import (C_ECN, C_K, C_KMAX, C_KMIN, C_PFC, C_PMAX, C_TCD, C_TCD_K,
 
 CE = 3
 NO_MARK, MARK_UE, MARK_CE = 0, 1, 2
+DRAIN_SLACK = 1514      # a frame that arrived between two dequeues does not end a drain
 
 
 @nb.njit(cache=True, inline="always")
@@ -68,8 +70,8 @@ def tcd_decide(sw, p, q, now):
         sw.pst[p, S_PREVQ] = q
         return MARK_UE
     if sw.pst[p, S_AFTER_UNDET] != 0:
-        if q < sw.pst[p, S_PREVQ]:
-            sw.pst[p, S_PREVQ] = q
+        if q <= sw.pst[p, S_PREVQ] + DRAIN_SLACK:
+            sw.pst[p, S_PREVQ] = min(q, sw.pst[p, S_PREVQ])
             return NO_MARK
         sw.pst[p, S_AFTER_UNDET] = 0
     if sw.pcfg[p, C_ECN] == ECN_RED:
