@@ -13,6 +13,17 @@ from taurus.tools.perf import add_perf_parser
 from taurus.tools.topo_cli import add_topo_parser
 
 
+def _perf_cc_table(path):
+    """`taurus perf --cc-config`: the experiment file's [cc] parser, as a
+    ConfigError (perf's own) when the file is bad."""
+    from taurus.cc_algorithms.params import ConfigError
+    from taurus.experiment.schema import ExperimentError, cc_table
+    try:
+        return cc_table(path)
+    except ExperimentError as e:
+        raise ConfigError(str(e)) from None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="taurus", description=__doc__)
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -23,7 +34,7 @@ def main(argv=None) -> int:
     add_run_parsers(sub)
     add_demo_parser(sub)
     add_reproduce_parser(sub)
-    add_perf_parser(sub)
+    add_perf_parser(sub, cc_table=_perf_cc_table)
     add_algorithms_parser(sub)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,

@@ -346,6 +346,20 @@ def _cc(src, key, raw, base: CcSpec, keys=_CC_KEYS) -> CcSpec:
                                              base.receiver_init_credit))
 
 
+def cc_table(path: str) -> CcSpec:
+    """The [cc] table of an experiment file (or a file that is just one),
+    per-host overrides left out: what `taurus perf --cc-config` takes."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ExperimentError(path, None, f"cannot read: {e}") from None
+    raw = data.get("cc", data)
+    if not isinstance(raw, dict):
+        raise ExperimentError(path, "cc", "expected a table")
+    return _cc(path, "cc", {k: v for k, v in raw.items() if k != "hosts"}, CcSpec())
+
+
 def _hosts(topo: T.Topology, one: bool):
     hosts = set(topo.hosts)
 

@@ -57,7 +57,10 @@ CC_WAIT_S = 10.0
 REV_MARGIN_S = 1.0
 
 
-def add_perf_parser(sub) -> None:
+def add_perf_parser(sub, cc_table=None) -> None:
+    """``cc_table(path) -> CcSpec`` reads an experiment file's [cc] table for
+    --cc-config (the experiment layer's parser, wired in by the command line:
+    tools sit below experiments)."""
     p = sub.add_parser("perf", help="iperf3-like throughput / RPC test over the Taurus transport")
     m = p.add_mutually_exclusive_group(required=True)
     m.add_argument("-s", "--server", action="store_true", help="run the engine and the sink")
@@ -111,7 +114,7 @@ def add_perf_parser(sub) -> None:
     p.add_argument("--ack-delay-us", type=float, default=None, metavar="US",
                    help="... or this long after the first unACKed one (NIC default 2); "
                         "bench/transport.py uses 16 and 200 for bulk")
-    p.set_defaults(func=main)
+    p.set_defaults(func=main, cc_table=cc_table)
 
 
 def _engine_name(args, t) -> str:

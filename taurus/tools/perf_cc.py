@@ -22,6 +22,7 @@ import os
 import signal
 import time
 import tomllib
+import types
 
 from taurus.cc_algorithms.params import ConfigError
 
@@ -60,26 +61,19 @@ def choose(args) -> CcChoice | None:
     has the sender role, its parameters build), or None: no -C and no
     --cc-config, flows keep the NIC's fixed window.  Raises ConfigError."""
     from taurus.cc_algorithms.registry import lookup, make_params
-    from taurus.experiment.schema import CcSpec, ExperimentError, _cc
     spec = None
     if args.cc_config:
-        try:
-            with open(args.cc_config, "rb") as f:
-                data = tomllib.load(f)
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise ConfigError(f"--cc-config {args.cc_config}: {e}") from None
-        raw = data.get("cc", data)
-        raw = {k: v for k, v in raw.items() if k != "hosts"}
-        try:
-            spec = _cc(args.cc_config, "cc", raw, CcSpec())
-        except ExperimentError as e:
-            raise ConfigError(str(e)) from None
+        if getattr(args, "cc_table", None) is None:
+            raise ConfigError("--cc-config: no [cc] parser wired in (taurus.cli provides it)")
+        spec = args.cc_table(args.cc_config)
     if spec is None and not args.congestion:
         if args.cc_param or args.cc_mode or args.receiver_cc:
             raise ConfigError("--cc-mode, --cc-param and --receiver-cc need -C/--congestion "
                               "or --cc-config")
         return None
-    spec = spec or CcSpec()
+    if spec is None:            # -C alone: the experiment file's [cc] defaults
+        spec = types.SimpleNamespace(algorithm=args.congestion, mode="agent", params={},
+                                     jit=True, receiver="", receiver_params={})
     params = dict(spec.params)
     if args.congestion and args.congestion != spec.algorithm:
         params = {}                     # a file's params belong to the file's algorithm
