@@ -25,7 +25,6 @@ so far are marked incomplete.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import signal
 import sys
