@@ -17,7 +17,7 @@ g = (n Sxy - Sx Sy) / (n Sxx - Sx^2), clamped >= grad_floor:
         u_r = u_ref / (1 + g)                      (gradient loop: rate)
         u_w = w_ref x D_target / d                 (delay loop: window)
         u = max(u_r, u_w) if d < D_target - accel_margin else min(u_r, u_w)
-        u = u + ai                                 (fairness: AIMD around the target)
+        u = u + ai x periods                       (fairness: AIMD around the target)
     u clamped to [min_rate_ratio, 1]
 A batch closes once it spans tau of arrivals (or is an engine aggregate of at
 least tau / 2: in agent mode the engine sums RTT_LS over 5 us, the class's
@@ -25,6 +25,12 @@ period whatever tau, one record per batch; in native and per-event mode
 every sample comes alone and the batch is summed here) and holds >=
 min_batch samples; its gradient is discarded (0) when it spans more than
 max_span x tau (idle gaps), as the authors do.
+periods = the batch's span in tau, clamped to [1, max_span]: the authors add
+ai once per batch and close one batch per tau, so every flow gains ai per
+tau; a flow too slow to bring min_batch samples in one tau (packets per tau
+as on their 40 Gbit/s testbed) would otherwise gain less per unit time than
+a fast one, and with 8 flows the MIMD steps, which keep the rate ratios,
+never closed that gap (Jain 0.86).
 The base RTT is ``base_rtt`` or, when 0, the least batch-mean RTT seen (in
 native mode the least sample).  Until it is known the flow sends at line
 rate under the configured initial window.
@@ -120,14 +126,15 @@ def oscar_on_rtt_ls(s, p, ev, d):
         return
     s.g = bls_slope(s.N, s.SX, s.SY, s.SXX, s.SXY) if span <= p.max_span * p.tau else 0.0
     s.delay = s.SY / s.N
-    update(s, p, s.X0 + s.SX / s.N)
+    update(s, p, s.X0 + s.SX / s.N, min(max(span / p.tau, 1.0), p.max_span))
     s.N = s.SX = s.SY = s.SXX = s.SXY = 0.0
     publish(s, p, d, float(ev.t_last))
 
 
 @kernel
-def update(s, p, sent_at):
-    """One OSCAR step from the closed batch (s.g, s.delay) sent around sent_at."""
+def update(s, p, sent_at, periods):
+    """One OSCAR step from the closed batch (s.g, s.delay) sent around sent_at,
+    spanning ``periods`` batch periods tau."""
     d_target = s.rtt_min + p.target_queue * 8e9 / p.line_rate
     if s.delay < s.rtt_min + p.hyper_gap:
         u = s.u + p.linear_start
@@ -138,7 +145,9 @@ def update(s, p, sent_at):
             w_ref = min(u_ref * (bdp + p.target_queue), bdp)
         u_r = u_ref / (1 + max(s.g, p.grad_floor))
         u_w = w_ref / (bdp + p.target_queue) * d_target / s.delay
-        u = unify(u_w, u_r, s.delay < d_target - p.accel_margin) + p.ai
+        # ai per tau, as the authors' one batch per tau gives: a slow flow whose
+        # batch waits several tau for min_batch samples gets as much per unit time
+        u = unify(u_w, u_r, s.delay < d_target - p.accel_margin) + p.ai * periods
     s.u = min(max(u, p.min_rate_ratio), 1.0)
 
 
