@@ -212,6 +212,7 @@ def convergence_row(alg: str, mode: str, quick: bool, out: str) -> dict:
     during = (tr["t"] > b0) & (tr["t"] <= b1)
     return {"onset": onset, "onset_held": onset_held, "release": release, "drops": drops(s),
             "burst_ns": [b0, b1], "burst_min_rate": float(r[during].min()) if during.any() else 0.0,
+            "burst_mean_rate": float(r[during].mean()) if during.any() else 0.0,
             "updates_in_burst": int(v[during][-1] - v[during][0]) if during.any() else 0,
             "t_us": (tr["t"] / 1e3).tolist()[::5], "rate": r.tolist()[::5]}
 
@@ -237,7 +238,7 @@ def oscar_convergence(out: str, quick: bool, mode: str, echo) -> tuple[dict, str
          f"base RTT ~13.5 us")
     echo(f"  seed (slides' table): {SEED_ORDER}")
     echo("  algorithm  onset  onset+100us held  release  burst end ms  min rate in burst  "
-         "updates in burst  drops")
+         "mean rate in burst  updates in burst  drops")
     for a in ALGS:
         r = rows[a]
         if "error" in r:
@@ -245,7 +246,8 @@ def oscar_convergence(out: str, quick: bool, mode: str, echo) -> tuple[dict, str
         else:
             echo(f"  {NAMES[a]:<10} {_fmt(r['onset']):>5}  {_fmt(r['onset_held']):>16}  "
                  f"{_fmt(r['release']):>7}  {r['burst_ns'][1] / 1e6:12.3f}  "
-                 f"{r['burst_min_rate']:17.3f}  {r['updates_in_burst']:>16}  {r['drops']:>5}")
+                 f"{r['burst_min_rate']:17.3f}  {r['burst_mean_rate']:18.3f}  "
+                 f"{r['updates_in_burst']:>16}  {r['drops']:>5}")
     echo("  (-: not within the band before the phase ended)")
     plots = _plot_convergence(out, rows, b0, b1)
     head = "updates to converge (onset/release): " + ", ".join(
