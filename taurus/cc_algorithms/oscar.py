@@ -32,7 +32,9 @@ as on their 40 Gbit/s testbed) would otherwise gain less per unit time than
 a fast one, and with 8 flows the MIMD steps, which keep the rate ratios,
 never closed that gap (Jain 0.86).
 The base RTT is ``base_rtt`` or, when 0, the least batch-mean RTT seen (in
-native mode the least sample).  Until it is known the flow sends at line
+native mode the least sample).  The authors' sockets are given it; a flow
+that starts into a queue measures it too high, aims at a higher D_target and
+takes bandwidth from the flows already there: give it when it is known.  Until it is known the flow sends at line
 rate under the configured initial window.
 
 Defaults, from the authors' code (RoCEv2Oscar attributes and
@@ -59,7 +61,7 @@ HIST = 32          # decisions remembered for the reference state (>= RTT / tau)
 class OscarParams(Params):
     target_queue: float = param(75_000.0, "bytes", "target queue (authors: 75 KB)")
     tau: float = param(5_000.0, "ns", "BLS batch period (authors: 5 us)")
-    ai: float = param(0.005, "", "additive increase of u per update (authors: 0.005)")
+    ai: float = param(0.005, "", "additive increase of u per batch period tau (authors: 0.005)")
     linear_start: float = param(0.25, "", "hyper increase of u near the base RTT (authors: 1/4)")
     min_rate_ratio: float = param(0.001, "", "floor of u (ours)")
     min_batch: int = param(3, "samples", "fewest samples in a batch (authors: 3)")
