@@ -60,7 +60,10 @@ def test_topology_file_with_overrides(tmp_path):
 @pytest.mark.parametrize("spec,field,words", [
     ({"fat_tree": {"k": 3}}, "topology.fat_tree.k", "even"),
     ({"fat_tree": {"k": 4, "pods": 2}}, "topology.fat_tree.pods", "unknown key"),
-    ({"leaf_spine": {"leaves": 0}}, "topology.leaf_spine.leaves", ">= 1"),
+    ({"leaf_spine": {"leaves": 0}}, "topology.leaf_spine.leaves", "from 1 to"),
+    ({"fat_tree": {"k": 2 ** 62}}, "topology.fat_tree.k", "from 2 to 64"),
+    ({"leaf_spine": {"leaves": 1000, "hosts_per_leaf": 1000}}, "topology.leaf_spine.leaves",
+     "more than the 65536"),
     ({"fat_tree": {}, "leaf_spine": {}}, "topology.leaf_spine", "one generator"),
     ({"fat_tree": {"host_link": {"speed": 1}}}, "topology.fat_tree.host_link.speed", "unknown"),
 ])

@@ -41,11 +41,19 @@ class GenError(ValueError):
         self.field, self.message = field, message
 
 
-def _int(params, key, default, lo):
+MAX_HOSTS = 65_536     # a topology's hosts (and its /8 of addresses) stay well inside memory
+
+
+def _int(params, key, default, lo, hi):
     v = params.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise GenError(key, f"expected an integer >= {lo}, got {_q(v)}")
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise GenError(key, f"expected an integer from {lo} to {hi}, got {_q(v)}")
     return v
+
+
+def _hosts_at_most(n, key):
+    if n > MAX_HOSTS:
+        raise GenError(key, f"{n} hosts: more than the {MAX_HOSTS} a topology may have")
 
 
 def _table(params, key, allowed=None):
@@ -92,11 +100,12 @@ FAT_TREE_KEYS = ("k", "oversubscription", "switch", "host_link", "fabric_link")
 
 def fat_tree(params: dict) -> dict:
     _check(params, FAT_TREE_KEYS)
-    k = _int(params, "k", 4, 2)
+    k = _int(params, "k", 4, 2, 64)
     if k % 2:
         raise GenError("k", f"expected an even number of switch ports, got {k}")
-    o = _int(params, "oversubscription", 1, 1)
+    o = _int(params, "oversubscription", 1, 1, 64)
     half, per_edge = k // 2, o * k // 2
+    _hosts_at_most(k * half * per_edge, "k")
     b = _Builder(params)
     hosts = _hosts(k * half * per_edge)
     for c in range(1, half * half + 1):
@@ -124,9 +133,10 @@ LEAF_SPINE_KEYS = ("leaves", "spines", "hosts_per_leaf", "switch", "host_link", 
 
 def leaf_spine(params: dict) -> dict:
     _check(params, LEAF_SPINE_KEYS)
-    leaves = _int(params, "leaves", 2, 1)
-    spines = _int(params, "spines", 2, 1)
-    per_leaf = _int(params, "hosts_per_leaf", 2, 1)
+    leaves = _int(params, "leaves", 2, 1, MAX_HOSTS)
+    spines = _int(params, "spines", 2, 1, 1024)
+    per_leaf = _int(params, "hosts_per_leaf", 2, 1, MAX_HOSTS)
+    _hosts_at_most(leaves * per_leaf, "leaves")
     b = _Builder(params)
     hosts = _hosts(leaves * per_leaf)
     for s in range(1, spines + 1):
@@ -161,20 +171,29 @@ def parse_spec(spec: str) -> tuple[str, dict] | None:
     return kind, params
 
 
+def _array(data: dict, key: str) -> list:
+    v = data.get(key, [])
+    if not isinstance(v, list):
+        raise GenError(key, f"expected an array of tables ([[{key}]]), got {_q(v)}")
+    return v
+
+
 def overlay(base: dict, data: dict) -> None:
     """Apply ``data``'s [[switches]] (by name) and [[links]] (by endpoints)
     to the topology tables ``base`` in place: single switches' features and
     single links' values over a generated or shipped topology."""
     switches = {s.get("name"): s for s in base.get("switches", [])}
-    for i, s in enumerate(data.get("switches", [])):
-        if not isinstance(s, dict) or s.get("name") not in switches:
+    for i, s in enumerate(_array(data, "switches")):
+        if not isinstance(s, dict) or not isinstance(s.get("name"), str) \
+                or s["name"] not in switches:
             raise GenError(f"switches[{i}].name",
                            f"expected a switch of the topology ({', '.join(filter(None, switches))})")
         switches[s["name"]].update(s)
     links = {frozenset(lk.get("endpoints", ())): lk for lk in base.get("links", [])}
-    for i, lk in enumerate(data.get("links", [])):
+    for i, lk in enumerate(_array(data, "links")):
         ep = lk.get("endpoints") if isinstance(lk, dict) else None
-        if not isinstance(ep, list) or frozenset(ep) not in links:
+        if not isinstance(ep, list) or not all(isinstance(e, str) for e in ep) \
+                or frozenset(ep) not in links:
             raise GenError(f"links[{i}].endpoints",
                            f"expected the two ends of a link of the topology, got {_q(ep)}")
         links[frozenset(ep)].update({a: b for a, b in lk.items() if a != "endpoints"})

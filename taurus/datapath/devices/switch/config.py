@@ -116,9 +116,9 @@ def _csig(v, f):
            "type": v.get("type", "delay"), "format": v.get("format", "compact")}
     if out["interval_ns"] <= 0:
         raise FeatureError(f"{f}.interval", "must be > 0")
-    if out["type"] not in CSIG_TYPE_NAMES:
+    if not isinstance(out["type"], str) or out["type"] not in CSIG_TYPE_NAMES:
         raise FeatureError(f"{f}.type", f"expected one of {', '.join(CSIG_TYPE_NAMES)}, got {out['type']!r}")
-    if out["format"] not in CSIG_FORMATS:
+    if not isinstance(out["format"], str) or out["format"] not in CSIG_FORMATS:
         raise FeatureError(f"{f}.format", f"expected compact or wide, got {out['format']!r}")
     return out
 
