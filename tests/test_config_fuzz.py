@@ -75,7 +75,7 @@ def _check(fn, name, data):
     # anything else propagates: a traceback is the bug this test finds
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None,
+@settings(max_examples=500, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(mutated(EXAMPLES))
 def test_bad_experiment_files_give_a_clear_error(case):
@@ -84,7 +84,7 @@ def test_bad_experiment_files_give_a_clear_error(case):
            name, data)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None,
+@settings(max_examples=500, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(mutated(TOPOLOGIES))
 def test_bad_topology_files_give_a_clear_error(case):
