@@ -3,6 +3,7 @@ rates ("10Gbit"), delays ("5us") and sizes ("256KB", "64KiB"), to ints in
 base units (bit/s, ns, bytes).  A ValueError says what was expected."""
 import json
 import re
+import tomllib
 
 
 def quote(v) -> str:
@@ -59,3 +60,12 @@ def parse_size(v) -> int:
     """"256KB" -> 256000, "64KiB" -> 65536 (bytes); an int is bytes."""
     return _parse_unit(v, _SIZE_UNITS, True, "a size", "256KB", False,
                        "B, KB, MB, GB, KiB, MiB, GiB")
+
+
+def toml_value(text: str):
+    """A value written on a command line as TOML reads it (1, 0.5, true,
+    "x", [1, 2]); anything else, a bare word like native, as the string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text

@@ -349,11 +349,7 @@ def _cc(src, key, raw, base: CcSpec, keys=_CC_KEYS) -> CcSpec:
 def cc_table(path: str) -> CcSpec:
     """The [cc] table of an experiment file (or a file that is just one),
     per-host overrides left out: what `taurus perf --cc-config` takes."""
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ExperimentError(path, None, f"cannot read: {e}") from None
+    data = read_toml(path)
     raw = data.get("cc", data)
     if not isinstance(raw, dict):
         raise ExperimentError(path, "cc", "expected a table")
@@ -631,10 +627,7 @@ def apply_set(data: dict, assignment: str, source: str = "--set") -> None:
     key, eq, raw = assignment.partition("=")
     if not eq or not key.strip():
         raise ExperimentError(source, None, f"expected KEY=VALUE, got {assignment!r}")
-    try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw                     # a bare word is a string: mode=native
+    value = U.toml_value(raw)           # a bare word is a string: mode=native
     parts = key.strip().split(".")
     node = data
     for i, p in enumerate(parts[:-1]):
@@ -648,14 +641,19 @@ def apply_set(data: dict, assignment: str, source: str = "--set") -> None:
     node[parts[-1]] = value
 
 
-def load(path: str, sets: list[str] = ()) -> Experiment:
+def read_toml(path: str) -> dict:
+    """An experiment file's TOML, or an ExperimentError saying why not."""
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            return tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise ExperimentError(path, None, f"TOML syntax error: {e}") from None
     except OSError as e:
         raise ExperimentError(path, None, f"cannot read: {e.strerror}") from None
+
+
+def load(path: str, sets: list[str] = ()) -> Experiment:
+    data = read_toml(path)
     for a in sets:
         apply_set(data, a)
     return from_dict(data, source=path, base_dir=os.path.dirname(os.path.abspath(path)))

@@ -27,11 +27,12 @@ import io
 import itertools
 import json
 import os
-import tomllib
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
-from .schema import ExperimentError, apply_set, from_dict
+from taurus.units import toml_value
+
+from .schema import ExperimentError, apply_set, from_dict, read_toml
 
 MANIFEST, TABLE = "sweep.json", "sweep.csv"
 
@@ -53,12 +54,7 @@ def parse_param(arg: str) -> tuple[str, list]:
     key, eq, raw = arg.partition("=")
     if not eq or not key.strip() or not raw.strip():
         raise ExperimentError("--param", None, f"expected KEY=V1,V2,..., got {arg!r}")
-    vals = []
-    for v in raw.split(","):
-        try:
-            vals.append(tomllib.loads(f"v = {v}")["v"])
-        except tomllib.TOMLDecodeError:
-            vals.append(v.strip())
+    vals = [toml_value(v.strip()) for v in raw.split(",")]
     if len(set(map(repr, vals))) != len(vals):
         raise ExperimentError("--param", key, f"a value appears twice in {raw!r}")
     return key.strip(), vals
@@ -86,13 +82,7 @@ def grid(path: str, params: list[tuple[str, list]], repeat: int = 1):
     keys = [k for k, _ in params]
     if len(set(keys)) != len(keys):
         raise ExperimentError("--param", None, "a key is swept twice")
-    try:
-        with open(path, "rb") as f:
-            base = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise ExperimentError(path, None, f"TOML syntax error: {e}") from None
-    except OSError as e:
-        raise ExperimentError(path, None, f"cannot read: {e.strerror}") from None
+    base = read_toml(path)
     seed0 = int(base.get("experiment", {}).get("seed", 1))
     points, xs = [], []
     combos = list(itertools.product(*(v for _, v in params))) if params else [()]
@@ -309,10 +299,9 @@ def table(man: dict) -> str:
 
 def plot(out: str, man: dict) -> list[str]:
     """One figure per swept parameter: each shown figure against its values."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+
+    from .plots import plt
     made = []
     done = [p for p in man["points"] if p["status"] == "done"]
     if not done:

@@ -7,7 +7,7 @@ import numpy as np
 
 from taurus.tools.analysis import jain
 
-from .core import drops, long_jain, outputs, queue_percentiles, run_dict, scenario
+from .core import drops, long_jain, outputs, pyplot, queue_percentiles, run_dict, scenario
 
 DUMBBELL_BPS, INCAST_BPS = 2e9, 1e9
 
@@ -126,9 +126,7 @@ def baselines(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
 
 
 def _plot_baselines(out: str, algs: list[str], res: dict) -> list[str]:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     figs = (("goodput", "goodput (Gbit/s)", lambda r: [r["goodput_bps"] / 1e9], None),
             ("queue", "queue (KB)", lambda r: [r["queue_p50"] / 1e3, r["queue_p99"] / 1e3],
              ("p50", "p99")),

@@ -89,3 +89,9 @@ def long_jain(run_dir: str, t0: float) -> float:
             if int(r["t_ns"]) > t0:
                 per.setdefault(r["flow"], []).append(int(r["rate_bps"]))
     return jain(np.array([np.mean(v) for v in per.values()])) if per else 0.0
+
+
+def pyplot():
+    """matplotlib's pyplot, drawing to files only (loaded when a scenario plots)."""
+    from taurus.experiment.plots import plt
+    return plt

@@ -6,7 +6,7 @@ import numpy as np
 
 from taurus.tools.analysis import jain
 
-from .core import outputs, run_dict, scenario
+from .core import outputs, pyplot, run_dict, scenario
 
 PAPER_HOST_GAIN = 9.3        # % throughput, TAURUS (host CC) vs DOCA-PCC under host congestion, §5
 HOST_NOTES = (
@@ -94,9 +94,7 @@ def host_congestion(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
 
 
 def _plot_host(out: str, res: dict) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 3.2))
     keys = list(res)
     a1.bar(keys, [res[k]["goodput_bps"] / 1e9 for k in keys])

@@ -40,7 +40,7 @@ from taurus.cc_algorithms.oscar import Oscar
 from taurus.cc_algorithms.params import Params
 from taurus.tools.analysis import jain
 
-from .core import drops, long_jain, outputs, run_dict, scenario
+from .core import drops, long_jain, outputs, pyplot, run_dict, scenario
 
 ALGS = ("oscar", "dctcp", "dcqcn", "swift", "hpcc")
 NAMES = {"oscar": "OSCAR", "dctcp": "DCTCP", "dcqcn": "DCQCN", "swift": "Swift", "hpcc": "HPCC"}
@@ -257,9 +257,7 @@ def oscar_convergence(out: str, quick: bool, mode: str, echo) -> tuple[dict, str
 
 
 def _plot_convergence(out, rows, b0, b1) -> list[str]:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 3.5))
     for a in ALGS:
         if "rate" in rows[a]:
@@ -407,9 +405,7 @@ def oscar_bls(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
 
 
 def _plot_bls(out, t, truth, bls, ew) -> list[str]:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 3.5))
     ax.plot(t / 1e3, ew, lw=0.8, label="divide + EWMA")
     ax.plot(t / 1e3, bls, lw=0.8, label="BLS")

@@ -44,7 +44,7 @@ from taurus.experiment.runner import Runner
 from taurus.datapath.devices.nic.setup import nic_counters
 from taurus.tools.workload import SizeCdf
 
-from .core import outputs, scenario
+from .core import outputs, pyplot, scenario
 
 DELAY = "4us"
 MSS = 1024
@@ -174,9 +174,7 @@ def run_x(d: dict, out: str, watch: tuple = ()) -> tuple[dict, list]:
 
 
 def _plot(path: str, draw) -> str:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     fig = draw(plt)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from .core import drops, outputs, run_dict, scenario
+from .core import drops, outputs, pyplot, run_dict, scenario
 
 RATE = 25_000_000_000          # the seeds' 100 Gbit/s, scaled by MSS 1 KB / 4 KB
 MSS = 1024
@@ -163,9 +163,7 @@ def csig_nscc_fairness(out: str, quick: bool, mode: str, echo) -> tuple[dict, st
 
 
 def _plot_fairness(out: str, res: dict) -> list:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.4))
     algs = list(res)
     x = np.arange(len(algs))
@@ -270,9 +268,7 @@ def nscc_lb(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
 
 
 def _plot_lb(out: str, res: dict) -> list:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.2))
     x = np.arange(SPINES)
     for i, (k, r) in enumerate(res.items()):

@@ -17,7 +17,7 @@ import numpy as np
 
 from taurus.datapath.devices.nic.setup import DATA_HDR
 
-from .core import drops, outputs, queue_percentiles, run_dict, scenario
+from .core import drops, outputs, pyplot, queue_percentiles, run_dict, scenario
 from .uet_nscc import HOP_DELAY, MSS, RATE, _wire, nscc_params, switch_features
 
 FABRIC = 4 * RATE              # the seed's 400G fabric under 100G hosts, scaled
@@ -132,9 +132,7 @@ def rccc_incast(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
 
 
 def _plot_incast(out: str, res: dict) -> list:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
     for k in res:
         t, q = [], []
@@ -239,9 +237,7 @@ def csig_swift_fru(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
 
 
 def _plot_fru(out: str, res: dict) -> list:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.2))
     x = np.arange(4)
     for i, (k, r) in enumerate(res.items()):

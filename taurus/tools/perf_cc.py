@@ -21,10 +21,10 @@ import multiprocessing as mp
 import os
 import signal
 import time
-import tomllib
 import types
 
 from taurus.cc_algorithms.params import ConfigError
+from taurus.units import toml_value
 
 AGENT_MODES = ("agent", "per-event")
 MODES = ("native",) + AGENT_MODES
@@ -46,14 +46,6 @@ class CcChoice:
         """What perf -s needs to set a flow's mode (the stream header)."""
         return {"algorithm": self.algorithm, "mode": self.mode, "params": self.params,
                 "receiver": self.receiver, "receiver_params": self.receiver_params}
-
-
-def _value(text: str):
-    """A --cc-param value as TOML reads it (1, 0.5, true, "x"); else the string."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
 
 
 def choose(args) -> CcChoice | None:
@@ -81,7 +73,7 @@ def choose(args) -> CcChoice | None:
         k, sep, v = kv.partition("=")
         if not sep or not k:
             raise ConfigError(f"--cc-param {kv!r}: expected KEY=VALUE")
-        params[k.strip()] = _value(v.strip())
+        params[k.strip()] = toml_value(v.strip())
     algorithm = args.congestion or spec.algorithm
     mode = args.cc_mode or spec.mode
     if mode not in MODES:
