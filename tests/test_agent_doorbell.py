@@ -100,11 +100,13 @@ def test_timeout_bounds_the_wait_without_a_producer(dp):
 def test_engine_publish_wakes_once_per_sleep(dp):
     """report_publish (compiled) rings the bell: a blocked waiter wakes; with
     nobody asleep no wake syscall is made."""
+    from collections import namedtuple
     from taurus.datapath.report import make_report_state, report_publish
     R = make_report_state(dp.cc)
+    E = namedtuple("E", ["rep", "ctl"])(R, np.zeros(32, np.int64))   # what it reads of an engine
     ring = dp.cc.ring.ring
     R.staged[0, 0] = 1
-    report_publish(R, 0)                      # compile; nobody sleeps: no wake
+    report_publish(E, 0)                      # compile; nobody sleeps: no wake
     assert int(ring.prod[WAKES]) == 0 and int(ring.prod[BELL]) >= 1
     dp.cc.ring.drain()
     bell = Doorbell(ring)
@@ -115,13 +117,13 @@ def test_engine_publish_wakes_once_per_sleep(dp):
     time.sleep(0.02)
     t = time.monotonic()
     R.staged[0, 0] = 1
-    report_publish(R, 0)
+    report_publish(E, 0)
     th.join(2)
     assert got == [True] and time.monotonic() - t < 0.5
     assert int(ring.prod[WAKES]) == 1
     ring.cons[SLEEP] = bell.gen[0]            # a sleep already woken is not woken twice
     R.staged[0, 0] = 1
-    report_publish(R, 0)
+    report_publish(E, 0)
     ring.cons[SLEEP] = 0
     assert int(ring.prod[WAKES]) == 1
 

@@ -41,7 +41,8 @@ from .ports.dispatch import port_next_event, port_service
 from .ports.table import Ports
 from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
-from .report import OWNER_REPORT, make_report_state, report_timer
+from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_report_state,
+                     report_timer)
 from .shm import Shm
 from .hot import hot
 from .wheel import make_wheel, wheel_alloc, wheel_expire, wheel_next_due
@@ -57,13 +58,15 @@ report engine with its views on the agent contract segment (report.py);
 `alg` the native (in-engine) algorithms handed to the engine (ccnative.py)."""
 
 # Control block (int64, shared memory).
-STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD = range(9)
+STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD, WAKE_PUBLISH = range(10)
 N_CTL = 32
-assert YIELD == CTL_YIELD
+assert YIELD == CTL_YIELD == ENGINE_YIELD and WAKE_PUBLISH == ENGINE_WAKE_PUBLISH
 """YIELD: set by a device to end the current chunk at once, so that the
 Python apps between chunks (Engine.on_chunk) act now rather than up to a
 chunk later (a NIC does on each message it delivers, when asked:
-devices/nic/setup.py: nic_yield_on_message)."""
+devices/nic/setup.py: nic_yield_on_message).  WAKE_PUBLISH: armed (1) by
+Python, it makes the next report publish set YIELD and disarms itself
+(report.py; Engine.wake_on_publish)."""
 ST_INIT, ST_RUNNING, ST_STOPPED = 0, 1, 2
 # Why engine_run returned.
 R_UNTIL, R_STOP, R_IDLE, R_CHUNK = 1, 2, 3, 4
@@ -419,27 +422,35 @@ class Engine:
     def now(self) -> int:
         return int(clock_now(self.clk))
 
-    def run_until(self, until_ns: int, stop_idle: bool = True) -> str:
+    def run_until(self, until_ns: int, stop_idle: bool = True,
+                  wake_on_publish: bool = False) -> str:
         """Run until the clock reaches until_ns, stop() is called, or (virtual
         clock, stop_idle) nothing is left to do.  Returns "until", "stopped"
         or "idle".  With stop_idle=False an idle virtual clock moves on to
-        until_ns, so Python can act at exact times."""
+        until_ns, so Python can act at exact times.  wake_on_publish: return
+        "woken" as soon as the report engine publishes a batch for an agent
+        (the clock is then at the publish)."""
         self.ctl[STOP] = 0
         self.ctl[STATE] = ST_RUNNING
+        self.ctl[WAKE_PUBLISH] = int(wake_on_publish)
         try:
             while True:
                 r = engine_run(self.E, int(until_ns), self.chunk_ns)
                 if self.clk.i[0] == WALL and time.monotonic_ns() >= self._next_sync:
                     self._next_sync = time.monotonic_ns() + 1_000_000_000
                     clock_resync(self.clk)
-                if r == R_IDLE and not stop_idle:
+                woken = wake_on_publish and self.ctl[WAKE_PUBLISH] == 0
+                if r == R_IDLE and not stop_idle and not woken:
                     clock_advance_to(self.clk, int(until_ns))
                     return REASONS[R_UNTIL]
                 for cb in self.on_chunk:
                     cb()
+                if woken and r in (R_CHUNK, R_IDLE):
+                    return "woken"
                 if r != R_CHUNK:
                     return REASONS[r]
         finally:
+            self.ctl[WAKE_PUBLISH] = 0
             self.ctl[STATE] = ST_STOPPED
 
     def run_for(self, duration_ns: int) -> str:

@@ -115,8 +115,15 @@ def _ring(R, k):
     return Ring(R.hdr, R.rings.prod[k], R.rings.cons[k], R.rings.rec[k])
 
 
+ENGINE_YIELD, ENGINE_WAKE_PUBLISH = 8, 9
+"""The engine's ctl words (engine.py) this module sets: a publish ends the
+engine's chunk once (YIELD) when WAKE_PUBLISH is armed, so an agent stepped
+between chunks (the experiment runner's) wakes only when it has records."""
+
+
 @nb.njit(cache=True)
-def report_publish(R, k):
+def report_publish(E, k):
+    R = E.rep
     n = R.staged[k, 0]
     if n > 0:
         ring = _ring(R, k)
@@ -124,6 +131,9 @@ def report_publish(R, k):
         ring_doorbell(ring)          # wakes the agent if it blocked on the bell
         R.ctls[k, C.CTL_REPORTED] += n
         R.staged[k, 0] = 0
+        if E.ctl[ENGINE_WAKE_PUBLISH] != 0:
+            E.ctl[ENGINE_WAKE_PUBLISH] = 0
+            E.ctl[ENGINE_YIELD] = 1
 
 
 @nb.njit(cache=True)
@@ -153,7 +163,7 @@ def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
         if t >= 0:
             wheel_schedule(E.wheel, t, now + R.ctls[k, C.CTL_DEADLINE_NS])
     if (n + 1) * REC_BYTES >= R.ctls[k, C.CTL_BATCH_BYTES]:
-        report_publish(R, k)
+        report_publish(E, k)
         if R.dl_timer[k] >= 0:
             wheel_cancel(E.wheel, R.dl_timer[k])
 
@@ -414,7 +424,7 @@ def report_timer(E, arg, now):
         report_flush(E, x >> 2, x & 3, now)
         return 1
     k = arg & TAG_ARG
-    report_publish(E.rep, k)
+    report_publish(E, k)
     return 1
 
 

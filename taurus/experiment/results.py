@@ -184,6 +184,7 @@ def build_summary(r, snap) -> dict:
         "experiment": x.name, "description": x.description, "source": os.path.abspath(x.source)
         if os.path.exists(x.source) else x.source,
         "clock": r.clock, "seed": x.seed, "duration_ns": x.duration, "step_ns": r.step,
+        "stepping": x.stepping, "runner_steps": r.steps,
         "sample_ns": r.step * r.sample_every, "warmup_ns": x.warmup,
         "complete": r.complete, "error": r.error, "ended_at_ns": int(r.now),
         "notes": r.loads.notes,

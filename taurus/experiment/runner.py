@@ -4,13 +4,22 @@ One engine carries the whole topology: in virtual time on memory links
 (fabric.build_virtual, one process, deterministic), or on the wall clock
 over the topology's namespaces (switch ports via fabric.attach_switches,
 each host NIC on an engine port opened in its host's namespace).  Python
-acts between `run_until` slices of `step` ns: it posts application data,
-reacts to completions (RPC responses, FCTs), steps the agents and samples.
+acts only at multiples of `step` ns, and (experiment.stepping = "event",
+the default) only at those where something is due: a flow starts or stops,
+a sample is taken, an agent has a batch to drain (the engine returns at
+the report engine's publish: Engine.run_until wake_on_publish), a host
+sampler's period ends.  Skipped points are ones where Python would have
+done nothing, so the run is the one fixed stepping (stepping = "fixed",
+Python at every point) gives; a plan with RPCs (whose closed loop reacts
+to completions) steps at every point.
+
+The NIC makes the traffic: bulk, incast and workload flows are streams it
+generates (nic_generate) and every receiver is a sink (nic_sink), so the
+run's memory does not grow with its duration or its rates (traffic.py).
 
 In virtual time a host whose switch port sends PFC sits behind a MAC that
 honours PAUSE (fabric.nic_host pfc: a shim switch device, which queues what
-the NIC sends while paused).  A flow's receive window is its receiver's
-ring (the largest flow into that host).
+the NIC sends while paused).
 
 Agents run in-process, one per sending host NIC, stepped after every slice
 (as in the e2e tests).  That is the TAURUS picture with the PCIe queue
@@ -24,6 +33,7 @@ so far are marked incomplete.
 """
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import signal
@@ -40,20 +50,20 @@ from taurus.cc_algorithms.registry import lookup, make_params
 from taurus.datapath.ccshm import CcShm
 from taurus.datapath.devices.nic import setup as NS
 from taurus.datapath.devices.nic.state import (CQ_RX, CQ_TX, CX_CWND, CX_RATE, FL_ACKED_OFF,
-                                              FL_POSTED, FL_SRTT, SG_ECN, SG_UE)
+                                              FL_SRTT, SG_ECN, SG_UE)
 from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import attach_switches, build_virtual, nic_host
 
 from .hog import HostLoads
 from .schema import CcSpec, Experiment, ExperimentError
-from .traffic import BULK_CHUNK, Plan, build_plan, link_rate, receiver_init_credit
+from .traffic import SEND_RING, Plan, build_plan, link_rate, receiver_init_credit
 
 log = logging.getLogger("taurus.run")
-AHEAD = 4 * BULK_CHUNK          # an open-ended bulk flow keeps this much posted beyond acked
 WALL_MIN_STEP = 500_000         # ns: Python between slices stalls the datapath on the wall clock
 WALL_RTO_STEPS = 8              # wall clock: minimum RTO in steps
-MAX_BUFFERS = 8 << 30           # bytes of send + receive buffers a plan may ask for
+MAX_BUFFERS = 8 << 30           # bytes of RPC send rings a plan may ask for
+SINK_WINDOW = 1 << 30           # the receive window a sink shows its senders (never binds)
 
 
 class Stopped(Exception):
@@ -88,6 +98,7 @@ class Runner:
         self.agent_cpu_s = 0.0
         self.engine_s = 0.0             # wall seconds inside run_until (the rest is Python)
         self.loop_s = 0.0
+        self.steps = 0                  # times Python acted between engine slices
         self.stats_cache: dict = {}
         n = len(self.plan.flows)
         self.fid = np.zeros(n, np.int64)            # plan index -> NIC flow id
@@ -100,17 +111,14 @@ class Runner:
         self.rpc_lat: list[tuple[int, int, int]] = []   # (rpc index, size, latency ns)
 
     # ------------------------------------------------------------ sizing
-    def _buffers(self):
-        """Receive region per host NIC (the largest flow into it) and arena sizes."""
-        cap = {h: 64 * 1024 for h in self.x.topo.hosts}
-        for f in self.plan.flows:
-            cap[f.dst] = max(cap[f.dst], f.budget + 4096)
-        tx = sum(f.budget for f in self.plan.flows) + (1 << 20)
-        rx = sum(cap[f.dst] for f in self.plan.flows) + (1 << 20)
-        if tx + rx > MAX_BUFFERS:
-            raise ValueError(f"the plan needs {(tx + rx) / 2**30:.1f} GiB of flow buffers "
-                             f"(> {MAX_BUFFERS >> 30} GiB): shorten the run or lower the rates")
-        return cap, tx, rx
+    def _tx_bytes(self) -> int:
+        """The send arena: the ring generated flows share, and each RPC
+        flow's own (one message)."""
+        tx = SEND_RING + sum(f.ring for f in self.plan.flows) + (1 << 20)
+        if tx > MAX_BUFFERS:
+            raise ValueError(f"the plan's RPC messages need {tx / 2**30:.1f} GiB of send rings "
+                             f"(> {MAX_BUFFERS >> 30} GiB): fewer or smaller requests")
+        return tx
 
     # ------------------------------------------------------------ build
     def _cc_key(self, f, what: str) -> str:
@@ -156,7 +164,7 @@ class Runner:
 
     def build(self) -> None:
         x, topo = self.x, self.x.topo
-        cap, tx, rx = self._buffers()
+        tx = self._tx_bytes()
         nflows = len(self.plan.flows)
         # a host whose switch port sends PFC gets a MAC that honours it (a
         # shim switch device and a memory link each), or the class is not lossless
@@ -169,11 +177,10 @@ class Runner:
                                                 + len(pfc) + 2),
                                 timers=max(1 << 16, 4 * nflows + 1024),
                                 native=self.native.native if self.native else None)
-        eng.reserve_nics(max_flows=nflows + 1, tx_bytes=tx, rx_bytes=rx, cq=1 << 16)
+        eng.reserve_nics(max_flows=nflows + 1, tx_bytes=tx, rx_bytes=1 << 16, cq=1 << 16)
 
         def host(eng, topo, h, port):
-            return nic_host(eng, topo, h, port, mss=x.host_cc(h).mss, pfc=h in pfc,
-                            rx_buf_bytes=cap[h])
+            return nic_host(eng, topo, h, port, mss=x.host_cc(h).mss, pfc=h in pfc)
         if self.clock == "virtual":
             fab = build_virtual(eng, topo, host_factory=host)
             self.nics = fab["hosts"]
@@ -192,8 +199,10 @@ class Runner:
                 # shorter than a few steps would fire on ACKs waiting in the ring.
                 self.nics[h] = eng.add_nic(p, topo.mac_of(h), topo.ip_of(h),
                                            line_rate_bps=link_rate(x, h), mss=x.host_cc(h).mss,
-                                           rx_buf_bytes=cap[h], rto_min_ns=WALL_RTO_STEPS * self.step,
+                                           rto_min_ns=WALL_RTO_STEPS * self.step,
                                            rto_init_ns=2 * WALL_RTO_STEPS * self.step)
+        for d in self.nics.values():     # the runner never reads what hosts receive
+            NS.nic_sink(eng, d, SINK_WINDOW)
         for h, m in x.host_model.items():
             NS.nic_host_model(eng, self.nics[h], m.host_bw, m.buffer, m.sample)
         self._start_agents()
@@ -207,9 +216,10 @@ class Runner:
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)
             fid = NS.add_flow(eng, self.nics[f.src], topo.mac_of(f.dst), topo.ip_of(f.dst),
-                              rate_bps=cc.rate, cwnd_bytes=cc.cwnd, buf_bytes=max(1, f.budget),
+                              rate_bps=cc.rate, cwnd_bytes=cc.cwnd,
+                              buf_bytes=f.ring or SEND_RING, shared_ring=f.generated,
                               credit=f.dst in self.receivers, init_credit=init.get(f.dst),
-                              rwnd_bytes=cap[f.dst])    # the receiver's ring, not the sender's
+                              rwnd_bytes=SINK_WINDOW)
             assert fid == k + 1, "flow ids follow the plan (agent overrides rely on it)"
             if cc.mode == "native":
                 alg, params = self.native_flows[k]
@@ -267,7 +277,7 @@ class Runner:
         flows = self.plan.flows
         order = sorted(range(len(flows)), key=lambda k: flows[k].start)
         nxt = 0                                     # next flow (by start) not yet begun
-        bulk_open: list[int] = []                   # open-ended bulk flows being fed
+        stops: list[tuple[int, int]] = []           # (stop, k) of open-ended flows running
         self.rpc_state = [dict(left=r.count, issued=-1, resolved=-1) for r in self.plan.rpcs]
         self.not_rpc: set = set()
         self.t0 = eng.now()
@@ -276,32 +286,60 @@ class Runner:
             if h.share:
                 NS.nic_hog(eng, self.nics[h.host], h.share, self.t0 + h.start,
                            self.t0 + (x.duration if h.stop is None else h.stop))
-        steps = 0
+        step = self.step
+        every = x.stepping == "fixed" or bool(self.plan.rpcs)
+        wake = bool(self.agents) and not every
+        period = self.sample_every * step
+        next_sample = period
+        agent_due = 0                               # a drain was capped: step again next point
         wall0 = time.monotonic()
         last_bar = 0.0
         while self.now < x.duration:
             while nxt < len(order) and flows[order[nxt]].start <= self.now:
                 k = order[nxt]
                 nxt += 1
-                self._begin(k, bulk_open)
-            for k in list(bulk_open):
-                self._feed(k, bulk_open)
-            until = min(x.duration, (self.now // self.step + 1) * self.step)
+                self._begin(k)
+                if flows[k].size is None:
+                    heapq.heappush(stops, (flows[k].stop, k))
+            while stops and stops[0][0] <= self.now:
+                NS.nic_generate_stop(eng, int(self.fid[heapq.heappop(stops)[1]]))
+            point = (self.now // step + 1) * step   # the next point Python may act at
+            if every:
+                until = point
+            else:
+                due = [next_sample, x.duration]
+                if nxt < len(order):
+                    due.append(flows[order[nxt]].start)
+                if stops:
+                    due.append(stops[0][0])
+                if agent_due:
+                    due.append(agent_due)
+                due += [t - self.t0 for t in self._sampler_due()]
+                until = max(point, -(-min(due) // step) * step)
+            until = min(x.duration, until)
             w0 = time.perf_counter()
-            eng.run_until(self.t0 + until, stop_idle=False)
+            if eng.run_until(self.t0 + until, stop_idle=False, wake_on_publish=wake) == "woken":
+                # an agent has a batch: it drains at the next point, as at every point
+                woke = eng.now() - self.t0
+                eng.run_until(self.t0 + min(x.duration, (woke // step + 1) * step),
+                              stop_idle=False)
             w1 = time.perf_counter()
             self.engine_s += w1 - w0
             self.now = eng.now() - self.t0
+            self.steps += 1
             self._completions()
+            agent_due = 0
             if self.agents:
                 c0 = time.process_time()
                 for a in self.agents.values():
                     a.step(eng.now())
+                    if a.messages.more:
+                        agent_due = self.now + step
                 self.agent_cpu_s += time.process_time() - c0
             self.loads.poll(self.now)
-            steps += 1
-            if steps % self.sample_every == 0:
+            if self.now >= next_sample:
                 self._sample()
+                next_sample = (self.now // period + 1) * period
             if self.progress and time.monotonic() - last_bar > 0.2:
                 last_bar = time.monotonic()
                 self._bar(time.monotonic() - wall0)
@@ -311,31 +349,20 @@ class Runner:
             sys.stderr.write("\n")
         self.complete = True
 
-    def _begin(self, k, bulk_open) -> None:
+    def _sampler_due(self) -> list[int]:
+        """When the agents' host samplers are next due (engine ns)."""
+        return [t for a in self.agents.values() if a.samplers.items
+                for t in (a.samplers.next_due(),) if t is not None]
+
+    def _begin(self, k) -> None:
         f = self.plan.flows[k]
-        if f.kind in ("rpc-req",):
+        if f.kind == "rpc-req":
             self._rpc_issue(f.rpc)
             return
         if f.kind == "rpc-resp":
             return
         self.posted_at[k] = self.now
-        if f.size is not None:
-            NS.nic_post(self.eng, self.nics[f.src], int(self.fid[k]), bytes(f.size))
-        else:
-            bulk_open.append(k)
-
-    def _feed(self, k, bulk_open) -> None:
-        """Keep an open-ended bulk flow AHEAD bytes beyond what is acked, until stop."""
-        f = self.plan.flows[k]
-        fid = int(self.fid[k])
-        N = self.eng.E.nic
-        if self.now >= f.stop:
-            bulk_open.remove(k)
-            return
-        posted, acked = int(N.fl[fid, FL_POSTED]), int(N.fl[fid, FL_ACKED_OFF])
-        while posted - acked < AHEAD and posted + BULK_CHUNK <= f.budget:
-            NS.nic_post(self.eng, self.nics[f.src], fid, bytes(BULK_CHUNK))
-            posted += BULK_CHUNK
+        NS.nic_generate(self.eng, int(self.fid[k]), f.size)
 
     def _rpc_issue(self, i) -> None:
         r, st = self.plan.rpcs[i], self.rpc_state[i]

@@ -7,7 +7,8 @@ is optional; unknown keys and bad values are errors that name the key, as
     description = "..."            # optional, one line
     duration = "10ms"              # ns, us, ms, s
     seed = 1                       # drives every random draw (same seed, same plan)
-    step = "10us"                  # how often the runner acts: agents, app events
+    step = "10us"                  # the runner acts at multiples of step: agents, app events
+    stepping = "event"             # ... only where something is due | "fixed": at every one
     sample = "100us"               # time-series period (a multiple of step)
     warmup = "2ms"                 # left out of goodput and fairness aggregates
 
@@ -44,7 +45,7 @@ is optional; unknown keys and bad values are errors that name the key, as
     mode = "native"
 
     [[traffic]]                    # kinds: bulk, incast, rpc, workload
-    kind = "bulk"                  # long flows, one per sender
+    kind = "bulk"                  # long flows, one per sender (parallel = N: N each)
     from = ["h1", "h2"]            # a host or a list
     to = "h3"
     start = "0ms"                  # default 0
@@ -165,6 +166,7 @@ class Traffic:
     request: int = 0
     response: int = 0
     concurrency: int = 1
+    parallel: int = 1               # bulk: flows per sender (iperf's -P)
     cdf: str = ""
     load: float = 0.0
     max_flows: int = 1000
@@ -200,6 +202,7 @@ class Experiment:
     duration: int
     seed: int = 1
     step: int = 10_000
+    stepping: str = "event"
     sample: int = 100_000
     warmup: int = 0
     description: str = ""
@@ -376,7 +379,7 @@ def _hosts(topo: T.Topology, one: bool):
 
 
 _TRAFFIC_KEYS = {
-    "bulk": ("kind", "from", "to", "start", "stop", "size", "cc"),
+    "bulk": ("kind", "from", "to", "start", "stop", "size", "parallel", "cc"),
     "incast": ("kind", "from", "to", "start", "size", "rounds", "interval", "cc"),
     "rpc": ("kind", "from", "to", "start", "stop", "count", "request", "response",
             "concurrency", "cc"),
@@ -405,6 +408,7 @@ def _traffic(src, key, raw, topo, duration, base_dir) -> Traffic:
                 raise t.err("from", f"host {s!r} sends to itself")
     if kind == "bulk":
         tr.size = t.get("size", U.parse_size, None)
+        tr.parallel = t.get("parallel", _int(1, 1_000_000), 1)
     elif kind == "incast":
         tr.size = t.get("size", U.parse_size)
         tr.rounds = t.get("rounds", _int(1, 10_000), 1)
@@ -546,7 +550,8 @@ def from_dict(data: dict, source: str = "<dict>", base_dir: str = ".") -> Experi
     if "topology" not in data:
         raise ExperimentError(src, "topology", "missing [topology] table")
     e = _Table(src, "experiment", data["experiment"],
-               ("name", "description", "duration", "seed", "step", "sample", "warmup"))
+               ("name", "description", "duration", "seed", "step", "stepping", "sample",
+                "warmup"))
     name = e.get("name", _str)
     if not _NAME_RE.match(name):
         raise e.err("name", f"expected letters, digits, '_' and '-', got {U.quote(name)}")
@@ -554,7 +559,8 @@ def from_dict(data: dict, source: str = "<dict>", base_dir: str = ".") -> Experi
     x = Experiment(name=name, source=src, topo=topo, duration=e.get("duration", U.parse_delay),
                    description=e.get("description", str, ""),
                    seed=e.get("seed", _int(0, 2**63 - 1), 1),
-                   step=e.get("step", U.parse_delay, 10_000))
+                   step=e.get("step", U.parse_delay, 10_000),
+                   stepping=e.get("stepping", _choice(("event", "fixed")), "event"))
     x.sample = e.get("sample", U.parse_delay, max(x.step, 100_000 // x.step * x.step))
     x.warmup = e.get("warmup", _delay0, 0)
     if x.sample % x.step:

@@ -1,10 +1,15 @@
 """Expand an experiment's [[traffic]] tables into a plan of flows.
 
 The plan is fixed before the run from the seed alone, so a virtual-time run
-is reproducible and every buffer can be sized up front.
+is reproducible.  Its memory does not grow with the run's duration: bulk,
+incast and workload flows are streams the NIC generates as ACKs free room
+(datapath/devices/nic/gen.py), all sharing one send ring of SEND_RING
+bytes, and every receiver is a sink; only RPC messages (which the runner
+posts, request by request) have rings of their own.
 
 - A *flow* is one sending connection (one PDC on its sender's NIC).
-- bulk: one flow per sender, from start to stop (or a finite `size`);
+- bulk: `parallel` flows per sender (default 1), from start to stop (or a
+  finite `size`);
 - incast: one finite flow per sender and round;
 - workload: one finite flow per Poisson arrival, size drawn from the CDF;
 - rpc: per client and in-flight slot, a request flow (client -> server) and,
@@ -16,11 +21,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from taurus.datapath.devices.nic.state import GEN_CHUNK
 from taurus.tools.workload import SizeCdf, poisson_arrivals
 
 from .schema import Experiment, ExperimentError, Traffic
 
-BULK_CHUNK = 64 * 1024      # an open-ended bulk flow is fed in messages of this size
+SEND_RING = 5 * GEN_CHUNK
+"""A generated flow's send buffer: it keeps 4 messages of GEN_CHUNK posted
+beyond what is acknowledged (and room for the next), as a socket's send
+buffer bounds what an app has in flight."""
 
 
 @dataclass
@@ -35,7 +44,12 @@ class Flow:
     size: int | None        # bytes of a finite flow; None: as much as fits until stop
     cc: dict = field(default_factory=dict)
     rpc: int = -1           # index into Plan.rpcs
-    budget: int = 0         # bytes this flow may send in its life (buffer size)
+    ring: int = 0           # bytes of its own send ring (0: the shared one of generated flows)
+
+    @property
+    def generated(self) -> bool:
+        """The NIC makes its bytes (every flow but an RPC's messages)."""
+        return self.rpc < 0
 
 
 @dataclass
@@ -76,15 +90,6 @@ def receiver_init_credit(x: Experiment, host: str) -> int:
     return max(2 * cc.mss, int(bdp))
 
 
-def send_budget(x: Experiment, f: Flow) -> int:
-    """Bytes a flow may ever send: its send stream and receive region are
-    linear buffers for now, sized to the run here (and only here)."""
-    if f.size is not None:
-        return f.size
-    secs = (f.stop - f.start) / 1e9
-    return int(link_rate(x, f.src) * secs / 8) + 4 * BULK_CHUNK
-
-
 def build_plan(x: Experiment) -> Plan:
     rng = np.random.default_rng(x.seed)
     flows: list[Flow] = []
@@ -99,7 +104,8 @@ def build_plan(x: Experiment) -> Plan:
         stop = x.duration if tr.stop is None else min(tr.stop, x.duration)
         if tr.kind == "bulk":
             for s in tr.src:
-                add(tr, "bulk", s, tr.dst[0], tr.start, stop, tr.size)
+                for _ in range(tr.parallel):
+                    add(tr, "bulk", s, tr.dst[0], tr.start, stop, tr.size)
         elif tr.kind == "incast":
             for k in range(tr.rounds):
                 t0 = tr.start + k * tr.interval
@@ -136,6 +142,7 @@ def build_plan(x: Experiment) -> Plan:
                         r.resp_flow = add(tr, "rpc-resp", r.server, c, tr.start, stop,
                                           n * tr.response, len(rpcs)).id
                     rpcs.append(r)
-    for f in flows:
-        f.budget = send_budget(x, f)
+    for f in flows:     # an RPC's messages are posted one at a time: a ring holds one
+        if not f.generated:
+            f.ring = rpcs[f.rpc].request if f.kind == "rpc-req" else rpcs[f.rpc].response
     return Plan(flows, rpcs)

@@ -17,6 +17,7 @@ Per packet, in the order a packet meets them (one ``poll``):
                  the report engine (datapath/report.py); sigcall.py keeps those
                  calls out of line of the non-refcounted hot path
     sq.py        app submissions (send, read) from the per-NIC submission queue
+    gen.py       generated streams (the NIC posts a flow's messages itself) and sinks
     tx.py        scheduler: pacing, window and credit gates, retransmission, RTO;
                  data frames with the flow's CSIG tag and entropy value
     frame.py     framing (Ethernet/IPv4/UDP), the TX batch, the line-rate account

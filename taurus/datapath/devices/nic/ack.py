@@ -29,6 +29,7 @@ from ...wire.desc import (D_DPDCID, D_IP_LEN, D_IP_OFF, D_IP_SRC, D_NACK_CODE, D
                          D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN,
                          D_PSN_OFFSET, D_SPDCID)
 from .close import flow_free
+from .gen import gen_completes, gen_refill
 from .sigcall import (signal_ack, signal_bound, signal_cnp, signal_credit, signal_csig,
                       signal_custom, signal_ecn, signal_host, signal_int, signal_nack,
                       signal_ooo, signal_rtt, signal_rtt_packet)
@@ -333,6 +334,7 @@ def _ack_signals(E, N, n, f, freed, report_echo, now):
 def _ack_timers(E, N, n, f, una, nxt, now):
     """After una advanced: send completions, then the RTO restarts or stops."""
     _complete(N, n, f, now)
+    gen_refill(E, f, now)
     if una < nxt:
         rto_arm(E, f, now, True)
     else:
@@ -345,7 +347,8 @@ def _complete(N, n, f, now):
     M = N.mq.shape[1]
     k = N.fl[f, FL_MQ_DONE]
     while k < N.fl[f, FL_MQ_TAIL] and N.mq[f, k % M, 0] <= N.fl[f, FL_ACKED_OFF]:
-        cq_push(N, n, CQ_TX, f, N.mq[f, k % M, 1], N.mq[f, k % M, 0], now)
+        if gen_completes(N, f, N.mq[f, k % M, 0]):
+            cq_push(N, n, CQ_TX, f, N.mq[f, k % M, 1], N.mq[f, k % M, 0], now)
         k += 1
     N.fl[f, FL_MQ_DONE] = k
     if N.fl[f, FL_ACKED_OFF] >= N.fl[f, FL_POSTED]:

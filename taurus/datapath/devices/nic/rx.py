@@ -47,7 +47,7 @@ from .state import (C_RX_UE, C_TX_CNP, NR_CNP_GAP, NR_LASTHOP_DSCP, RP_CNP_MARKS
                     RP_NP, RP_UE, C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
                         C_DROP_WRONG_PDC, C_PDC_OPEN, C_RX_CE, C_RX_DATA, C_RX_DUP, C_RX_OOO,
                         C_RX_TRIMMED, C_TX_ACK, C_TX_NACK, CQ_RX, M_NRP, NR_ACK_DELAY, NR_ACK_EVERY,
-                        NR_CREDIT_WIN, NR_DEV, NR_INIT_CREDIT, RP_BUFCAP, RP_BUFOFF, RP_CC,
+                        NR_CREDIT_WIN, NR_SINK, NR_DEV, NR_INIT_CREDIT, RP_BUFCAP, RP_BUFOFF, RP_CC,
                         RP_CREDIT, RP_CSIG_D, RP_CSIG_FMT, RP_CSIG_LM, RP_CSIG_S, RP_CSIG_T,
                         RP_DELIV, RP_ECN, RP_EV, RP_HAS_TS, RP_NACKED, RP_NIC, RP_NXT, RP_OOO,
                         RP_PEER_IP, RP_PEER_MAC, RP_PEER_PDC, RP_PEND, RP_RCVD, RP_T_ACK,
@@ -396,7 +396,8 @@ def _rx_place(E, N, d, rp, n, r, i, p, msk, now):
         return False
     if N.nr[n, NR_HOST_BW] > 0 and not host_admit(N, n, ln, now):
         return False                       # the host buffer is full: a loss (host.py)
-    _ring_put(N.rxbuf, rp[r, RP_BUFOFF], cap, off, buf, d[D_PAYLOAD_OFF], ln)
+    if N.nr[n, NR_SINK] == 0:
+        _ring_put(N.rxbuf, rp[r, RP_BUFOFF], cap, off, buf, d[D_PAYLOAD_OFF], ln)
     s = p & msk
     N.rs_bits[r, s] = 1
     N.rs_end[r, s] = off + ln
@@ -425,6 +426,8 @@ def _rx_deliver(E, N, rp, n, r, nxt, msk, now):
                 E.ctl[CTL_YIELD] = 1    # an app between chunks answers it
         nxt += 1
     rp[r, RP_NXT] = nxt
+    if N.nr[n, NR_SINK] != 0:
+        rp[r, RP_READ] = rp[r, RP_DELIV]      # a sink consumes as it receives (gen.py)
 
 
 @hot_stage

@@ -6,6 +6,8 @@
     f = add_flow(eng, d, peer_mac, peer_ip, rate_bps=..., cwnd_bytes=..., credit=False)
     nic_post(eng, d, f, data)                 one message (WouldBlock when the ring is full)
     v = nic_send_buffer(eng, d, f, n); ...; nic_commit(eng, d, f, n)    the same, written in place
+    nic_generate(eng, f, end); nic_generate_stop(eng, f)   the NIC posts f's bytes itself (gen.py)
+    nic_sink(eng, d)                          d discards what it receives, copying nothing
     eng.run_for(...)
     nic_take_delivered(eng, d_rx, src_ip, f)  bytes delivered in order since the last take
     nic_completions(eng)                      [(kind, nic, flow-or-pdc, msg, end, time)]
@@ -33,7 +35,7 @@ from ... import ccshm as C
 from ...ccnative import T_ENTRY, T_ST_OFF, T_ST_ROW
 from ...report import TimerE, report_timer_start
 from ...wire import spec as S
-from .state import (NR_HOG_SHARE, NR_HOG_START, NR_HOG_STOP, NR_HOST_BUF, NR_HOST_BW,
+from .state import (N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR_HOG_STOP, NR_HOST_BUF, NR_HOST_BW,
                     NR_HOST_DELAY, NR_HOST_PERIOD, NR_HOST_Q, NR_HOST_T, NR_HOST_TIMER, TK_HOST,
                     NR_CNP_GAP, NR_LASTHOP_DSCP, NR_RX_TICK, NR_RX_TTIMER, TK_RXTICK,
                     NR_RX_IDLE, NR_RX_TIMER, TK_RXIDLE, CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
@@ -49,9 +51,10 @@ from .state import (NR_HOG_SHARE, NR_HOG_START, NR_HOG_STOP, NR_HOST_BUF, NR_HOS
                         NR_ACK_EVERY,
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
-                        NR_RXCAP, NR_TXTIMER, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
+                        NR_RXCAP, NR_SINK, NR_TXTIMER, FL_GEN_END, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
                         SIGNAL_NAMES, TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
 from .app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
+from .gen import gen_refill
 from .shm import NicShm
 from .tx import wake_flow
 from ..table import NIC
@@ -71,6 +74,7 @@ class NicTables:
         self.rx_read = {}   # rx PDC -> (its RP_GEN, stream offset taken here: its OP_READ
         #                   may be unserved)
         self.rx_pdc = {}    # (device, src ip, flow) -> receive PDC, once found
+        self.gen_rings = {}  # ring size -> offset of the send ring generated flows share
 
     @property
     def reserved(self) -> bool:
@@ -240,12 +244,15 @@ def nic_hog(eng, d: int, share: float, start_ns: int, stop_ns: int) -> None:
 
 def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int = 0,
              credit: bool = False, init_credit: int | None = None, buf_bytes: int = 1 << 20,
-             start_psn: int = 0, ev: int | None = None, rwnd_bytes: int | None = None) -> int:
+             start_psn: int = 0, ev: int | None = None, rwnd_bytes: int | None = None,
+             shared_ring: bool = False) -> int:
     """A sending flow (one PDC + one CCC) from NIC `d` to a peer.  rate_bps
     (0: unpaced) and cwnd_bytes (0: none) fill its CC context row; credit:
     RCCC (RUD_CC_REQ, sends only within cumulative credit, starting from
-    init_credit, default the NIC's).  buf_bytes: its send ring; rwnd_bytes:
-    the receiver's ring capacity (default: this NIC's rx_buf_bytes; NICs are
+    init_credit, default the NIC's).  buf_bytes: its send ring; shared_ring:
+    one ring of that size shared by every flow asking for it (generated
+    flows, whose bytes nobody reads: nic_generate); rwnd_bytes: the
+    receiver's ring capacity (default: this NIC's rx_buf_bytes; NICs are
     configured alike)."""
     N = eng.E.nic
     n = int(eng.E.devs.regs[d, 0])
@@ -257,15 +264,12 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
         f = int(N.meta[M_NFL]) + 1
         if f >= N.fl.shape[0]:
             raise ValueError("too many flows (nic_reserve(max_flows=...))")
-        off, cap = int(N.meta[M_TX_BUMP]), buf_bytes
-        if off + buf_bytes > N.txbuf.shape[0]:
-            raise ValueError("send arena full (nic_reserve(tx_bytes=...))")
         tp = wheel_alloc(eng.E.wheel, d, (TK_PACE << TK_SHIFT) | f)
         tr = wheel_alloc(eng.E.wheel, d, (TK_RTO << TK_SHIFT) | f)
         if tp < 0 or tr < 0:
             raise ValueError("timing wheel full (Engine(timers=...))")
+        off, cap = _tx_ring(eng, buf_bytes, shared_ring), buf_bytes
         N.meta[M_NFL] = f
-        N.meta[M_TX_BUMP] = off + buf_bytes
     row = N.fl[f]
     row[:] = 0
     row[FL_NIC], row[FL_STATE] = n + 1, FS_ACTIVE
@@ -287,6 +291,21 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
         A.flow_alg[f] = -1
     _register_cc(eng, n, f)
     return f
+
+
+def _tx_ring(eng, n: int, shared: bool) -> int:
+    """The offset of an n-byte send ring in the arena: a new one, or the one
+    shared by every flow asking for a shared ring of that size."""
+    N = eng.E.nic
+    if shared and n in eng.nics.gen_rings:
+        return eng.nics.gen_rings[n]
+    off = int(N.meta[M_TX_BUMP])
+    if off + n > N.txbuf.shape[0]:
+        raise ValueError("send arena full (nic_reserve(tx_bytes=...))")
+    N.meta[M_TX_BUMP] = off + n
+    if shared:
+        eng.nics.gen_rings[n] = off
+    return off
 
 
 def _reuse_flow(eng, d: int, buf_bytes: int):
@@ -566,6 +585,42 @@ def nic_skip_delivered(eng, d: int, src_ip, f: int) -> int:
     return _release(eng, d, r, *_unread(eng, r)) if r else 0
 
 
+GEN_FOREVER = 1 << 62
+
+
+def nic_generate(eng, f: int, end: int | None = None) -> None:
+    """Let the NIC post flow f's messages itself up to stream offset `end`
+    (None: open-ended) as ACKs free room (gen.py).  Only the message ending
+    at `end` completes."""
+    N = eng.E.nic
+    if N.fl[f, FL_STATE] != FS_ACTIVE:
+        raise ValueError(f"flow {f} is not active")
+    end = GEN_FOREVER if end is None else int(end)
+    if end <= N.fl[f, FL_POSTED]:
+        raise ValueError(f"flow {f} already posted {int(N.fl[f, FL_POSTED])} bytes (>= {end})")
+    N.fl[f, FL_GEN_END] = end
+    gen_refill(eng.E, f, eng.now())
+
+
+def nic_generate_stop(eng, f: int) -> None:
+    """End flow f's generated stream where it is posted now."""
+    N = eng.E.nic
+    if N.fl[f, FL_GEN_END] > 0:
+        N.fl[f, FL_GEN_END] = max(1, int(N.fl[f, FL_POSTED]))
+
+
+def nic_sink(eng, d: int, window: int = 1 << 30) -> None:
+    """Make NIC d a sink (gen.py): what it receives is consumed as it is
+    delivered and never copied, and senders see a window of `window`
+    bytes.  Before any connection reaches it."""
+    N = eng.E.nic
+    n = int(eng.E.devs.regs[d, 0])
+    if any(int(N.rp[r, RP_NIC]) == n + 1 for r in range(1, int(N.meta[M_NRP]) + 1)):
+        raise ValueError("nic_sink: the NIC already has receive PDCs")
+    N.nr[n, NR_SINK] = 1
+    N.nr[n, NR_RXCAP] = int(window)
+
+
 def nic_yield_on_message(eng, on: bool = True) -> None:
     """With on, the engine ends its run chunk whenever a NIC delivers a whole
     message, so the apps between chunks (Engine.on_chunk) see it at once, not
@@ -578,8 +633,11 @@ def nic_completions(eng) -> list[tuple]:
     """Drain every NIC's completion queue: (kind 1=TX 2=RX, nic, flow or rx
     PDC, msg id, end offset in the stream, time ns), in time order."""
     N = eng.E.nic
+    k = int(N.meta[M_NNIC])
+    heads = N.qc[QC_CQ_HEAD:k * N_QC:N_QC]
+    busy = np.flatnonzero(heads != N.qc[QC_CQ_TAIL:k * N_QC:N_QC])   # only NICs with records
     rows = [tuple(int(x) for x in row[:CQ_TIME + 1])
-            for n in range(int(N.meta[M_NNIC])) for row in cq_drain(N, n)]
+            for n in busy for row in cq_drain(N, int(n))]
     return sorted(rows, key=lambda r: r[CQ_TIME])
 
 

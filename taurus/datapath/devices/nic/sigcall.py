@@ -6,8 +6,8 @@ allocates; so it runs in small reference-counted functions.  Those would
 take a reference on every array of the engine tuple on each call (the cost
 perf showed as ``lock incq/decq``), so they receive only what signals use:
 the report state, the wheel, the native algorithms (native flows' events
-go to them from the report engine) and the per-flow signal, descriptor and
-flow tables.  Even so a call takes ~30 references; the per-packet and per-ACK
+go to them from the report engine), the engine's ctl words (a publish may
+end its chunk: report.py) and the per-flow signal, descriptor and flow tables.  Even so a call takes ~30 references; the per-packet and per-ACK
 signals first ask, inline, whether the report engine takes the event
 (report.py's own first test), and for flows nobody watches only count it.
 """
@@ -19,7 +19,7 @@ from ... import ccshm as C
 from . import signals as sg
 from .state import FL_SRTT
 
-SigE = namedtuple("SigE", ["rep", "wheel", "alg"])
+SigE = namedtuple("SigE", ["rep", "wheel", "alg", "ctl"])
 SigN = namedtuple("SigN", ["sig", "desc", "fl"])
 
 
@@ -104,30 +104,30 @@ def _reported(E, f, ev):
 @nb.njit(cache=True, inline="always")
 def signal_ack(E, N, f, acked_bytes, psn, now):
     if _reported(E, f, C.EV_ACK):
-        _ack(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, acked_bytes, psn, now)
+        _ack(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, acked_bytes, psn, now)
     else:
         sg.count_ack(N, f, acked_bytes)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_ecn(E, N, f, ce_bytes, ce, ue_bytes, ue, now):
-    _ecn(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, ce_bytes, ce, ue_bytes, ue,
+    _ecn(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, ce_bytes, ce, ue_bytes, ue,
          now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_ooo(E, N, f, count, now):
-    _ooo(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, count, now)
+    _ooo(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, count, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_nack(E, N, f, psn, code, now):
-    _nack(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, psn, code, now)
+    _nack(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, psn, code, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_rto(E, N, f, psn, now):
-    _rto(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, psn, now)
+    _rto(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, psn, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -142,7 +142,7 @@ def signal_rtt(E, N, f, rtt, psn, now, report):
     """The echoed sample; ``report`` False: this ACK's per-packet samples
     went to the algorithm instead (it still counts and moves the srtt)."""
     if report and _reported(E, f, C.EV_RTT):
-        _rtt(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, rtt, psn, now)
+        _rtt(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, rtt, psn, now)
     else:
         E.rep.srtt[f] = N.fl[f, FL_SRTT]      # published for every flow (as report_rtt does)
         sg.count_rtt(N, f, rtt)
@@ -151,34 +151,34 @@ def signal_rtt(E, N, f, rtt, psn, now, report):
 @nb.njit(cache=True, inline="always")
 def signal_rtt_packet(E, N, f, rtt, send_t, psn, now):
     """One acknowledged packet's RTT (call only for flows binding RTT or RTT_LS)."""
-    _rtt_packet(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, rtt, send_t, psn, now)
+    _rtt_packet(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, rtt, send_t, psn, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_int(E, f, i, base, nh, psn, now):
     """The nh INT hop records reflected in frame i from byte `base` on."""
-    _int(SigE(E.rep, E.wheel, E.alg), f, E.pool.data, i, base, nh, psn, now)
+    _int(SigE(E.rep, E.wheel, E.alg, E.ctl), f, E.pool.data, i, base, nh, psn, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_credit(E, N, f, credit_bytes, now):
-    _credit(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, credit_bytes, now)
+    _credit(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, credit_bytes, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_csig(E, N, f, t, s, lm, d, fmt, now):
-    _csig(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, t, s, lm, d, fmt, now)
+    _csig(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, t, s, lm, d, fmt, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_cnp(E, N, f, ce, ue, psn, now):
-    _cnp(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, ce, ue, psn, now)
+    _cnp(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, ce, ue, psn, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_tx(E, N, f, nbytes, retx, inflight, now):
     if _reported(E, f, C.EV_TX):
-        _tx(SigE(E.rep, E.wheel, E.alg), SigN(N.sig, N.desc, N.fl), f, nbytes, retx, inflight, now)
+        _tx(SigE(E.rep, E.wheel, E.alg, E.ctl), SigN(N.sig, N.desc, N.fl), f, nbytes, retx, inflight, now)
     else:
         sg.count_tx(N, f, nbytes, retx)
 
@@ -186,11 +186,11 @@ def signal_tx(E, N, f, nbytes, retx, inflight, now):
 @nb.njit(cache=True, inline="always")
 def signal_host(E, N, f, source, value, aux, now):
     if _reported(E, f, C.EV_HOST):
-        _host(SigE(E.rep, E.wheel, E.alg), f, source, value, aux, now)
+        _host(SigE(E.rep, E.wheel, E.alg, E.ctl), f, source, value, aux, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_custom(E, f, i, pds_off, length, ptype, now):
     """Custom feedback segments of frame i (pool index: no view crosses over)."""
     if _reported(E, f, C.EV_CUSTOM):
-        _custom(SigE(E.rep, E.wheel, E.alg), f, E.pool.data, i, pds_off, length, ptype, now)
+        _custom(SigE(E.rep, E.wheel, E.alg, E.ctl), f, E.pool.data, i, pds_off, length, ptype, now)

@@ -64,7 +64,11 @@ delay (ns; ACKs echo it); NR_HOST_DROPS host drops at the last sample."""
 table's size and the sum of those senders' announced backlogs (bytes;
 rxcc.py).  NR_RX_TICK: the receiver algorithm's TIMER period (ns, 0 none),
 NR_RX_TTIMER its wheel timer, NR_RX_TICKS the expiries so far."""
-N_NR = 42
+NR_SINK = 42
+"""NR_SINK: 1 = an app that discards what it receives (gen.py): delivered
+bytes are consumed at once and never copied; NR_RXCAP is then only the
+receive window."""
+N_NR = 43
 
 # ---- per NIC counters (ncnt): drops are named by cause ----
 NIC_COUNTERS = (
@@ -97,12 +101,14 @@ N_NCNT = 48
  FL_RQ_NEXT, FL_T_PACE, FL_T_RTO, FL_SRTT, FL_RTTVAR, FL_RTO, FL_BACKOFF, FL_RETRIES,
  FL_CREDIT_USED, FL_USES_CREDIT, FL_MAX_INFL, FL_OOO_LAST, FL_MSG_OFF,
  FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_HOST_ECHO,
- FL_EV_I, FL_CLOSING, FL_RTT_MIN, FL_HOPS) = range(47)
+ FL_EV_I, FL_CLOSING, FL_RTT_MIN, FL_HOPS, FL_GEN_END) = range(48)
 """FL_EV: the entropy value of the next data packet; FL_EV_I: the spray
 position (tx.py: flow_ev); FL_HOST_ECHO: the receiving host's delivery delay
 its ACKs last echoed (ns).  FL_RTT_MIN: the least per-packet RTT sample (ns,
 0 none yet), the base of the RTT event's qdelay; FL_HOPS: switch hops the
-receiver last echoed, + 1 (0 unknown)."""
+receiver last echoed, + 1 (0 unknown).  FL_GEN_END: 0, or the stream
+offset up to which the NIC posts the flow's messages itself (gen.py: a
+generated stream, GEN_CHUNK a message, only the last one completed)."""
 N_FL = 48
 FS_FREE, FS_ACTIVE, FS_FAILED, FS_CLOSED = 0, 1, 2, 3   # FL_STATE
 """FS_CLOSED: the flow's PDC was closed and its row may be reused (add_flow)."""
@@ -110,6 +116,7 @@ CL_NONE, CL_WANTED, CL_SENT = 0, 1, 2                # FL_CLOSING
 """CL_WANTED: close once everything posted is acknowledged; CL_SENT: our
 CLOSE (PSN FL_NXT) is out, waiting for its ACK."""
 SCH_IDLE, SCH_QUEUED, SCH_TIMED = 0, 1, 2            # FL_SCHED
+GEN_CHUNK = 1 << 16                                  # bytes per generated message
 
 # ---- CC context (ctx): what the agent will write ----
 CX_RATE, CX_CWND, CX_CREDIT, CX_VERSION = range(4)   # bit/s (0: unpaced), bytes (0: none), bytes
@@ -266,13 +273,14 @@ def _rx_row(N, n):
         N.rp[r, RP_FREE_NEXT] = 0
         return r
     r = N.meta[M_NRP] + 1
+    ring = 0 if N.nr[n, NR_SINK] != 0 else N.nr[n, NR_RXCAP]   # a sink keeps no bytes
     if (r >= N.rp.shape[0] or N.nr[n, NR_RXCAP] <= 0
-            or N.meta[M_RX_BUMP] + N.nr[n, NR_RXCAP] > N.rxbuf.shape[0]):
+            or N.meta[M_RX_BUMP] + ring > N.rxbuf.shape[0]):
         return 0
     N.meta[M_NRP] = r
     N.rp[r, RP_BUFOFF] = N.meta[M_RX_BUMP]
     N.rp[r, RP_BUFCAP] = N.nr[n, NR_RXCAP]
-    N.meta[M_RX_BUMP] += N.nr[n, NR_RXCAP]
+    N.meta[M_RX_BUMP] += ring
     return r
 
 
