@@ -45,6 +45,7 @@ from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import attach_switches, build_virtual, nic_host
 
+from . import fidelity
 from .hog import HostLoads
 from .schema import CcSpec, Experiment, ExperimentError
 from .traffic import BULK_CHUNK, Plan, build_plan, link_rate, receiver_init_credit
@@ -89,6 +90,7 @@ class Runner:
         self.engine_s = 0.0             # wall seconds inside run_until (the rest is Python)
         self.loop_s = 0.0
         self.stats_cache: dict = {}
+        self.probe: fidelity.Probe | None = None    # engine timing over the run (wall clock)
         n = len(self.plan.flows)
         self.fid = np.zeros(n, np.int64)            # plan index -> NIC flow id
         self.posted_at = np.full(n, -1, np.int64)   # ns the flow's data was first posted
@@ -277,6 +279,7 @@ class Runner:
                 NS.nic_hog(eng, self.nics[h.host], h.share, self.t0 + h.start,
                            self.t0 + (x.duration if h.stop is None else h.stop))
         steps = 0
+        self.probe = fidelity.Probe(eng)
         wall0 = time.monotonic()
         last_bar = 0.0
         while self.now < x.duration:
@@ -442,6 +445,7 @@ class Runner:
         out["events"] = eng.E.rep.delivered[self.fid].copy()
         out["ce_acks"] = N.sig[self.fid, SG_ECN].copy()
         out["ue_acks"] = N.sig[self.fid, SG_UE].copy()
+        out["timing"] = self.probe.read(eng) if self.probe else None
         return out
 
     def teardown(self) -> list[str]:

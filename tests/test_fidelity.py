@@ -1,0 +1,99 @@
+"""The wall-clock fidelity report's rules (experiment/fidelity.py) on
+synthetic measurements, and its base RTT and lateness percentiles."""
+import numpy as np
+
+from taurus.datapath.devices.nic.setup import DATA_HDR
+from taurus.datapath.wheel import LATE_BUCKETS, late_bucket
+from taurus.experiment import fidelity as F
+from taurus.experiment.schema import load
+
+GBIT = 10**9
+
+
+def timers(p99_ns, p50_ns=1_000, max_ns=None):
+    return {"count": 1000, "p50_ns": p50_ns, "p99_ns": p99_ns, "max_ns": max_ns or p99_ns}
+
+
+def flows(srtt_ns, base_ns=400_000, n=2):
+    return [{"id": k, "src": f"h{k + 1}", "dst": "h3", "base_rtt_ns": base_ns, "srtt_ns": srtt_ns,
+             "bottleneck": "s1-eth2"} for k in range(n)]
+
+
+def neck(carried, rate=200_000_000, demand=20 * GBIT, queue=30_000):
+    return {"s1-eth2": {"rate_bps": rate, "demand_bps": demand, "offered_bps": carried,
+                        "carried_bps": carried, "queue_mean_bytes": queue, "flows": [0, 1]}}
+
+
+IDLE = {"busy": 0.3, "loop_share": 0.9, "cpu_share": 0.99}
+SATURATED = {"busy": 0.99, "loop_share": 0.9, "cpu_share": 0.99}
+
+
+def warnings(*a):
+    out = F.assess(*a)
+    assert all(w.startswith("fidelity warning: ") for w in out["warnings"])
+    assert out["faithful"] == (not out["warnings"])
+    return out["warnings"]
+
+
+def test_a_congestion_limited_run_is_clean():
+    # queueing 30 KB at 200 Mbit/s = 1.2 ms on top of a 400 us base RTT
+    assert warnings(timers(20_000), flows(1_700_000), neck(190e6), IDLE) == []
+
+
+def test_late_timers_warn_beyond_a_tenth_of_the_base_rtt():
+    assert warnings(timers(39_000), flows(1_700_000), neck(190e6), IDLE) == []
+    w = warnings(timers(41_000, max_ns=900_000), flows(1_700_000), neck(190e6), IDLE)
+    assert len(w) == 1 and "timers" in w[0] and "lengthen the link delays" in w[0]
+
+
+def test_unreached_bottleneck_warns_when_cpu_limited():
+    w = warnings(timers(1_000), flows(1_700_000), neck(100e6), SATURATED)
+    assert len(w) == 1 and "no bottleneck reached its rate" in w[0] and "CPU-limited" in w[0]
+    assert "lower the rates" in w[0]
+    short = dict(IDLE, cpu_share=0.5)         # the machine took the core away
+    w = warnings(timers(1_000), flows(1_700_000), neck(100e6), short)
+    assert len(w) == 2 and "CPU-limited" in w[0] and "had the CPU only 50%" in w[1]
+
+
+def test_cpu_taken_by_other_processes_warns_alone():
+    w = warnings(timers(1_000), flows(1_700_000), neck(190e6), dict(IDLE, cpu_share=0.6))
+    assert len(w) == 1 and "had the CPU only 60%" in w[0] and "idle machine" in w[0]
+
+
+def test_unreached_bottleneck_warns_when_window_limited_by_inflated_rtt():
+    w = warnings(timers(1_000), flows(5_000_000), neck(100e6, queue=0), IDLE)
+    assert len(w) == 1 and "window-limited" in w[0]
+
+
+def test_unreached_bottleneck_alone_is_no_warning():
+    # the senders were neither CPU- nor window-limited: e.g. the plan asks little
+    assert warnings(timers(1_000), flows(1_700_000), neck(100e6), IDLE) == []
+    assert warnings(timers(1_000), flows(5_000_000, n=1), neck(100e6, demand=50e6), IDLE)[0] \
+        .startswith("fidelity warning: flow 0")     # inflated srtt still says so
+
+
+def test_flow_and_bottleneck_figures():
+    out = F.assess(timers(1_000), flows(1_700_000), neck(190e6), IDLE)
+    f = out["flows"][0]
+    assert f["expected_srtt_ns"] == 400_000 + 1_200_000
+    assert abs(f["srtt_ratio"] - 1.0625) < 1e-3
+    assert out["bottlenecks"]["s1-eth2"]["utilisation"] == 0.95
+
+
+def test_late_percentiles_from_the_wheel_histogram():
+    h = np.zeros(LATE_BUCKETS, np.int64)
+    for v, n in ((3, 50), (1000, 49), (100_000, 1)):
+        h[late_bucket(v)] += n
+    p = F.late_percentiles(h, 100_000)
+    assert p["count"] == 100 and p["p50_ns"] == 3 and 1000 <= p["p99_ns"] <= 1250
+    assert p["max_ns"] == 100_000
+    assert F.late_percentiles(np.zeros(LATE_BUCKETS, np.int64), 0)["p99_ns"] is None
+
+
+def test_base_rtt_and_bottleneck_of_the_dumbbell():
+    x = load("examples/dctcp_dumbbell.toml", [])
+    links = F.path_links(x.topo, "h1", "h3")
+    assert [u for u, _ in links] == ["h1", "s1", "s2"]
+    ser = sum((DATA_HDR + 1024 + F.ACK_FRAME) * 8e9 / r for r in (10e9, 2e9, 10e9))
+    assert F.base_rtt(links, 1024) == int(2 * 3 * 2000 + ser)
+    assert F._bottleneck(x.topo, links) == ("s1-eth2", 2 * GBIT)
