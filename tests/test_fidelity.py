@@ -1,11 +1,28 @@
-"""The wall-clock fidelity report's rules (experiment/fidelity.py) on
-synthetic measurements, and its base RTT and lateness percentiles."""
+"""The wall-clock fidelity report (experiment/fidelity.py): its rules on
+synthetic measurements, its base RTT and lateness percentiles; then on
+namespaces, the wall-clock DCTCP example (congestion-limited, faithful) and
+an overloaded run that must be told so."""
+import os
+import subprocess
+import sys
+
 import numpy as np
+import pytest
+
+from conftest import needs_root
 
 from taurus.datapath.devices.nic.setup import DATA_HDR
 from taurus.datapath.wheel import LATE_BUCKETS, late_bucket
 from taurus.experiment import fidelity as F
+from taurus.experiment.runner import run_experiment
 from taurus.experiment.schema import load
+from taurus.tools import netns
+from taurus.units import parse_size
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WALL_EXAMPLE = os.path.join(ROOT, "examples", "wall_dctcp.toml")
+DEMO = os.path.join(ROOT, "examples", "dctcp_dumbbell.toml")
+TOPO = f"fid{os.getpid() % 100000}"     # our namespaces, apart from any other run's
 
 GBIT = 10**9
 
@@ -97,3 +114,49 @@ def test_base_rtt_and_bottleneck_of_the_dumbbell():
     ser = sum((DATA_HDR + 1024 + F.ACK_FRAME) * 8e9 / r for r in (10e9, 2e9, 10e9))
     assert F.base_rtt(links, 1024) == int(2 * 3 * 2000 + ser)
     assert F._bottleneck(x.topo, links) == ("s1-eth2", 2 * GBIT)
+
+
+# ---------------------------------------------------------------- real namespaces
+
+def _ours():
+    return [n for n in netns.list_ns(netns.PREFIX) if TOPO in n]
+
+
+@needs_root
+def test_wall_dctcp_example_is_congestion_limited_and_faithful(tmp_path):
+    x = load(WALL_EXAMPLE, ['experiment.duration="1500ms"', f'topology.name="{TOPO}"'])
+    try:
+        s = run_experiment(x, str(tmp_path), "wall")
+    finally:
+        assert _ours() == []
+    assert s["complete"], s["error"]
+    fd, q = s["fidelity"], s["ports"]["s1-eth2"]
+    if fd["engine"]["cpu_share"] < F.CPU_SHORT:
+        # Other processes held the core: the report must say so, and the
+        # network was not the file's, so its figures prove nothing.
+        assert any("had the CPU only" in w for w in fd["warnings"]), fd["warnings"]
+        pytest.skip(f"the engine had the CPU {100 * fd['engine']['cpu_share']:.0f}% of the "
+                    f"wall time (machine loaded): {fd['warnings']}")
+    k = parse_size("40KB")
+    assert q["marks"] > 0
+    assert 0.5 * k <= q["queue_mean"] <= 1.5 * k, (q["queue_mean"], fd)
+    assert fd["warnings"] == [], fd
+
+
+@needs_root
+def test_overloaded_wall_run_gets_a_fidelity_warning(tmp_path):
+    # the stock dumbbell: a 2 Gbit/s bottleneck and 2 us links, far beyond
+    # what one engine core carries with its RTT
+    sets = ['experiment.duration="300ms"', 'experiment.warmup="50ms"', 'experiment.sample="2ms"',
+            f'topology.name="{TOPO}"', 'topology.defaults.rate="4Gbit"']
+    cmd = [sys.executable, "-m", "taurus.cli", "run", DEMO, "--clock", "wall", "--no-progress",
+           "--out", str(tmp_path)] + [a for v in sets for a in ("--set", v)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                           env=dict(os.environ, PYTHONPATH=ROOT))
+    finally:
+        assert _ours() == []
+    assert p.returncode == 0, p.stderr
+    warned = [ln for ln in p.stderr.splitlines() if ln.startswith("fidelity warning: ")]
+    assert any("no bottleneck reached its rate" in w for w in warned), p.stdout + p.stderr
+    assert "fidelity" in p.stdout and "warning(s)" in p.stdout      # the run's table
