@@ -4,7 +4,7 @@ Two senders share an ECN bottleneck (s1 -> s2); DCTCP runs in the agent.
 Prints throughput, the bottleneck queue and fairness, and where the plots
 are.  `--clock virtual` (default) runs examples/dctcp_dumbbell.toml (2
 Gbit/s, microsecond delays) in virtual time in this process; `--clock wall`
-runs examples/wall_dctcp.toml (200 Mbit/s, base RTT 4 ms: rates and delays
+runs examples/wall_dctcp.toml (100 Mbit/s, base RTT 8 ms: rates and delays
 one engine core keeps faithfully) on namespaces and real ports (torn down at
 the end, also on Ctrl-C or error), and prints its fidelity report.
 """
