@@ -11,9 +11,12 @@ import pytest
 
 from conftest import needs_root
 
+from taurus.datapath.devices import pktgen
 from taurus.datapath.devices.nic.setup import DATA_HDR
+from taurus.datapath.engine import Engine
 from taurus.datapath.wheel import LATE_BUCKETS, late_bucket
 from taurus.experiment import fidelity as F
+from taurus.experiment.report import fidelity_rows, fidelity_warnings
 from taurus.experiment.runner import run_experiment
 from taurus.experiment.schema import load
 from taurus.tools import netns
@@ -114,6 +117,41 @@ def test_base_rtt_and_bottleneck_of_the_dumbbell():
     ser = sum((DATA_HDR + 1024 + F.ACK_FRAME) * 8e9 / r for r in (10e9, 2e9, 10e9))
     assert F.base_rtt(links, 1024) == int(2 * 3 * 2000 + ser)
     assert F._bottleneck(x.topo, links) == ("s1-eth2", 2 * GBIT)
+
+
+def test_report_rows_and_warnings_of_a_summary():
+    fd = F.assess(timers(41_000), flows(1_700_000), neck(190e6), IDLE)
+    rows = dict(fidelity_rows(fd))
+    assert rows["timers late p50/p99/max (us)"] == "1.0 / 41.0 / 41.0"
+    assert rows["fidelity"] == "1 warning(s)" and "s1-eth2" in "".join(rows)
+    assert fidelity_warnings({"fidelity": fd}) == fd["warnings"]
+    assert fidelity_rows(None) == [] and fidelity_warnings({"fidelity": None}) == []
+
+
+def test_engine_loop_timing():
+    """Virtual time: every timer fires on time.  Wall clock: the loop's
+    clock time is accounted for (idle within all), and every fire counted."""
+    with Engine(clock="virtual") as eng:
+        a, _ = eng.add_mem_link("gen", "sink")
+        eng.add_pktgen(a, b"x" * 64, rate_pps=1e6, count=500)
+        eng.run_for(10**6)
+        t = eng.loop_timing()
+        assert t["late_hist"][0] == t["late_hist"].sum() == 500 and t["late_max_ns"] == 0
+    with Engine(clock="wall") as eng:
+        a, _ = eng.add_mem_link("gen", "sink")
+        d = eng.add_pktgen(a, b"x" * 64, rate_pps=1e4, count=200)
+        eng.run_for(30_000_000)
+        t = eng.loop_timing()
+        sent = eng.device_regs(d)[pktgen.SENT]     # one departure per timer fire
+        assert 0 < t["late_hist"].sum() == sent and t["late_max_ns"] >= 0
+        assert 0 < t["idle_ns"] <= t["run_ns"] and t["run_ns"] >= 29_000_000
+        assert 0 < t["idle_iters"] <= t["iters"]
+
+
+def test_virtual_runs_have_no_fidelity_report(tmp_path):
+    x = load(DEMO, ['experiment.duration="3ms"', 'experiment.warmup="1ms"'])
+    s = run_experiment(x, str(tmp_path), "virtual")
+    assert s["complete"] and s["fidelity"] is None
 
 
 # ---------------------------------------------------------------- real namespaces
