@@ -15,8 +15,9 @@ the engine rather than congestion control.  The report (summary.json
 - bottlenecks: per switch egress port that is the slowest link of some
   flow, the plan's demand, the offered load (bytes queued or dropped there)
   and the carried load against its rate;
-- engine: its loop's busy fraction (clock time in passes that did work),
-  its share of the wall time (the rest is Python between slices, when the
+- engine: its loop's busy fraction (clock time in passes that did work;
+  time the process was descheduled counts to the pass it fell in), its
+  share of the wall time (the rest is Python between slices, when the
   datapath stands still) and the process's CPU time against the wall time
   (below 1: the machine took the core away).
 
@@ -60,7 +61,9 @@ CPU_SHORT = 0.9                 # process CPU / wall below which the machine hel
 
 
 class Probe:
-    """The engine's loop timing and the process's CPU time over a run."""
+    """The engine's loop timing and the process's CPU time over a run (the
+    largest timer lateness is the engine's since it started; no timer fires
+    before a run)."""
 
     def __init__(self, eng):
         self.t0 = eng.loop_timing()
