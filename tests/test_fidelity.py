@@ -73,6 +73,7 @@ def test_unreached_bottleneck_warns_when_cpu_limited():
     short = dict(IDLE, cpu_share=0.5)         # the machine took the core away
     w = warnings(timers(1_000), flows(1_700_000), neck(100e6), short)
     assert len(w) == 2 and "CPU-limited" in w[0] and "had the CPU only 50%" in w[1]
+    assert "a core of its own" in w[0]          # not the rates: the machine's doing
 
 
 def test_cpu_taken_by_other_processes_warns_alone():

@@ -233,12 +233,15 @@ def assess(timers: dict, flows: list[dict], bottlenecks: dict, engine: dict) -> 
             why.append("window-limited (srtt up to "
                        f"{max(f['srtt_ratio'] for f in inflated):.1f}x base RTT + queueing)")
         p, b = max(due.items(), key=lambda kv: kv[1]["utilisation"])
+        taken = not inflated and (busy is None or busy < BUSY_SATURATED)
+        fix = ("give the engine a core of its own" if taken else
+               f"lower the rates (this engine carried {b['carried_bps'] / 1e9:.3f} Gbit/s) or "
+               f"lengthen the delays")
         warnings.append(
             f"fidelity warning: no bottleneck reached its rate ({p} carried "
             f"{b['carried_bps'] / 1e9:.3f} of {b['rate_bps'] / 1e9:.3f} Gbit/s) while the senders "
             f"were {' and '.join(why)}: the run measures the engine, not congestion control; "
-            f"lower the rates (this engine carried {b['carried_bps'] / 1e9:.3f} Gbit/s) or "
-            f"lengthen the delays")
+            f"{fix}")
     elif inflated:
         worst = max(inflated, key=lambda f: f["srtt_ratio"])
         warnings.append(
