@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from taurus.datapath.ports.common import INF
-from taurus.datapath.wheel import (make_wheel, wheel_alloc, wheel_armed, wheel_cancel,
+from taurus.datapath.wheel import (LATE_BUCKETS, LATE_MAX, late_bucket, late_bucket_bounds,
+                                   make_wheel, wheel_alloc, wheel_armed, wheel_cancel,
                                    wheel_expire, wheel_next_due, wheel_schedule)
 
 
@@ -81,3 +82,26 @@ def test_capacity_and_bad_geometry():
     assert wheel_alloc(w, 0, 0) == -1
     with pytest.raises(ValueError):
         make_wheel(n_slots=100)
+
+
+def test_lateness_histogram_counts_each_fire_from_due_or_arming_time():
+    w = make_wheel(capacity=8, n_slots=64, shift=4)
+    out = np.zeros(8, np.int32)
+    a, b, c = (wheel_alloc(w, 0, i) for i in range(3))
+    wheel_schedule(w, a, 100)
+    wheel_schedule(w, b, 130)
+    assert wheel_expire(w, 160, out, 8) == 2          # 60 and 30 ns late
+    wheel_schedule(w, c, 20)                          # armed at 160 with a past due time
+    assert wheel_expire(w, 165, out, 8) == 1          # 5 ns after arming, not 145
+    h = w.late
+    assert h.sum() == 3 and w.meta[LATE_MAX] == 60
+    for v in (5, 30, 60):
+        assert h[late_bucket(v)] >= 1
+
+
+def test_late_bucket_bounds_invert_the_bucket():
+    for v in [0, 1, 7, 8, 9, 15, 16, 100, 1000, 12345, 10**6, 10**9, 2**62]:
+        i = late_bucket(v)
+        lo, hi = late_bucket_bounds(i)
+        assert i < LATE_BUCKETS and lo <= v < hi
+        assert hi - lo <= max(1, v // 4)              # at most a quarter of the value wide

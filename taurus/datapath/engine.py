@@ -45,7 +45,7 @@ from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_repor
                      report_timer)
 from .shm import Shm
 from .hot import hot
-from .wheel import make_wheel, wheel_alloc, wheel_expire, wheel_next_due
+from .wheel import LATE_MAX, make_wheel, wheel_alloc, wheel_expire, wheel_next_due
 
 log = logging.getLogger("taurus.engine")
 
@@ -58,7 +58,8 @@ report engine with its views on the agent contract segment (report.py);
 `alg` the native (in-engine) algorithms handed to the engine (ccnative.py)."""
 
 # Control block (int64, shared memory).
-STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD, WAKE_PUBLISH = range(10)
+(STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD, WAKE_PUBLISH, IDLE_NS,
+ RUN_NS) = range(12)
 N_CTL = 32
 assert YIELD == CTL_YIELD == ENGINE_YIELD and WAKE_PUBLISH == ENGINE_WAKE_PUBLISH
 """YIELD: set by a device to end the current chunk at once, so that the
@@ -66,7 +67,9 @@ Python apps between chunks (Engine.on_chunk) act now rather than up to a
 chunk later (a NIC does on each message it delivers, when asked:
 devices/nic/setup.py: nic_yield_on_message).  WAKE_PUBLISH: armed (1) by
 Python, it makes the next report publish set YIELD and disarms itself
-(report.py; Engine.wake_on_publish)."""
+(report.py; Engine.run_until wake_on_publish).
+IDLE_NS, RUN_NS: clock ns the loop spent in passes that did no work, and in
+all (on the wall clock, its busy fraction is 1 - IDLE_NS / RUN_NS)."""
 ST_INIT, ST_RUNNING, ST_STOPPED = 0, 1, 2
 # Why engine_run returned.
 R_UNTIL, R_STOP, R_IDLE, R_CHUNK = 1, 2, 3, 4
@@ -100,9 +103,15 @@ def engine_run(state, until, chunk_ns):
     start = clock_now(clk)
     it = 0
     idle = 0
+    idle_ns = 0
+    prev = start
+    prev_idle = False
     reason = R_CHUNK
     while True:
         now = clock_now(clk)
+        if prev_idle:
+            idle_ns += now - prev
+        prev = now
         if now >= until:
             reason = R_UNTIL
             break
@@ -128,6 +137,7 @@ def engine_run(state, until, chunk_ns):
             if E.ports.kind[p] != MEM:       # memory links need no service (and no call)
                 work += port_service(E.ports, E.pool, p, now)
         it += 1
+        prev_idle = work == 0
         if work == 0:
             idle += 1
             if virtual:
@@ -143,8 +153,10 @@ def engine_run(state, until, chunk_ns):
         elif (it & 255) == 0 and now - start >= chunk_ns:
             break
     E.ctl[NOW] = clock_now(clk)
+    E.ctl[RUN_NS] += E.ctl[NOW] - start
     E.ctl[ITERS] += it
     E.ctl[IDLE_ITERS] += idle
+    E.ctl[IDLE_NS] += idle_ns
     E.ctl[REASON] = reason
     return reason
 
@@ -455,6 +467,15 @@ class Engine:
 
     def run_for(self, duration_ns: int) -> str:
         return self.run_until(self.now() + int(duration_ns))
+
+    def loop_timing(self) -> dict:
+        """How the loop spent its time so far: passes (all, idle), clock ns
+        inside the loop and in idle passes, and how late timers fired (the
+        wheel's histogram, wheel.late_bucket, and its largest lateness)."""
+        return {"iters": int(self.ctl[ITERS]), "idle_iters": int(self.ctl[IDLE_ITERS]),
+                "run_ns": int(self.ctl[RUN_NS]), "idle_ns": int(self.ctl[IDLE_NS]),
+                "late_hist": self.E.wheel.late.copy(),
+                "late_max_ns": int(self.E.wheel.meta[LATE_MAX])}
 
     def run_forever(self) -> str:
         """Run until SIGINT/SIGTERM or stop(); signals end the run cleanly."""

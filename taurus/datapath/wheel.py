@@ -12,6 +12,14 @@ scans skip empty slots 64 at a time.
 Timers are pre-allocated ids.  Each has an owner (a device index) and an
 argument (e.g. a flow or port), so the engine can dispatch expiries.
 Expiry order is deterministic: by slot, then in arming order.
+
+Lateness: each expiry adds how late it fired (now minus its due time, or
+minus its arming time when it was armed with a due time already past: that
+wait is the device's choice, not the engine's) to a log-linear histogram,
+``late`` (``late_bucket``: exact below 8 ns, then four buckets per power of
+two), and the largest to ``meta[LATE_MAX]``.  Under the virtual clock every
+timer fires on time; on the wall clock this is how faithfully the engine
+keeps the time the devices ask for (experiment/fidelity.py reads it).
 """
 from collections import namedtuple
 
@@ -21,8 +29,9 @@ import numpy as np
 from .ports.common import INF
 
 Wheel = namedtuple("Wheel", ["due", "nxt", "prv", "slot", "owner", "arg",
-                             "head", "tail", "occ", "meta"])
-SHIFT, NSLOTS, LAST, ARMED, NEXT_ID = range(5)
+                             "head", "tail", "occ", "meta", "ref", "late"])
+SHIFT, NSLOTS, LAST, ARMED, NEXT_ID, LATE_MAX = range(6)
+LATE_BUCKETS = 256          # late_bucket of any int64 lateness is below this
 
 
 def make_wheel(capacity: int = 1 << 16, n_slots: int = 4096, shift: int = 10,
@@ -35,7 +44,31 @@ def make_wheel(capacity: int = 1 << 16, n_slots: int = 4096, shift: int = 10,
                  prv=np.full(capacity, -1, np.int32), slot=np.full(capacity, -1, np.int32),
                  owner=np.full(capacity, -1, np.int32), arg=np.zeros(capacity, np.int64),
                  head=np.full(n_slots, -1, np.int32), tail=np.full(n_slots, -1, np.int32),
-                 occ=np.zeros(n_slots // 64, np.uint64), meta=meta)
+                 occ=np.zeros(n_slots // 64, np.uint64), meta=meta,
+                 ref=np.zeros(capacity, np.int64), late=np.zeros(LATE_BUCKETS, np.int64))
+
+
+@nb.njit(cache=True, inline="always")
+def late_bucket(v):
+    """Histogram bucket of a lateness of v ns: v itself below 8, then four
+    buckets per power of two (each at most 25% wide)."""
+    if v < 8:
+        return max(v, 0)
+    b = 0                   # bit length of v (>= 4 here)
+    x = v
+    while x:
+        x >>= 1
+        b += 1
+    return 8 + (b - 4) * 4 + ((v >> (b - 3)) & 3)
+
+
+def late_bucket_bounds(i: int) -> tuple[int, int]:
+    """[lo, hi) ns of histogram bucket i (the inverse of late_bucket)."""
+    if i < 8:
+        return i, i + 1
+    b, sub = (i - 8) // 4 + 4, (i - 8) % 4
+    lo = (4 + sub) << (b - 3)
+    return lo, lo + (1 << (b - 3))
 
 
 @nb.njit(cache=True)
@@ -88,6 +121,7 @@ def wheel_schedule(w, t, due):
     eff = due if due > w.meta[LAST] else w.meta[LAST]
     s = np.int32((eff >> w.meta[SHIFT]) & (w.meta[NSLOTS] - 1))
     w.due[t] = due
+    w.ref[t] = eff
     w.slot[t] = s
     w.nxt[t] = -1
     last = w.tail[s]
@@ -137,6 +171,10 @@ def wheel_expire(w, now, out, maxn):
                     _unlink(w, t)
                     out[n] = t
                     n += 1
+                    late = now - w.ref[t]
+                    w.late[late_bucket(late)] += 1
+                    if late > w.meta[LATE_MAX]:
+                        w.meta[LATE_MAX] = late
                 t = nx
         k += 1
     w.meta[LAST] = now

@@ -55,7 +55,7 @@ def run_cmd(a) -> int:
         return 0
     out = a.out or os.path.join("runs", f"{x.name}-{a.clock}-{time.strftime('%Y%m%d-%H%M%S')}")
     from taurus.pidfiles import pidfile
-    from .report import table
+    from .report import fidelity_warnings, table
     from .runner import run_experiment
     with pidfile("run"):          # `taurus topo clean` finds us after a SIGKILL
         try:
@@ -66,6 +66,8 @@ def run_cmd(a) -> int:
                   file=sys.stderr)
             return 1
     print(table([out]))
+    for w in fidelity_warnings(s):
+        print(w, file=sys.stderr)
     print(f"results: {out}/summary.json" + (f"; plots: {', '.join(os.path.join(out, p) for p in s.get('plots', []))}"
                                              if s.get("plots") else ""))
     return 0 if s["complete"] else 130

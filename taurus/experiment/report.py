@@ -28,6 +28,7 @@ def rows_of(s: dict) -> list[tuple[str, str]]:
     out += [("drops (all ports)", str(sum(v["drops"] for v in s["ports"].values()))),
             ("agent messages / updates", f"{s['agent']['messages']} / {s['agent']['updates']}"),
             ("agent CPU (s)", _g(s["agent"]["cpu_s"], fmt="{:.3f}"))]
+    out += fidelity_rows(s.get("fidelity"))
     for g, v in s["groups"].items():
         out.append((f"{g} {v['kind']} (Gbit/s)", _g(v["goodput_bps"], 1e9)))
         if v["completed"]:
@@ -53,3 +54,26 @@ def table(dirs: list[str]) -> str:
     for k in labels:
         lines.append(k.ljust(w0) + "  " + "  ".join(c.get(k, "").rjust(w) for (_, c), w in zip(cols, ws)))
     return "\n".join(lines)
+
+
+def fidelity_rows(fd: dict | None) -> list[tuple[str, str]]:
+    """(label, value) lines of a wall-clock run's fidelity report."""
+    if not fd:
+        return []
+    t, e = fd["timers"], fd["engine"]
+    ratios = [f["srtt_ratio"] for f in fd["flows"] if f["srtt_ratio"] is not None]
+    out = [("timers late p50/p99/max (us)", " / ".join(_g(t[k], 1e3, "{:.1f}")
+                                                       for k in ("p50_ns", "p99_ns", "max_ns"))),
+           ("engine busy / loop / CPU (%)", " / ".join(_g(e[k], 0.01, "{:.0f}")
+                                                       for k in ("busy", "loop_share", "cpu_share"))),
+           ("srtt / (base RTT + queue)", f"max {max(ratios):.2f}x" if ratios else "-")]
+    for p, b in fd["bottlenecks"].items():
+        out.append((f"bottleneck {p} (Gbit/s)", f"offered {b['offered_bps'] / 1e9:.3f}, carried "
+                                                f"{b['carried_bps'] / 1e9:.3f} of {b['rate_bps'] / 1e9:.3f}"))
+    out.append(("fidelity", "ok" if fd["faithful"] else f"{len(fd['warnings'])} warning(s)"))
+    return out
+
+
+def fidelity_warnings(s: dict) -> list[str]:
+    """The `fidelity warning:` lines of a run summary (none in virtual time)."""
+    return list((s.get("fidelity") or {}).get("warnings", []))

@@ -12,6 +12,11 @@
     fct.csv            one row per finished flow or RPC: size, FCT, slowdown
     fct_bins.csv       slowdown p50/p95/p99 per size bin
 
+summary.json's "fidelity" (wall-clock runs; null in virtual time) says
+whether the engine kept up with the configuration: timer lateness, srtt
+against base RTT, bottleneck load, engine CPU, and any `fidelity warning:`
+lines (experiment/fidelity.py).
+
 Slowdown = FCT / (base RTT + size / line rate): base RTT is twice the sum
 of the link delays on the path, line rate the slowest link on it; FCT of a
 flow runs from its first post to the ack of its last byte, of an RPC from
@@ -22,40 +27,22 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections import deque
 
 import numpy as np
 
 from taurus.tools.analysis import fct_slowdown, jain, slowdown_bins
 from taurus.datapath.ccevents import EVENT_NAMES
 
+from . import fidelity
+
 SUMMARY = "summary.json"
 
 
 def path_of(topo, a: str, b: str) -> tuple[int, int]:
     """(sum of one-way link delays ns, slowest link rate bit/s) from host a to b."""
-    adj: dict[str, list] = {}
-    for lk in topo.links:
-        adj.setdefault(lk.a, []).append((lk.b, lk))
-        adj.setdefault(lk.b, []).append((lk.a, lk))
-    prev = {a: None}
-    q = deque([a])
-    while q:
-        u = q.popleft()
-        for v, lk in adj.get(u, ()):
-            if v not in prev:
-                prev[v] = (u, lk)
-                q.append(v)
-    if b not in prev:
-        raise ValueError(f"no path from {a} to {b}")
-    delay, rate, v = 0, None, b
-    while prev[v] is not None:
-        u, lk = prev[v]
-        delay += lk.delay or 0
-        r = lk.rate or 10**10
-        rate = r if rate is None else min(rate, r)
-        v = u
-    return delay, rate or 10**10
+    links = [lk for _, lk in fidelity.path_links(topo, a, b)]
+    return (sum(lk.delay or 0 for lk in links),
+            min((lk.rate or 10**10 for lk in links), default=10**10))
 
 
 def _flow_rows(r, snap) -> list[dict]:
@@ -202,6 +189,7 @@ def build_summary(r, snap) -> dict:
         "fct_slowdown": slowdown_bins([o["size"] for o in fcts], [o["slowdown"] for o in fcts],
                                       x.size_bins),
         "rpc": _pct([lat for _, _, lat in r.rpc_lat]),
+        "fidelity": fidelity.report(r, snap, ports),
     }
 
 

@@ -55,6 +55,7 @@ from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import attach_switches, build_virtual, nic_host
 
+from . import fidelity
 from .hog import HostLoads
 from .schema import CcSpec, Experiment, ExperimentError
 from .traffic import SEND_RING, Plan, build_plan, link_rate, receiver_init_credit
@@ -100,6 +101,7 @@ class Runner:
         self.loop_s = 0.0
         self.steps = 0                  # times Python acted between engine slices
         self.stats_cache: dict = {}
+        self.probe: fidelity.Probe | None = None    # engine timing over the run (wall clock)
         n = len(self.plan.flows)
         self.fid = np.zeros(n, np.int64)            # plan index -> NIC flow id
         self.posted_at = np.full(n, -1, np.int64)   # ns the flow's data was first posted
@@ -292,6 +294,7 @@ class Runner:
         period = self.sample_every * step
         next_sample = period
         agent_due = 0                               # a drain was capped: step again next point
+        self.probe = fidelity.Probe(eng)
         wall0 = time.monotonic()
         last_bar = 0.0
         while self.now < x.duration:
@@ -469,6 +472,7 @@ class Runner:
         out["events"] = eng.E.rep.delivered[self.fid].copy()
         out["ce_acks"] = N.sig[self.fid, SG_ECN].copy()
         out["ue_acks"] = N.sig[self.fid, SG_UE].copy()
+        out["timing"] = self.probe.read(eng) if self.probe else None
         return out
 
     def teardown(self) -> list[str]:
