@@ -1,0 +1,181 @@
+"""Capture from the engine (pcapng) read back by tshark, `taurus dissect`,
+and `taurus perf --pcap` / `taurus capture` on real ports.
+
+tshark checks what a capture must be: every frame UDP to port 4793 (the
+runs here have no CSIG tags, whose TPIDs tshark does not know), IPv4 header
+checksums valid, UDP checksums absent (0: the NIC leaves them out, which
+UDP over IPv4 allows) or valid, one frame per packet the captured ports
+counted, the snap length and the size cap honoured."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import needs_root
+from taurus.datapath.shm import list_segments
+from taurus.experiment import schema
+from taurus.experiment.runner import run_experiment
+from taurus.tools import netns
+from taurus.tools import topology as topo
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO = os.path.join(ROOT, "examples", "dctcp_dumbbell.toml")
+SHORT = ['experiment.duration="1ms"', 'experiment.warmup="0ms"', "cc.mode=native"]
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None,
+                                  reason="tshark is not installed (make deps)")
+FIELDS = ["frame.len", "frame.cap_len", "udp.dstport", "ip.checksum.status",
+          "udp.checksum", "udp.checksum.status", "frame.interface_name", "pkt_comment"]
+
+
+def tshark(path: str) -> list[dict]:
+    """One dict per frame of FIELDS, with checksum verification on."""
+    cmd = ["tshark", "-r", path, "-o", "udp.check_checksum:TRUE",
+           "-o", "ip.check_checksum:TRUE", "-T", "fields", "-E", "separator=|"]
+    for f in FIELDS:
+        cmd += ["-e", f]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return [dict(zip(FIELDS, ln.split("|"))) for ln in r.stdout.splitlines()]
+
+
+def assert_on_the_wire(rows: list[dict]) -> None:
+    assert rows
+    for r in rows:
+        assert r["udp.dstport"] == "4793", r
+        assert r["ip.checksum.status"] == "1", r                     # good
+        assert (r["udp.checksum"], r["udp.checksum.status"]) == ("0x0000", "3") \
+            or r["udp.checksum.status"] == "1", r            # absent, or good
+
+
+def tx_total(stats: dict) -> int:
+    return sum(c["tx_pkts"] for c in stats["ports"].values())
+
+
+@pytest.fixture(scope="module")
+def virtual_capture(tmp_path_factory):
+    """The demo in virtual time, every port's transmissions captured."""
+    d = tmp_path_factory.mktemp("pcap")
+    x = schema.load(DEMO, SHORT)
+    s = run_experiment(x, str(d / "run"), "virtual",
+                       pcap={"path": str(d / "all.pcapng"), "direction": "tx"})
+    return d, s
+
+
+@needs_tshark
+def test_virtual_run_capture_is_every_frame_sent_as_on_the_wire(virtual_capture):
+    d, s = virtual_capture
+    st = s["pcap"]
+    assert s["complete"] and st["dropped"] == 0 and st["not_written"] == 0
+    rows = tshark(st["file"])
+    assert_on_the_wire(rows)
+    assert len(rows) == st["frames"] == tx_total(st) > 100
+    assert {r["frame.interface_name"] for r in rows} == \
+        {n for n, c in st["ports"].items() if c["tx_pkts"]}
+
+
+@needs_tshark
+def test_ports_snap_length_and_size_cap(tmp_path):
+    x = schema.load(DEMO, SHORT)
+    path = str(tmp_path / "h1.pcapng")
+    s = run_experiment(x, str(tmp_path / "run"), "virtual",
+                       pcap={"path": path, "ports": ["h1-eth0"], "snaplen": 60,
+                             "max_bytes": 12_000})
+    st = s["pcap"]
+    assert st["size_cap_reached"] and st["not_written"] > 0
+    assert os.path.getsize(path) == st["bytes"] <= 12_000
+    rows = tshark(path)
+    assert len(rows) == st["frames"] > 50
+    assert {r["frame.interface_name"] for r in rows} == {"h1-eth0"}
+    assert all(int(r["frame.cap_len"]) <= 60 for r in rows)
+    assert any(int(r["frame.len"]) > 1000 for r in rows)       # data frames, cut
+
+
+def test_bad_port_name_is_a_clear_error(tmp_path):
+    x = schema.load(DEMO, SHORT)
+    with pytest.raises(Exception, match="no port nope in the engine"):
+        run_experiment(x, str(tmp_path / "run"), "virtual",
+                       pcap={"path": str(tmp_path / "x.pcapng"), "ports": ["nope"]})
+    assert not [s for s in list_segments() if s.startswith(f"taurus-eng-{os.getpid()}-")]
+
+
+def test_dissect_prints_uet_fields_and_scapy_reads_them(virtual_capture):
+    d, s = virtual_capture
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-m", "taurus.cli", "dissect", s["pcap"]["file"],
+                        "-c", "40"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    frames = [ln for ln in r.stdout.splitlines() if ln.startswith("#")]
+    assert len(frames) == 40
+    assert "UDP: sport=" in r.stdout and "dport=4793" in r.stdout
+    assert "PDS" in r.stdout and "psn=" in r.stdout
+    from scapy.utils import rdpcap
+    import taurus.datapath.wire.layers as L
+    pkts = rdpcap(s["pcap"]["file"], count=40)
+    assert all(p.haslayer(L.UETPDS) or any(p.haslayer(c) for c in L.PDS_CLASSES.values())
+               for p in pkts)
+
+
+# ---------------------------------------------------------------- real ports
+
+PREFIX = f"{netns.PREFIX}c{os.getpid()}-"
+
+
+@needs_root
+@needs_tshark
+def test_perf_and_capture_on_real_ports(tmp_path):
+    """perf -c --pcap captures the test from its own process, attached to
+    perf -s's engine: as many frames as the engine sent; then `taurus
+    capture -c` stops at its count."""
+    from taurus.datapath.engine import attach_stats
+    t = topo.load(topo.builtin("two_hosts"), prefix=PREFIX)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    name = f"{PREFIX}perf"
+    base = [sys.executable, "-m", "taurus.cli", "perf", "--topo", "two_hosts",
+            "--prefix", PREFIX, "--name", name]
+    srv = cap = None
+    path = str(tmp_path / "perf.pcapng")
+    try:
+        t.up()
+        srv = subprocess.Popen(base + ["-s", "--xdp-mode", "generic"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = srv.stdout.readline()
+        assert "serving" in line, srv.stderr.read() if srv.poll() is not None else line
+        cli = subprocess.run(base + ["-c", "h2", "-t", "1", "-l", "16384", "--pcap", path,
+                                     "--pcap-dir", "tx"],
+                             env=env, capture_output=True, text=True, timeout=120)
+        assert cli.returncode == 0, cli.stderr
+        assert "pcap " in cli.stderr and "dropped" not in cli.stderr, cli.stderr
+        time.sleep(0.2)
+        st = attach_stats(name)
+        rows = tshark(path)
+        assert_on_the_wire(rows)
+        assert len(rows) == sum(c["tx_pkts"] for c in st["ports"].values()) > 1000
+        # taurus capture on the running engine, one port, a count
+        p2 = str(tmp_path / "h1.pcapng")
+        cap = subprocess.Popen([sys.executable, "-m", "taurus.cli", "capture", "--engine", name,
+                                "--port", "h1", "-w", p2, "-c", "25", "--duration", "60"],
+                               env=env, stderr=subprocess.PIPE, text=True)
+        time.sleep(3)       # the capture process is up
+        cli = subprocess.run(base + ["-c", "h2", "-t", "1"], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert cli.returncode == 0, cli.stderr
+        assert cap.wait(60) == 0, cap.stderr.read()
+        rows = tshark(p2)
+        assert len(rows) == 25
+        assert_on_the_wire(rows)
+    finally:
+        for p in (cap, srv):
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGINT)
+                try:
+                    p.wait(20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        t.down()
+    assert not netns.list_ns(PREFIX)
+    assert not [s for s in list_segments() if s.startswith(PREFIX)]
