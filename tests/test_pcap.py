@@ -78,17 +78,22 @@ def test_virtual_run_capture_is_every_frame_sent_as_on_the_wire(virtual_capture)
 
 
 @needs_tshark
-def test_ports_snap_length_and_size_cap(tmp_path):
-    x = schema.load(DEMO, SHORT)
-    path = str(tmp_path / "h1.pcapng")
-    s = run_experiment(x, str(tmp_path / "run"), "virtual",
-                       pcap={"path": path, "ports": ["h1-eth0"], "snaplen": 60,
-                             "max_bytes": 12_000})
-    st = s["pcap"]
-    assert st["size_cap_reached"] and st["not_written"] > 0
-    assert os.path.getsize(path) == st["bytes"] <= 12_000
+def test_run_cli_ports_snap_length_and_size_cap(tmp_path):
+    """`taurus run --pcap PORT --snaplen --pcap-max-size`: that port only,
+    frames cut to the snap length (their wire length kept), the file within
+    the cap."""
+    out = str(tmp_path / "run")
+    r = subprocess.run([sys.executable, "-m", "taurus.cli", "run", DEMO, "--out", out,
+                        "--no-progress", "--pcap", "h1-eth0", "--snaplen", "60",
+                        "--pcap-max-size", "12KB"] + [a for kv in SHORT for a in ("--set", kv)],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    path = os.path.join(out, "capture.pcapng")
+    assert f"pcap {path}:" in r.stdout and "not written (count or size cap)" in r.stdout
+    assert os.path.getsize(path) <= 12_000
     rows = tshark(path)
-    assert len(rows) == st["frames"] > 50
+    assert len(rows) > 50
     assert {r["frame.interface_name"] for r in rows} == {"h1-eth0"}
     assert all(int(r["frame.cap_len"]) <= 60 for r in rows)
     assert any(int(r["frame.len"]) > 1000 for r in rows)       # data frames, cut
@@ -117,6 +122,25 @@ def test_dissect_prints_uet_fields_and_scapy_reads_them(virtual_capture):
     pkts = rdpcap(s["pcap"]["file"], count=40)
     assert all(p.haslayer(L.UETPDS) or any(p.haslayer(c) for c in L.PDS_CLASSES.values())
                for p in pkts)
+
+
+def test_csig_tags_are_captured_and_dissected(tmp_path):
+    """NSCC with CSIG asks its data frames to carry a wide CSIG tag: it is in
+    the capture as on the wire, and dissect (and scapy) decode it; the
+    count stops the capture."""
+    x = schema.load(DEMO, SHORT + ['cc.algorithm="nscc-csig"'])
+    path = str(tmp_path / "csig.pcapng")
+    st = run_experiment(x, str(tmp_path / "run"), "virtual",
+                        pcap={"path": path, "ports": ["h1-eth0"], "direction": "tx",
+                              "count": 20})["pcap"]
+    assert st["frames"] == 20 and st["not_written"] + 20 <= st["ports"]["h1-eth0"]["tx_pkts"]
+    from taurus.tools.capture_cli import dissect_lines
+    text = "\n".join(dissect_lines(path))
+    assert text.count("CSIGWide: ") == 20 and "t=DELAY" in text and "type=0x88b6" in text
+    from scapy.utils import rdpcap
+    import taurus.datapath.wire.layers as L
+    pkts = rdpcap(path)
+    assert len(pkts) == 20 and all(p.haslayer(L.CSIGWide) and p.haslayer("UDP") for p in pkts)
 
 
 # ---------------------------------------------------------------- real ports
