@@ -143,6 +143,40 @@ def test_csig_tags_are_captured_and_dissected(tmp_path):
     assert len(pkts) == 20 and all(p.haslayer(L.CSIGWide) and p.haslayer("UDP") for p in pkts)
 
 
+@needs_tshark
+def test_capture_command_attaches_to_a_running_engine(tmp_path):
+    """`taurus capture` in another process takes COUNT frames of one port
+    of an engine running here (a generator on a memory link, wall clock)."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from taurus.datapath.engine import Engine
+    frame = bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=7, dport=4793)
+                  / bytes(100))
+    path = str(tmp_path / "gen.pcapng")
+    with Engine(clock="wall") as eng:
+        a, b = eng.add_mem_link("gen", "fwd0")
+        c, _ = eng.add_mem_link("fwd1", "end")
+        eng.add_l2fwd(b, c)
+        eng.add_pktgen(a, frame, rate_pps=20_000)
+        p = subprocess.Popen([sys.executable, "-m", "taurus.cli", "capture", "--engine", eng.name,
+                              "--port", "gen", "-w", path, "-c", "25", "--duration", "60"],
+                             env=dict(os.environ, PYTHONPATH=ROOT), stderr=subprocess.PIPE,
+                             text=True)
+        try:
+            end = time.monotonic() + 60
+            while p.poll() is None and time.monotonic() < end:
+                eng.run_for(20_000_000)
+            assert p.wait(5) == 0, p.stderr.read()
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert "25 frames" in p.stderr.read()
+    rows = tshark(path)
+    assert len(rows) == 25 and {r["frame.interface_name"] for r in rows} == {"gen"}
+    assert_on_the_wire(rows)
+
+
 # ---------------------------------------------------------------- real ports
 
 PREFIX = f"{netns.PREFIX}c{os.getpid()}-"
@@ -150,56 +184,45 @@ PREFIX = f"{netns.PREFIX}c{os.getpid()}-"
 
 @needs_root
 @needs_tshark
-def test_perf_and_capture_on_real_ports(tmp_path):
-    """perf -c --pcap captures the test from its own process, attached to
-    perf -s's engine: as many frames as the engine sent; then `taurus
-    capture -c` stops at its count."""
+def test_perf_pcap_on_real_ports(tmp_path):
+    """perf -s --pcap captures in its engine's process, for its whole run:
+    a `perf -c -t 1` test over AF_XDP, every frame as many as the engine
+    sent; perf -c --pcap (attached from the client) is refused while the
+    engine is captured."""
     from taurus.datapath.engine import attach_stats
     t = topo.load(topo.builtin("two_hosts"), prefix=PREFIX)
     env = dict(os.environ, PYTHONPATH=ROOT)
     name = f"{PREFIX}perf"
     base = [sys.executable, "-m", "taurus.cli", "perf", "--topo", "two_hosts",
             "--prefix", PREFIX, "--name", name]
-    srv = cap = None
+    srv = None
     path = str(tmp_path / "perf.pcapng")
     try:
         t.up()
-        srv = subprocess.Popen(base + ["-s", "--xdp-mode", "generic"], env=env,
+        srv = subprocess.Popen(base + ["-s", "--xdp-mode", "generic", "--pcap", path,
+                                       "--pcap-dir", "tx"], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = srv.stdout.readline()
         assert "serving" in line, srv.stderr.read() if srv.poll() is not None else line
-        cli = subprocess.run(base + ["-c", "h2", "-t", "1", "-l", "16384", "--pcap", path,
-                                     "--pcap-dir", "tx"],
+        cli = subprocess.run(base + ["-c", "h2", "-t", "1", "-l", "16384"],
                              env=env, capture_output=True, text=True, timeout=120)
         assert cli.returncode == 0, cli.stderr
-        assert "pcap " in cli.stderr and "dropped" not in cli.stderr, cli.stderr
+        busy = subprocess.run(base + ["-c", "h2", "-t", "1", "--pcap", str(tmp_path / "x")],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert busy.returncode == 2 and "being captured by process" in busy.stderr
         time.sleep(0.2)
-        st = attach_stats(name)
+        sent = sum(c["tx_pkts"] for c in attach_stats(name)["ports"].values())
+        srv.send_signal(signal.SIGINT)
+        out, err = srv.communicate(timeout=30)
+        assert srv.returncode == 0, err
+        assert f"pcap {path}: " in out and "dropped" not in out, out
         rows = tshark(path)
         assert_on_the_wire(rows)
-        assert len(rows) == sum(c["tx_pkts"] for c in st["ports"].values()) > 1000
-        # taurus capture on the running engine, one port, a count
-        p2 = str(tmp_path / "h1.pcapng")
-        cap = subprocess.Popen([sys.executable, "-m", "taurus.cli", "capture", "--engine", name,
-                                "--port", "h1", "-w", p2, "-c", "25", "--duration", "60"],
-                               env=env, stderr=subprocess.PIPE, text=True)
-        time.sleep(3)       # the capture process is up
-        cli = subprocess.run(base + ["-c", "h2", "-t", "1"], env=env, capture_output=True,
-                             text=True, timeout=120)
-        assert cli.returncode == 0, cli.stderr
-        assert cap.wait(60) == 0, cap.stderr.read()
-        rows = tshark(p2)
-        assert len(rows) == 25
-        assert_on_the_wire(rows)
+        assert len(rows) == sent > 1000
     finally:
-        for p in (cap, srv):
-            if p is not None and p.poll() is None:
-                p.send_signal(signal.SIGINT)
-                try:
-                    p.wait(20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        if srv is not None and srv.poll() is None:
+            srv.kill()
+            srv.wait()
         t.down()
     assert not netns.list_ns(PREFIX)
     assert not [s for s in list_segments() if s.startswith(PREFIX)]

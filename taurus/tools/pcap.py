@@ -77,7 +77,8 @@ class Capture:
         width = int(ctl[C_SLOT_BYTES])
         self.snaplen = min(snaplen, width) if snaplen else width
         self.ports = [names.index(p) for p in sel]
-        self.ifid = {p: k for k, p in enumerate(self.ports)}
+        self._ifid = np.zeros(len(self.cap.on), np.int64)   # port -> interface id
+        self._ifid[self.ports] = np.arange(len(self.ports))
         self.count = count
         self.writer = PcapngWriter(path, sel, self.snaplen, max_bytes)
         self.virtual = bool(ctl[C_CLOCK])
@@ -140,25 +141,24 @@ class Capture:
             return 0
         slots = self.cap.hdr.shape[0]
         idx = (tail + np.arange(n)) & (slots - 1)
-        hdr = self.cap.hdr[idx].copy()
-        data = self.cap.data[idx]          # a copy (fancy indexing)
-        ctl[C_TAIL] = head                 # the slots are free again
+        hdr = self.cap.hdr[idx]                        # copies (fancy indexing)
+        m = hdr[:, H_CAPLEN]
+        data = self.cap.data[idx, :max(1, int(m.max()))]
+        ctl[C_TAIL] = head                             # the slots are free again
+        if not self.writing:
+            self.not_written += n
+            return 0
         w = self.writer
-        written = 0
-        for k in range(n):
-            if not self.writing:
-                self.not_written += n - k
-                break
-            ts, tag, ln, m = (int(v) for v in hdr[k, (H_TS, H_PORT, H_LEN, H_CAPLEN)])
-            p = tag & ((1 << DIR_SHIFT) - 1)
-            d = INBOUND if (tag >> DIR_SHIFT) == CAP_RX else OUTBOUND
-            if not w.packet(self.ifid[p], ts + self.offset, data[k, :m].tobytes(), ln, d):
-                self._finish()
-                continue
-            written += 1
-            if self.count and w.frames >= self.count:
-                self._finish()
-        return written
+        lim = n if not self.count else min(n, self.count - w.frames)
+        tag = hdr[:lim, H_PORT]
+        port = tag & ((1 << DIR_SHIFT) - 1)
+        d = np.where((tag >> DIR_SHIFT) == CAP_RX, INBOUND, OUTBOUND)
+        wrote = w.packets(self._ifid[port], hdr[:lim, H_TS] + self.offset, data[:lim], m[:lim],
+                          hdr[:lim, H_LEN], d)
+        self.not_written += n - wrote
+        if w.full or (self.count and w.frames >= self.count):
+            self._finish()
+        return wrote
 
     def _finish(self) -> None:
         """The count or the size cap is reached: nothing more is written."""

@@ -12,6 +12,8 @@ endian, every block and option padded to 32 bits.
 """
 import struct
 
+import numpy as np
+
 LINKTYPE_ETHERNET = 1
 INBOUND, OUTBOUND = 1, 2          # epb_flags bits 0-1
 _SHB, _IDB, _EPB = 0x0A0D0D0A, 0x00000001, 0x00000006
@@ -81,6 +83,49 @@ class PcapngWriter:
         self.bytes += n
         self.frames += 1
         return True
+
+    def packets(self, ifid, ts_ns, data, caplen, wire_len, direction) -> int:
+        """Many frames at once (arrays of one length; frame k is
+        data[k, :caplen[k]]), as ``packet`` would write them one by one;
+        returns how many were written before the cap."""
+        n = len(caplen)
+        if self.full or n == 0:
+            return 0
+        m = np.asarray(caplen, np.int64)
+        padded = (m + 3) & ~3
+        size = EPB_OVERHEAD + padded
+        end = np.cumsum(size)
+        if self.max_bytes:
+            fit = int(np.searchsorted(end, self.max_bytes - self.bytes, side="right"))
+            if fit < n:
+                self.full = True
+                n, m, padded, size, end = fit, m[:fit], padded[:fit], size[:fit], end[:fit]
+            if n == 0:
+                return 0
+        total = int(end[-1])
+        start = end - size
+        out = np.zeros(total, np.uint8)
+        w = out.view(np.uint32)                 # every block starts 32-bit aligned
+        s4 = start // 4
+        ts = np.asarray(ts_ns[:n], np.int64)
+        for k, v in enumerate((_EPB, size, np.asarray(ifid[:n], np.uint32),
+                               (ts >> 32) & 0xFFFFFFFF, ts & 0xFFFFFFFF, m,
+                               np.asarray(wire_len[:n], np.int64))):
+            w[s4 + k] = v
+        opt = (start + 28 + padded) // 4
+        w[opt] = _OPT_FLAGS | (4 << 16)         # epb_flags, 4 bytes
+        w[opt + 1] = np.asarray(direction[:n], np.uint32)
+        w[opt + 2] = 0                           # end of options
+        w[opt + 3] = size
+        # frame bytes: row k's first m[k] bytes to start[k] + 28 (padding stays 0)
+        width = data.shape[1]
+        take = np.arange(width)[None, :] < m[:, None]
+        rows, cols = np.nonzero(take)
+        out[start[rows] + 28 + cols] = data[:n][take]
+        self._f.write(out.tobytes())
+        self.bytes += total
+        self.frames += n
+        return n
 
     def close(self) -> None:
         if not self._f.closed:
