@@ -32,7 +32,7 @@ def capture_cmd(a) -> int:
     ports = [p.strip() for spec in a.port for p in spec.split(",") if p.strip()] or None
     try:
         cap = Capture.attach(a.engine, a.write, ports=ports, count=a.count, **capture_options(a))
-    except (CaptureError, ValueError) as e:
+    except (CaptureError, ValueError, OSError) as e:
         print(f"taurus capture: {e}", file=sys.stderr)
         return 2
     stop = {"why": ""}

@@ -52,6 +52,8 @@ def parse_ports(spec) -> list[str] | None:
 
 
 class Capture:
+    """One capture of an engine's ports into one pcapng file."""
+
     def __init__(self, seg: CaptureShm, port_names, path: str, ports=None, direction="both",
                  snaplen: int = 0, max_bytes: int = 0, count: int = 0, own_segment=False):
         """ports: port names (None: all); direction: rx, tx or both;
@@ -121,7 +123,7 @@ class Capture:
             st = attach_stats(engine)
             seg = CaptureShm.attach(engine)
         except FileNotFoundError:
-            raise CaptureError(f"no running engine {engine} (taurus engine list)") from None
+            raise CaptureError(f"no running engine {engine} (taurus engine stats lists them)") from None
         try:
             c = cls(seg, list(st["ports"]), path, own_segment=True, **kw)
         except BaseException:

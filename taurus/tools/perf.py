@@ -421,7 +421,7 @@ def serve(args, t) -> int:
             try:
                 cap = Capture.in_process(eng, args.pcap, ports=parse_ports(args.pcap_ports),
                                          **capture_options(args))
-            except CaptureError as e:
+            except (CaptureError, OSError) as e:
                 print(f"taurus perf: error - {e}", file=sys.stderr)
                 return 2
         sink = Sink(eng, t.hosts, tab, ids)
@@ -645,7 +645,7 @@ def client(args, t, choice) -> int:
         if args.pcap:
             try:
                 cap = AttachedCapture(_engine_name(args, t), args)
-            except CaptureError as e:
+            except (CaptureError, OSError) as e:
                 print(f"taurus perf: error - {e}", file=sys.stderr)
                 return 2
         return _client(args, t, choice, out)
