@@ -10,7 +10,9 @@ attached to a running engine's shared memory (``Capture.attach``: ``taurus
 capture``, ``taurus perf -c --pcap``; frames the ring cannot hold while
 this process is away are counted as dropped).
 
-Timestamps are the engine's clock: virtual nanoseconds from 0 (1970 in a
+A frame's time is when its burst was taken from or handed to the port (a
+frame sent on a rate-limited memory link behind others reaches the wire
+later), on the engine's clock: virtual nanoseconds from 0 (1970 in a
 viewer) in virtual time; under the wall clock CLOCK_MONOTONIC, shifted to
 the Unix epoch when the capture starts.  One capture per engine at a time.
 """
