@@ -1,9 +1,10 @@
 # Taurus: `make demo` and `make test` install whatever is missing, then act.
 # Both are idempotent: apt runs only when a package is missing, pip only when
-# the installed tree is older than setup.py.
+# the installed tree is older than setup.py.  wireshark-common (tshark's) asks
+# whether non-root users may capture: preseeded "no" (we capture as root).
 PY       ?= python3
 APT_PKGS := libxdp-dev libbpf-dev libelf-dev zlib1g-dev pkg-config clang llvm \
-            iproute2 iputils-ping ethtool iperf3 tcpdump procps
+            iproute2 iputils-ping ethtool iperf3 tcpdump procps tshark
 STAMP    := .install-stamp
 
 .PHONY: deps apt pip test demo bench clean
@@ -16,6 +17,7 @@ apt:
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "apt: installing$$missing"; \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 

@@ -8,6 +8,7 @@ from taurus.experiment.cli import add_run_parsers
 from taurus.experiment.demo import add_demo_parser
 from taurus.reproduce.cli import add_reproduce_parser
 from taurus.tools.algorithms_cli import add_algorithms_parser
+from taurus.tools.capture_cli import add_capture_parsers
 from taurus.tools.engine_cli import add_engine_parser
 from taurus.tools.perf import add_perf_parser
 from taurus.tools.topo_cli import add_topo_parser
@@ -36,6 +37,7 @@ def main(argv=None) -> int:
     add_reproduce_parser(sub)
     add_perf_parser(sub, cc_table=_perf_cc_table)
     add_algorithms_parser(sub)
+    add_capture_parsers(sub)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(name)s: %(message)s")

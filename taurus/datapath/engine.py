@@ -11,7 +11,8 @@ and control requests take effect.
 
 Counters, the control block and port names live in one shared-memory segment
 so that other processes (``taurus engine stats``, tests, the agent) can read
-them while the engine runs.
+them while the engine runs; captured frames in another, ``<name>-cap``
+(ports/capture.py), which a capture process attaches to.
 """
 import gc
 import itertools
@@ -36,6 +37,7 @@ from .devices.table import (CTL_YIELD, KIND_NAMES as DEV_KIND_NAMES, L2FWD, PKTG
                             make_devices)
 from .mbuf import make_pool, mbuf_in_use
 from .ports import memlink
+from .ports.capture import YIELD as CAPTURE_YIELD, CaptureShm
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
 from .ports.dispatch import port_next_event, port_service
 from .ports.table import Ports
@@ -61,13 +63,14 @@ report engine with its views on the agent contract segment (report.py);
 (STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD, WAKE_PUBLISH, IDLE_NS,
  RUN_NS) = range(12)
 N_CTL = 32
-assert YIELD == CTL_YIELD == ENGINE_YIELD and WAKE_PUBLISH == ENGINE_WAKE_PUBLISH
+assert YIELD == CTL_YIELD == ENGINE_YIELD == CAPTURE_YIELD and WAKE_PUBLISH == ENGINE_WAKE_PUBLISH
 """YIELD: set by a device to end the current chunk at once, so that the
 Python apps between chunks (Engine.on_chunk) act now rather than up to a
 chunk later (a NIC does on each message it delivers, when asked:
-devices/nic/setup.py: nic_yield_on_message).  WAKE_PUBLISH: armed (1) by
-Python, it makes the next report publish set YIELD and disarms itself
-(report.py; Engine.run_until wake_on_publish).
+devices/nic/setup.py: nic_yield_on_message; the capture ring when it is
+half full: ports/capture.py).  WAKE_PUBLISH: armed (1) by Python, it makes
+the next report publish set YIELD and disarms itself (report.py;
+Engine.run_until wake_on_publish).
 IDLE_NS, RUN_NS: clock ns the loop spent in passes that did no work, and in
 all (on the wall clock, its busy fraction is 1 - IDLE_NS / RUN_NS)."""
 ST_INIT, ST_RUNNING, ST_STOPPED = 0, 1, 2
@@ -247,6 +250,7 @@ class Engine:
         h, c, n, nm, kd, size = _layout(max_ports)
         self.shm = Shm.create(self.name, size)
         self.cc = None
+        self.capture = None
         try:
             # The agent contract: one report ring + control block per NIC slot.
             self.cc = CcShm.create(self.name + "-cc", max_flows, ring_capacity,
@@ -257,10 +261,13 @@ class Engine:
             counters = self.shm.array(n, np.uint64, (max_ports, N_COUNTERS))
             self._names = self.shm.array(nm, np.uint8, (max_ports, NAME_LEN))
             self._kinds = self.shm.array(kd, np.int64, (max_ports,))
+            self.capture = CaptureShm.create(self.name + "-cap", max_ports, buf_size, self.ctl,
+                                             virtual=bool(clock_is_virtual(self.clk)))
             from .ports.common import N_LIST, N_REGS
             ports = Ports(kind=np.zeros(max_ports, np.int32),
                           regs=np.zeros((max_ports, N_REGS), np.int64),
-                          lists=np.zeros((max_ports, N_LIST), np.int64), cnt=counters)
+                          lists=np.zeros((max_ports, N_LIST), np.int64), cnt=counters,
+                          cap=self.capture.cap)
             now = int(clock_now(self.clk))
             self.E = Engine_(clk=self.clk, pool=make_pool(n_frames, buf_size), ports=ports,
                              wheel=make_wheel(timers, start_ns=now), devs=make_devices(max_devices),
@@ -275,6 +282,8 @@ class Engine:
             engine_run(self.E, now, 0)
             _freeze_compiler_objects()
         except BaseException:
+            if self.capture is not None:
+                self.capture.close()
             if self.cc is not None:
                 self.cc.close()
             self.shm.close()
@@ -543,6 +552,7 @@ class Engine:
             except Exception as e:  # keep releasing the rest
                 errors.append(e)
         self._handles.clear()
+        self.capture.close()
         self.cc.close()
         self.shm.close()
         if errors:

@@ -18,6 +18,13 @@ def add_run_parsers(sub) -> None:
                    help="override one value of the file, e.g. cc.mode=native (repeatable)")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--port-kind", default="auto", choices=["auto", "af_xdp", "af_packet"])
+    r.add_argument("--pcap", nargs="?", const="all", default=None, metavar="PORTS",
+                   help="capture these engine ports (comma list, e.g. s1-eth0,h1-eth0; "
+                        "default all) into RUN_DIR/capture.pcapng")
+    r.add_argument("--pcap-file", default=None, metavar="FILE",
+                   help="write the capture here instead")
+    from taurus.tools.pcap import add_capture_options
+    add_capture_options(r)
     r.set_defaults(func=run_cmd)
     w = sub.add_parser("sweep", help="run an experiment file over a grid of parameters "
                                      "(virtual time; local processes or a Dask cluster)")
@@ -54,13 +61,22 @@ def run_cmd(a) -> int:
               f"{len(plan.flows)} flows, {len(plan.rpcs)} RPC slots)")
         return 0
     out = a.out or os.path.join("runs", f"{x.name}-{a.clock}-{time.strftime('%Y%m%d-%H%M%S')}")
+    pcap = None
+    if a.pcap is not None or a.pcap_file:
+        from taurus.tools.pcap import CaptureError, capture_options, parse_ports
+        try:
+            pcap = dict(capture_options(a), ports=parse_ports(a.pcap),
+                        path=a.pcap_file or os.path.join(out, "capture.pcapng"))
+        except CaptureError as e:
+            print(f"taurus run: {e}", file=sys.stderr)
+            return 2
     from taurus.pidfiles import pidfile
     from .report import fidelity_warnings, table
     from .runner import run_experiment
     with pidfile("run"):          # `taurus topo clean` finds us after a SIGKILL
         try:
             s = run_experiment(x, out, a.clock, progress=not a.no_progress and sys.stderr.isatty()
-                               or False, port_kind=a.port_kind)
+                               or False, port_kind=a.port_kind, pcap=pcap)
         except Exception as e:
             print(f"taurus run: failed: {type(e).__name__}: {e} (partial results in {out})",
                   file=sys.stderr)
@@ -68,6 +84,9 @@ def run_cmd(a) -> int:
     print(table([out]))
     for w in fidelity_warnings(s):
         print(w, file=sys.stderr)
+    if s.get("pcap"):
+        from taurus.tools.pcap import summary_line
+        print(summary_line(s["pcap"]))
     print(f"results: {out}/summary.json" + (f"; plots: {', '.join(os.path.join(out, p) for p in s.get('plots', []))}"
                                              if s.get("plots") else ""))
     return 0 if s["complete"] else 130

@@ -54,6 +54,7 @@ from taurus.datapath.devices.nic.state import (CQ_RX, CQ_TX, CX_CWND, CX_RATE, F
 from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import attach_switches, build_virtual, nic_host
+from taurus.tools.pcap import Capture
 
 from . import fidelity
 from .hog import HostLoads
@@ -533,9 +534,11 @@ def _stop_handler(main_pid: int):
 
 
 def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress: bool = False,
-                   port_kind: str = "auto") -> dict:
+                   port_kind: str = "auto", pcap: dict | None = None) -> dict:
     """Run `x`, write the run directory, return the summary.  Always tears
-    down; on SIGINT/SIGTERM or an error the summary says incomplete."""
+    down; on SIGINT/SIGTERM or an error the summary says incomplete.
+    pcap: capture the engine's ports (tools/pcap.py Capture.in_process
+    arguments); the summary's "pcap" holds its figures."""
     from .results import write_results
     os.makedirs(out_dir, exist_ok=True)
     r = Runner(x, clock, progress, port_kind)
@@ -545,9 +548,12 @@ def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress
     main = threading.current_thread() is threading.main_thread()
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
     snap = {}
+    cap = cap_stats = None
     try:
         try:
             r.build()
+            if pcap:
+                cap = Capture.in_process(r.eng, **pcap)
             r.run()
         except Stopped as e:
             r.error = f"stopped by {e}"
@@ -559,10 +565,16 @@ def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress
                 snap = r.snapshot()
             except Exception as e:      # a half-built engine: report what we have
                 r.error = r.error or f"snapshot: {e}"
+            try:
+                cap_stats = cap.close() if cap is not None else None
+            except OSError as e:        # e.g. the disk is full: keep tearing down
+                log.warning("pcap: %s", e)
             errs = r.teardown()
             if errs:
                 log.warning("teardown: %s", "; ".join(errs))
             summary = write_results(r, snap, out_dir)
+            if cap_stats:
+                summary["pcap"] = cap_stats
     finally:
         for s, h in old.items():
             signal.signal(s, h)

@@ -48,7 +48,10 @@ def cmd_stats(args) -> int:
     for n in names:
         try:
             out[n] = attach_stats(n)
-        except (FileNotFoundError, ValueError) as e:
+        except ValueError as e:
+            if args.name:       # listing every engine skips their other segments (-cc, -cap, ...)
+                print(f"taurus engine: {n}: {e}", file=sys.stderr)
+        except FileNotFoundError as e:
             print(f"taurus engine: {n}: {e}", file=sys.stderr)
     if args.json:
         print(json.dumps(out, indent=1))

@@ -48,6 +48,9 @@ import numpy as np
 
 from taurus.cc_algorithms.params import ConfigError
 
+from .pcap import Capture, CaptureError, add_capture_options, capture_options, parse_ports, \
+    summary_line
+
 ENGINE_PREFIX = "taurus-perf-"
 RTO_MIN_NS = 1_000_000
 VERSION = "taurus perf 2"
@@ -114,6 +117,13 @@ def add_perf_parser(sub, cc_table=None) -> None:
     p.add_argument("--ack-delay-us", type=float, default=None, metavar="US",
                    help="... or this long after the first unACKed one (NIC default 2); "
                         "bench/transport.py uses 16 and 200 for bulk")
+    cap = p.add_argument_group("capture")
+    cap.add_argument("--pcap", default=None, metavar="FILE",
+                     help="capture the engine's ports into this pcapng file: -s for its "
+                          "whole run, -c for the test (attached to the engine)")
+    cap.add_argument("--pcap-ports", default=None, metavar="PORTS",
+                     help="comma list of engine ports (hosts, switch ports; default all)")
+    add_capture_options(cap)
     p.set_defaults(func=main, cc_table=cc_table)
 
 
@@ -406,6 +416,14 @@ def serve(args, t) -> int:
     tab, ids = native_table([args.congestion] if args.congestion else [])
     eng = build_engine(t, name, args.port_kind, xdp_mode=args.xdp_mode, native=tab, **nic)
     with eng:
+        cap = None
+        if args.pcap:
+            try:
+                cap = Capture.in_process(eng, args.pcap, ports=parse_ports(args.pcap_ports),
+                                         **capture_options(args))
+            except (CaptureError, OSError) as e:
+                print(f"taurus perf: error - {e}", file=sys.stderr)
+                return 2
         sink = Sink(eng, t.hosts, tab, ids)
         eng.on_chunk.append(sink)
         print(f"taurus perf: engine {name} serving {', '.join(t.hosts)}; ^C to stop",
@@ -415,6 +433,8 @@ def serve(args, t) -> int:
         else:
             eng.run_forever()
         print(f"taurus perf: received {sink.bytes} bytes", flush=True)
+        if cap is not None:
+            print(f"taurus perf: {summary_line(cap.close())}", flush=True)
     return 0
 
 
@@ -620,7 +640,14 @@ def _unit(value: float, fmt: str, per_sec: bool) -> str:
 
 def client(args, t, choice) -> int:
     out = Out(args)
+    cap = None
     try:
+        if args.pcap:
+            try:
+                cap = AttachedCapture(_engine_name(args, t), args)
+            except (CaptureError, OSError) as e:
+                print(f"taurus perf: error - {e}", file=sys.stderr)
+                return 2
         return _client(args, t, choice, out)
     except FileNotFoundError as e:
         print(f"taurus perf: error - engine {_engine_name(args, t)} is not running "
@@ -628,6 +655,32 @@ def client(args, t, choice) -> int:
         return 1
     finally:
         out.close()
+        if cap is not None:
+            print(f"taurus perf: {summary_line(cap.close())}", file=sys.stderr)
+
+
+class AttachedCapture:
+    """perf -c --pcap: capture the engine's ports from this process, drained
+    by a thread while the test runs."""
+
+    def __init__(self, engine: str, args):
+        import threading
+        self.cap = Capture.attach(engine, args.pcap, ports=parse_ports(args.pcap_ports),
+                                  **capture_options(args))
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._drain, name="pcap", daemon=True)
+        self._t.start()
+
+    def _drain(self) -> None:
+        while not self._stop.is_set() and not self.cap.done:
+            if self.cap.drain() == 0:
+                self._stop.wait(0.001)
+
+    def close(self) -> dict:
+        time.sleep(0.05)      # the last ACKs of the test reach the wire
+        self._stop.set()
+        self._t.join()
+        return self.cap.close()
 
 
 def _client(args, t, choice, out) -> int:

@@ -3,11 +3,13 @@ from collections import namedtuple
 
 import numpy as np
 
+from .capture import no_capture
 from .common import N_COUNTERS, N_LIST, N_REGS
 
-Ports = namedtuple("Ports", ["kind", "regs", "lists", "cnt"])
+Ports = namedtuple("Ports", ["kind", "regs", "lists", "cnt", "cap"])
 """kind int32[P]; regs int64[P, N_REGS]; lists int64[P, N_LIST];
-cnt uint64[P, N_COUNTERS] (usually a view on shared memory)."""
+cnt uint64[P, N_COUNTERS] (usually a view on shared memory); cap the
+capture block (capture.py; an engine's is in its capture segment)."""
 
 
 def make_ports(kinds, counters=None) -> Ports:
@@ -18,4 +20,4 @@ def make_ports(kinds, counters=None) -> Ports:
     return Ports(kind=np.asarray(kinds, np.int32),
                  regs=np.zeros((n, N_REGS), np.int64),
                  lists=np.zeros((n, N_LIST), np.int64),
-                 cnt=cnt)
+                 cnt=cnt, cap=no_capture(n))
