@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from taurus.cc_algorithms.native import pipe_credit
 from taurus.tools.workload import SizeCdf, poisson_arrivals
 
 from .schema import Experiment, ExperimentError, Traffic
@@ -71,9 +72,7 @@ def receiver_init_credit(x: Experiment, host: str) -> int:
     cc = x.host_cc(host)
     if cc.receiver_init_credit:
         return cc.receiver_init_credit
-    lk = x.topo.ifaces_of(host)[0].link
-    bdp = link_rate(x, host) * 4 * (lk.delay or 1000) // 8_000_000_000
-    return max(2 * cc.mss, int(bdp))
+    return pipe_credit(link_rate(x, host), x.topo.ifaces_of(host)[0].link.delay or 0, cc.mss)
 
 
 def send_budget(x: Experiment, f: Flow) -> int:
