@@ -454,7 +454,8 @@ def listen(engine, host) -> Endpoint:
     return ep
 
 
-def connect(engine, host, peer, duplex: bool = False):
+def connect(engine, host, peer, duplex: bool = False, credit: bool = False):
     """A sending connection from `host`'s NIC to `peer` (IPv4); with duplex,
-    both directions (the peer accepts with ``accept(duplex=True)``)."""
-    return listen(engine, host).connect(peer, duplex=duplex)
+    both directions (the peer accepts with ``accept(duplex=True)``); with
+    credit, a credit flow (Endpoint.connect)."""
+    return listen(engine, host).connect(peer, duplex=duplex, credit=credit)
