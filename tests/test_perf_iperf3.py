@@ -309,13 +309,14 @@ def test_perf_dctcp_on_the_dumbbell_marks_and_moves_cwnd(tmp_path):
 def test_receiver_cc_rccc_grants_each_streams_credit(two):
     """-C nscc --receiver-cc rccc: perf -s runs RCCC on the receiving NIC,
     every stream is a credit flow that moves data on its grants, and each
-    stream reports its own flow's agent messages.  -R: the client's NIC
-    receives, so it runs RCCC and the server's flow is the credit flow."""
+    stream reports its own flow's agent messages.  --bidir: the client's NIC
+    receives too (as with -R), so it runs RCCC and the server's flows are
+    credit flows as well."""
     from taurus.datapath.devices.nic.state import FL_USES_CREDIT
     from taurus.transport.client import Endpoint
     N = Endpoint(two.name, "h1").N
-    for extra in ([], ["-R"]):
-        out = two.json("h2", "--from", "h1", "-t", "1.5", "-P", "2", "-C", "nscc",
+    for extra in ([], ["--bidir"]):
+        out = two.json("h2", "--from", "h1", "-t", "1", "-P", "2", "-C", "nscc",
                        "--cc-mode", "native", "--receiver-cc", "rccc", *extra)
         end = out["end"]
         assert end["receiver_tcp_congestion"] == "rccc"
@@ -326,13 +327,17 @@ def test_receiver_cc_rccc_grants_each_streams_credit(two):
             assert int(N.fl[s["sender"]["socket"], FL_USES_CREDIT]) == 1
             assert s["sender"]["taurus"]["credit"] >= s["sender"]["bytes"] > 0
             assert s["sender"]["taurus"]["agent_messages"] > 0
-        for iv in out["intervals"]:
-            assert iv["sum"]["taurus"]["agent_messages"] == \
-                sum(r["taurus"]["agent_messages"] for r in iv["streams"])
+        for iv in out["intervals"]:             # the sums add up their streams'
+            mine = [r for r in iv["streams"] if r["sender"]]
+            theirs = [r for r in iv["streams"] if not r["sender"]]
+            for key, rs in (("sum", mine or theirs), ("sum_bidir_reverse", theirs)):
+                if key in iv:
+                    assert iv[key]["taurus"]["agent_messages"] == \
+                        sum(r["taurus"]["agent_messages"] for r in rs)
         print(f"{extra}: {end['sum_received']['bits_per_second'] / 1e6:.0f} Mbit/s, grants "
               f"{end['taurus']['receiver']['grants']}, messages per stream "
               f"{[s['sender']['taurus']['agent_messages'] for s in end['streams']]}")
-    r = two.client("h2", "-t", "1", "-C", "nscc", "--cc-mode", "native",
+    r = two.client("h2", "-t", "0.5", "-C", "nscc", "--cc-mode", "native",
                    "--receiver-cc", "rccc")
     assert r.returncode == 0 and "receiver algorithm: rccc (native), grants" in r.stdout, \
         r.stdout + r.stderr
