@@ -469,3 +469,30 @@ def test_sink_starts_the_receiver_algorithm_and_credit_flows_run_on_its_grants()
         per = [int(eng.cc.delivered[c.flow].sum()) for c in streams]
         assert all(m > 0 for m in per)
         assert int(eng.cc.delivered[plain.flow].sum()) == 0
+
+
+def test_receiver_cc_takes_the_config_files_receiver_settings():
+    """--receiver-cc with --cc-config: the file's receiver_params (checked:
+    a bad one names its key), receiver_idle and receiver_init_credit go to
+    perf -s in the stream header; a file naming another receiver keeps its
+    parameters to itself."""
+    import types
+    from taurus.cc_algorithms.params import ConfigError
+    from taurus.experiment.schema import CcSpec
+    from taurus.tools.perf_cc import choose
+
+    def args(spec, receiver="rccc"):
+        return types.SimpleNamespace(cc_config="x.toml", cc_table=lambda _p: spec,
+                                     congestion="nscc", cc_param=[], cc_mode="native",
+                                     receiver_cc=receiver)
+    spec = CcSpec(algorithm="nscc", receiver_params={"slice": 2000}, receiver_idle=50_000,
+                  receiver_init_credit=9000)
+    h = choose(args(spec)).header()
+    assert (h["receiver"], h["receiver_params"], h["receiver_idle"],
+            h["receiver_init_credit"]) == ("rccc", {"slice": 2000}, 50_000, 9000)
+    with pytest.raises(ConfigError, match="slice"):
+        choose(args(CcSpec(algorithm="nscc", receiver_params={"slice": -1})))
+    other = CcSpec(algorithm="nscc", receiver="test_cc_receiver:Window",
+                   receiver_params={"window": 4096})
+    assert choose(args(other)).receiver_params == {}
+    assert choose(args(other, receiver=None)).receiver_params == {"window": 4096}
