@@ -35,8 +35,9 @@ from ..datapath.devices.nic.state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX,
                                           FL_ACKED_OFF, FL_MQ_DONE, FL_SRTT, FL_STATE, FL_TXCAP,
                                           FL_TXOFF, FS_FAILED, M_NNIC, M_NRP, NR_IP, OP_CLOSE,
                                           OP_READ, OP_REQ_CLOSE, OP_SEND, REQ_CREDIT, REQ_NIC,
-                                          REQ_PEER_IP, REQ_PID, REQ_RESULT, REQ_STATE, RP_BUFCAP, RP_BUFOFF,
-                                          RP_DELIV, RP_GEN, RP_NIC, RP_PEER_IP, RP_PEER_PDC,
+                                          REQ_PEER_IP, REQ_PID, REQ_RESULT, REQ_STATE, RP_BUFCAP,
+                                          RP_BUFOFF, RP_DELIV, RP_GEN, RP_NIC, RP_PEER_IP,
+                                          RP_PEER_PDC,
                                           RQ_ASKED, RQ_DONE, RQ_FAILED, RQ_FREE)
 
 __all__ = ["Conn", "Duplex", "Endpoint", "WouldBlock", "connect", "listen"]
