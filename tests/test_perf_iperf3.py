@@ -300,7 +300,47 @@ def test_perf_dctcp_on_the_dumbbell_marks_and_moves_cwnd(tmp_path):
             assert len(set(cw)) >= 3, (mode, cw)
             assert snd["taurus"]["agent_decisions"] > 0
             assert end["taurus"]["agent_messages"] > 0
+            # agent messages are the stream's own (one stream: all of them)
+            assert snd["taurus"]["agent_messages"] == end["taurus"]["agent_messages"]
     assert not [n for n in netns.list_ns(PREFIX) if "pdumb" in n]
+
+
+@needs_root
+def test_receiver_cc_rccc_grants_each_streams_credit(two):
+    """-C nscc --receiver-cc rccc: perf -s runs RCCC on the receiving NIC,
+    every stream is a credit flow that moves data on its grants, and each
+    stream reports its own flow's agent messages.  --bidir: the client's NIC
+    receives too (as with -R), so it runs RCCC and the server's flows are
+    credit flows as well."""
+    from taurus.datapath.devices.nic.state import FL_USES_CREDIT
+    from taurus.transport.client import Endpoint
+    N = Endpoint(two.name, "h1").N
+    for extra in ([], ["--bidir"]):
+        out = two.json("h2", "--from", "h1", "-t", "1", "-P", "2", "-C", "nscc",
+                       "--cc-mode", "native", "--receiver-cc", "rccc", *extra)
+        end = out["end"]
+        assert end["receiver_tcp_congestion"] == "rccc"
+        assert out["start"]["taurus"]["cc"]["receiver"] == "rccc"
+        assert end["taurus"]["receiver"]["grants"] > 0, (extra, end["taurus"])
+        assert end["sum_received"]["bytes"] > 100_000
+        for s in end["streams"]:
+            assert int(N.fl[s["sender"]["socket"], FL_USES_CREDIT]) == 1
+            assert s["sender"]["taurus"]["credit"] >= s["sender"]["bytes"] > 0
+            assert s["sender"]["taurus"]["agent_messages"] > 0
+        for iv in out["intervals"]:             # the sums add up their streams'
+            mine = [r for r in iv["streams"] if r["sender"]]
+            theirs = [r for r in iv["streams"] if not r["sender"]]
+            for key, rs in (("sum", mine or theirs), ("sum_bidir_reverse", theirs)):
+                if key in iv:
+                    assert iv[key]["taurus"]["agent_messages"] == \
+                        sum(r["taurus"]["agent_messages"] for r in rs)
+        print(f"{extra}: {end['sum_received']['bits_per_second'] / 1e6:.0f} Mbit/s, grants "
+              f"{end['taurus']['receiver']['grants']}, messages per stream "
+              f"{[s['sender']['taurus']['agent_messages'] for s in end['streams']]}")
+    r = two.client("h2", "-t", "0.5", "-C", "nscc", "--cc-mode", "native",
+                   "--receiver-cc", "rccc")
+    assert r.returncode == 0 and "receiver algorithm: rccc (native), grants" in r.stdout, \
+        r.stdout + r.stderr
 
 
 def test_sink_sets_each_streams_cc_and_sends_reverse_tests():
@@ -347,3 +387,112 @@ def test_sink_sets_each_streams_cc_and_sends_reverse_tests():
             got += rx.recv_bytes()
         assert got > 100_000
         assert int(eng.cc.flags[rx.peer[1]]) == 0      # cc None: the server's flow stays static
+
+
+def test_sink_starts_the_receiver_algorithm_and_credit_flows_run_on_its_grants():
+    """--receiver-cc, in-process on the virtual clock: a setup header makes
+    perf -s start the receiver algorithm natively on the receiving NIC (with
+    its initial credit) and answer; the test's streams, opened as credit
+    flows, send on that algorithm's grants (the NIC counts them), and each
+    stream's agent messages are its flow's own (ccshm delivered)."""
+    from taurus.cc_algorithms.native import NativeTable
+    from taurus.cc_algorithms.registry import lookup
+    from taurus.datapath.devices.nic.setup import add_nic, nic_counters, nic_reserve
+    from taurus.datapath.devices.nic.state import (CX_CREDIT, FL_USES_CREDIT, NR_INIT_CREDIT,
+                                                   RP_CREDIT)
+    from taurus.datapath.engine import Engine
+    from taurus.tools.perf import Sink, _header
+    from taurus.transport import listen
+    from taurus.transport.client import WouldBlock
+    from test_transport_client import G, IP1, IP2, MAC1, MAC2
+    tab = NativeTable(16)
+    ids = {n: tab.add(lookup(n)) for n in ("nscc", "rccc")}
+    eng = Engine(clock="virtual", n_frames=8192, max_flows=16, native=tab.native)
+    nic_reserve(eng, max_flows=15, tx_bytes=12 << 20, rx_bytes=4 << 20)   # 1 MiB per flow
+    a, b = eng.add_mem_link("h1", "h2", delay_ns=2000, rate_bps=10 * G)
+    add_nic(eng, a, MAC1, IP1, line_rate_bps=10 * G, rx_buf_bytes=256 << 10, name="h1")
+    d2 = add_nic(eng, b, MAC2, IP2, line_rate_bps=10 * G, rx_buf_bytes=256 << 10, name="h2")
+    with eng:
+        sink = Sink(eng, ["h1", "h2"], tab, ids)
+        eng.on_chunk.append(sink)
+        ep = listen(eng, "h1")
+        cc = {"algorithm": "nscc", "mode": "native", "params": {}, "receiver": "rccc",
+              "receiver_params": {}, "receiver_idle": 500_000, "receiver_init_credit": 6000}
+        bad = ep.connect(IP2, duplex=True)
+        bad.send(_header({"dir": "setup", "cc": dict(cc, receiver="nosuch"),
+                          "receivers": [IP2]}))
+        setup = ep.connect(IP2, duplex=True)
+        setup.send(_header({"dir": "setup", "cc": cc, "receivers": [IP2]}))
+        eng.run_for(1_000_000)
+        assert "no receiver algorithm 'nosuch'" in json.loads(bad.recv(timeout=10))["error"]
+        assert json.loads(setup.recv(timeout=10)) == {"ok": True}
+        n2 = int(eng.E.devs.regs[d2, 0])
+        assert int(eng.E.nic.nr[n2, NR_INIT_CREDIT]) == 6000
+        assert int(eng.E.alg.nic_alg[n2]) == ids["rccc"]
+        streams = []
+        for _ in range(2):
+            c = ep.connect(IP2, credit=True)
+            c.send(_header({"dir": "fwd", "cc": cc}))
+            streams.append(c)
+        plain = ep.connect(IP2)                 # not asked for credit: not a credit flow
+        N = eng.E.nic
+        assert [int(N.fl[c.flow, FL_USES_CREDIT]) for c in streams] == [1, 1]
+        assert int(N.fl[plain.flow, FL_USES_CREDIT]) == 0
+        assert all(int(N.ctx[c.flow, CX_CREDIT]) == 6000 for c in streams)   # h2's initial
+        msg = bytes(32 << 10)
+
+        def pump(rounds):
+            for _ in range(rounds):
+                for c in streams:
+                    try:
+                        c.try_send(msg)
+                    except WouldBlock:          # rings full: the next round
+                        pass
+                eng.run_for(100_000)
+                for c in streams:
+                    c.completions()
+        pump(40)
+        grants = nic_counters(eng, d2)["rx_grant"]
+        assert grants > 0
+        for c in streams:
+            assert c.acked() > 200_000                              # moved on credit
+            assert int(N.ctx[c.flow, CX_CREDIT]) >= c.acked() > 6000
+        assert max(int(N.rp[r, RP_CREDIT]) for r in range(1, 8)) > 6000
+        # the same setup again keeps the running algorithm (its senders stay joined)
+        again = ep.connect(IP2, duplex=True)
+        again.send(_header({"dir": "setup", "cc": cc, "receivers": [IP2]}))
+        eng.run_for(1_000_000)
+        assert json.loads(again.recv(timeout=10)) == {"ok": True}
+        pump(10)
+        assert nic_counters(eng, d2)["rx_grant"] > grants
+        # agent messages per stream: records handed to each flow's own algorithm
+        per = [int(eng.cc.delivered[c.flow].sum()) for c in streams]
+        assert all(m > 0 for m in per)
+        assert int(eng.cc.delivered[plain.flow].sum()) == 0
+
+
+def test_receiver_cc_takes_the_config_files_receiver_settings():
+    """--receiver-cc with --cc-config: the file's receiver_params (checked:
+    a bad one names its key), receiver_idle and receiver_init_credit go to
+    perf -s in the stream header; a file naming another receiver keeps its
+    parameters to itself."""
+    import types
+    from taurus.cc_algorithms.params import ConfigError
+    from taurus.experiment.schema import CcSpec
+    from taurus.tools.perf_cc import choose
+
+    def args(spec, receiver="rccc"):
+        return types.SimpleNamespace(cc_config="x.toml", cc_table=lambda _p: spec,
+                                     congestion="nscc", cc_param=[], cc_mode="native",
+                                     receiver_cc=receiver)
+    spec = CcSpec(algorithm="nscc", receiver_params={"slice": 2000}, receiver_idle=50_000,
+                  receiver_init_credit=9000)
+    h = choose(args(spec)).header()
+    assert (h["receiver"], h["receiver_params"], h["receiver_idle"],
+            h["receiver_init_credit"]) == ("rccc", {"slice": 2000}, 50_000, 9000)
+    with pytest.raises(ConfigError, match="slice"):
+        choose(args(CcSpec(algorithm="nscc", receiver_params={"slice": -1})))
+    other = CcSpec(algorithm="nscc", receiver="test_cc_receiver:Window",
+                   receiver_params={"window": 4096})
+    assert choose(args(other)).receiver_params == {}
+    assert choose(args(other, receiver=None)).receiver_params == {"window": 4096}

@@ -28,7 +28,8 @@ import numpy as np
 
 from taurus.datapath import ccnative as CN
 from taurus.datapath.ccevents import EV_TIMER
-from taurus.datapath.devices.nic.setup import flow_nic, nic_rx_idle, nic_rx_tick, set_flow_mode
+from taurus.datapath.devices.nic.setup import (flow_nic, nic_init_credit, nic_rx_idle, nic_rx_tick,
+                                               set_flow_mode)
 from taurus.datapath.devices.nic.state import NR_LINE, NR_MSS
 
 from .algorithm import (DECISION_DTYPE, FlowContext, check_class, event_mask, param_row)
@@ -38,6 +39,14 @@ from .runtime import Runtime
 RATE_MIN = 100_000.0
 CREDIT_MAX = float(1 << 30)
 IDLE_NS = 500_000              # a receiver's senders leave after this long silent
+
+
+def pipe_credit(line_rate: int, delay_ns: int, mss: int) -> int:
+    """The credit a new sender to a receiver starts with by default (RCCC's
+    pipe-cleaning burst): one BDP of the receiver's link (line_rate bit/s)
+    with an RTT of 4 times its delay (two alike links each way; 1 us when
+    unknown), at least 2 MSS."""
+    return max(2 * mss, int(line_rate) * 4 * (int(delay_ns) or 1000) // 8_000_000_000)
 
 
 @dataclasses.dataclass
@@ -187,11 +196,17 @@ class NativeTable:
 
     # ---- per receiving NIC ----------------------------------------------------------
     def start_receiver(self, eng, dev: int, alg: int, params=None,
-                       ctx: FlowContext | None = None, idle_ns: int = IDLE_NS) -> None:
+                       ctx: FlowContext | None = None, idle_ns: int = IDLE_NS,
+                       init_credit: int | None = None) -> None:
         """NIC device ``dev`` of ``eng`` runs receiver algorithm ``alg``
         natively: it sees JOIN, DATA, LEAVE (closed, or silent for idle_ns)
-        and, if it binds TIMER, a TIMER per period of each of its senders (nic/rxcc.py) and its ``set_credit`` grants are their
-        credit.  Its state and parameter row is the NIC's index."""
+        and, if it binds TIMER, a TIMER per period of each of its senders
+        (nic/rxcc.py) and its ``set_credit`` grants are their credit.  Its
+        state and parameter row is the NIC's index.  init_credit: the credit
+        a new sender starts with before any grant (nic_init_credit; default:
+        the NIC's as it is), e.g. ``pipe_credit``.  Credit flows to the NIC
+        (add_flow credit=True, starting from the same initial credit) are
+        the senders it grants."""
         if eng.E.alg is not self._native:
             raise ValueError("this engine was not built with this table "
                              "(Engine(native=table.native))")
@@ -219,3 +234,5 @@ class NativeTable:
         self.native.nic_alg[n] = alg
         nic_rx_idle(eng, dev, idle_ns)
         nic_rx_tick(eng, dev, tick)
+        if init_credit is not None:
+            nic_init_credit(eng, dev, init_credit)

@@ -48,6 +48,12 @@ segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
    SEG_LEN bytes at SEG_OFF (offsets from the PDS header) into an EV_CUSTOM
    record with segment id SEG_ID (0 = rule unused).  A segment that does
    not fit the packet is counted in CTL_SEG_SHORT.
+
+5. **Delivered counts** (engine -> anyone): delivered[flow, EV_*], the
+   records of each event handed to each flow's algorithm (into its NIC's
+   ring, or to its native entry): the report engine's per-flow message
+   counts (report.py), readable by other processes (`taurus perf`'s
+   per-stream agent messages).
 """
 from collections import namedtuple
 
@@ -151,6 +157,7 @@ class CcShm:
         self.rings = RingSet(shm.array(lay["prod"], np.uint64, (max_nics, 8)),
                              shm.array(lay["cons"], np.uint64, (max_nics, 8)),
                              shm.array(lay["rec"], np.int64, (max_nics, capacity, REC_WIDTH)))
+        self.delivered = shm.array(lay["delivered"], np.int64, (max_flows, N_EVENTS))
         self.ring = self.ring_of(nic)
 
     def ring_of(self, nic: int) -> ShmRing:
@@ -204,7 +211,8 @@ def _layout(max_nics: int, max_flows: int, capacity: int) -> dict:
                          *((c, max_flows * 8) for c in _COLUMNS),
                          ("period", max_flows * 3 * 8), ("segs", max_nics * MAX_SEGS * SEG_W * 8),
                          ("prod", max_nics * 64),
-                         ("cons", max_nics * 64), ("rec", max_nics * capacity * REC_WIDTH * 8)):
+                         ("cons", max_nics * 64), ("rec", max_nics * capacity * REC_WIDTH * 8),
+                         ("delivered", max_flows * N_EVENTS * 8)):
         lay[name] = off
         off += (nbytes + 63) // 64 * 64  # cache-line aligned
     lay["size"] = off

@@ -72,7 +72,7 @@ each flow's TIMER timer, -1 until first used; tm_on int64[F]: 1 while it
 runs; tm_ticks int64[F]: its expiries; tm_seen int64[K]: the last TIMER
 doorbell NIC k acted on; delivered int64[F, N_EVENTS]: records of each
 event handed to each flow's algorithm (into the ring, or to its native
-entry); the rest are views on the CcShm."""
+entry), a view on the CcShm like the rest (other processes read it)."""
 
 TimerE = namedtuple("TimerE", ["rep", "wheel"])
 """What report_timer_start needs of the engine, to call it from Python."""
@@ -107,7 +107,7 @@ def make_report_state(cc: "C.CcShm") -> Report:
                   timer_ns=cc.timer_ns, tm_timer=np.full(f, -1, np.int32),
                   tm_on=np.zeros(f, np.int64), tm_ticks=np.zeros(f, np.int64),
                   tm_seen=np.zeros(k, np.int64),
-                  delivered=np.zeros((f, C.N_EVENTS), np.int64))
+                  delivered=cc.delivered)
 
 
 @nb.njit(cache=True, inline="always")

@@ -211,11 +211,10 @@ class Runner:
         self._start_agents()
         init = {}
         for h, (alg, params) in self.receivers.items():
+            init[h] = receiver_init_credit(x, h)
             self.native.start_receiver(eng, self.nics[h], alg, params,
                                        FlowContext(mss=x.host_cc(h).mss, line_rate=link_rate(x, h)),
-                                       idle_ns=x.host_cc(h).receiver_idle)
-            init[h] = receiver_init_credit(x, h)
-            NS.nic_init_credit(eng, self.nics[h], init[h])
+                                       idle_ns=x.host_cc(h).receiver_idle, init_credit=init[h])
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)
             fid = NS.add_flow(eng, self.nics[f.src], topo.mac_of(f.dst), topo.ip_of(f.dst),

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from taurus.cc_algorithms.native import pipe_credit
 from taurus.datapath.devices.nic.state import GEN_CHUNK
 from taurus.tools.workload import SizeCdf, poisson_arrivals
 
@@ -85,9 +86,7 @@ def receiver_init_credit(x: Experiment, host: str) -> int:
     cc = x.host_cc(host)
     if cc.receiver_init_credit:
         return cc.receiver_init_credit
-    lk = x.topo.ifaces_of(host)[0].link
-    bdp = link_rate(x, host) * 4 * (lk.delay or 1000) // 8_000_000_000
-    return max(2 * cc.mss, int(bdp))
+    return pipe_credit(link_rate(x, host), x.topo.ifaces_of(host)[0].link.delay or 0, cc.mss)
 
 
 def build_plan(x: Experiment) -> Plan:

@@ -20,13 +20,21 @@ the RPC latency is post -> the whole answer received.
 
 Congestion control (perf_cc.py): -C NAME (any registered sender algorithm
 or module:Class), --cc-mode native|agent|per-event (default agent),
---cc-param KEY=VALUE, --cc-config FILE (an experiment file's [cc] table).
+--cc-param KEY=VALUE, --cc-config FILE (an experiment file's [cc] table),
+--receiver-cc NAME (a receiver algorithm, e.g. rccc).
 Each stream opens with a header message (HEADER + JSON: its direction and
 CC); perf -s sets the flow's mode from it (nic/setup.py set_flow_mode, or
 NativeTable.start for native: the engine holds every built-in algorithm,
-and those named by `perf -s -C`), and the client waits for that before it
-fills the rings.  For the agent modes the client starts one agent process
-per sending NIC and stops it on exit, error or ^C.
+and those named by `perf -s -C` / `--receiver-cc`), and the client waits
+for that before it fills the rings.  For the agent modes the client starts
+one agent process per sending NIC and stops it on exit, error or ^C.
+With a receiver algorithm the client first opens a setup connection (its
+header: dir "setup"); perf -s starts the algorithm natively on each
+receiving NIC (NativeTable.start_receiver, as `taurus run` does, with its
+initial credit) and answers on the reverse flow; then every stream of the
+test is a credit flow (connect credit=True: it sends within the credit
+that NIC's algorithm grants).  Agent messages are counted per stream: the
+records handed to its flow's algorithm (ccshm ``delivered``).
 
 iperf3 options with iperf3's meanings: -R (the server sends), --bidir (both),
 -b (target bitrate per stream, app-paced), -O (omit the first seconds from
@@ -35,6 +43,7 @@ receiving side's view, read from the engine's shared memory), -f (units),
 -V.  -J prints iperf3's JSON key tree (README: "taurus perf and iperf3"),
 plus Taurus's own under "taurus" keys.
 """
+import ipaddress
 import json
 import os
 import platform
@@ -91,7 +100,8 @@ def add_perf_parser(sub, cc_table=None) -> None:
     cc.add_argument("--cc-config", default=None, metavar="FILE",
                     help="the [cc] table of an experiment file")
     cc.add_argument("--receiver-cc", default=None, metavar="NAME",
-                    help="a receiver algorithm (checked, then refused: not applied by perf yet)")
+                    help="receiver algorithm the receiving NICs run natively, e.g. rccc; the "
+                         "test's flows then use credit (server: also load it)")
     ip = p.add_argument_group("iperf3 options")
     ip.add_argument("-R", "--reverse", action="store_true", help="the server sends")
     ip.add_argument("--bidir", action="store_true", help="both directions at once")
@@ -160,7 +170,7 @@ def check_options(args) -> str | None:
                    ("-O", args.omit), ("-T", args.title), ("--get-server-output",
                                                              args.get_server_output),
                    ("--cc-mode", args.cc_mode), ("--cc-param", args.cc_param),
-                   ("--cc-config", args.cc_config), ("--receiver-cc", args.receiver_cc)]
+                   ("--cc-config", args.cc_config)]
     if args.server:
         bad = [n for n, v in client_only if v]
         if bad:
@@ -206,10 +216,12 @@ def main(args) -> int:
         except ConfigError as e:
             print(f"taurus perf: error - {e}", file=sys.stderr)
             return 2
-    elif args.congestion:
+    elif args.congestion or args.receiver_cc:
         from taurus.cc_algorithms.registry import lookup
         try:
-            lookup(args.congestion, role="sender")
+            for name, role in ((args.congestion, "sender"), (args.receiver_cc, "receiver")):
+                if name:
+                    lookup(name, role=role)
         except ConfigError as e:
             print(f"taurus perf: error - {e}", file=sys.stderr)
             return 2
@@ -225,16 +237,15 @@ def _line_rate(itf) -> int:
 
 
 def native_table(extra=(), max_flows: int = 258):
-    """Every built-in sender algorithm plus `extra` (names), for native mode."""
+    """Every built-in algorithm (senders for native mode, receivers for
+    --receiver-cc) plus `extra` (names)."""
     from taurus.cc_algorithms.native import NativeTable
     from taurus.cc_algorithms.registry import BUILTINS, lookup
     tab = NativeTable(max_flows)
     ids = {}
     for name in list(BUILTINS) + [x for x in extra if x not in BUILTINS]:
         try:
-            cls = lookup(name)
-            if cls.role == "sender":
-                ids[name] = tab.add(cls)
+            ids[name] = tab.add(lookup(name))
         except Exception as e:      # one algorithm that does not build leaves the rest
             if name in extra:
                 raise
@@ -297,11 +308,13 @@ class Sink:
     (opening with the client library's HELLO) belong to the app that
     connected: left alone, and their NIC's completion queue is not touched."""
 
-    def __init__(self, eng, hosts, native=None, native_ids=None):
+    def __init__(self, eng, hosts, native=None, native_ids=None, topo=None):
         from taurus.transport.client import Endpoint
         self.eng = eng
         self.eps = [Endpoint(eng, h) for h in hosts]
         self.native, self.native_ids = native, native_ids or {}
+        self.topo = topo
+        self.receiving = {}       # NIC device -> the receiver setup it runs (a dict)
         self.new = []             # not classified yet: their first bytes are not here
         self.bulk = []
         self.echo = []            # (Duplex, answers not sent yet)
@@ -338,6 +351,48 @@ class Sink:
             self.errors.append(f"flow {flow}: {e}")
             print(f"taurus perf: flow {flow}: {e}", file=sys.stderr, flush=True)
 
+    def start_receivers(self, h: dict) -> None:
+        """A setup header: the NICs of h["receivers"] (IPs) run receiver
+        algorithm cc.receiver natively from now on, as `taurus run` starts
+        one (NativeTable.start_receiver with its initial credit).  A NIC that
+        already runs the same setup keeps it (its senders stay in its
+        table); a different one replaces it only while no sender is active.
+        Raises ConfigError or ValueError."""
+        from taurus.cc_algorithms.native import pipe_credit
+        from taurus.datapath.devices.nic.state import (NR_DEV, NR_IP, NR_LINE, NR_MSS,
+                                                       NR_RX_ACTIVE)
+        cc = h.get("cc") or {}
+        name = cc.get("receiver")
+        alg = self.native_ids.get(name)
+        if alg is None or self.native is None:
+            raise ConfigError(f"this server has no receiver algorithm {name!r} (start it with "
+                              f"perf -s --receiver-cc NAME)")
+        N = self.eng.E.nic
+        want = {k: cc.get(k) for k in ("receiver", "receiver_params", "receiver_idle",
+                                       "receiver_init_credit")}
+        for ip in h.get("receivers", []):
+            ep = next((e for e in self.eps if str(ipaddress.IPv4Address(int(N.nr[e.n, NR_IP])))
+                       == ip), None)
+            if ep is None:
+                raise ValueError(f"no host NIC {ip} in this engine")
+            n = ep.n
+            dev = int(N.nr[n, NR_DEV])
+            if self.receiving.get(dev) == want:
+                continue
+            if dev in self.receiving and int(N.nr[n, NR_RX_ACTIVE]) > 0:
+                raise ValueError(f"{ip} runs receiver {self.receiving[dev]['receiver']} for "
+                                 "active senders of another test")
+            init = int(cc.get("receiver_init_credit") or 0)
+            if not init:
+                host = self.topo.host_of_ip(ip) if self.topo is not None else None
+                delay = (self.topo.ifaces_of(host)[0].link.delay or 0) if host else 0
+                init = pipe_credit(int(N.nr[n, NR_LINE]), delay, int(N.nr[n, NR_MSS]))
+            self.native.start_receiver(self.eng, dev, alg, cc.get("receiver_params") or {},
+                                       idle_ns=int(cc.get("receiver_idle") or 0), init_credit=init)
+            self.receiving[dev] = want
+            print(f"taurus perf: {ip} runs receiver {name} (initial credit {init} B)",
+                  flush=True)
+
     def _open(self, c) -> bool:
         """A HEADER stream: False while its header message is not all here."""
         m = c.try_recv()
@@ -345,8 +400,19 @@ class Sink:
             return False
         h = _parse_header(m)
         self.bytes += len(c._buf)         # bulk bytes pulled in with the header
+        if h.get("dir") == "setup":
+            try:
+                self.start_receivers(h)
+                reply = {"ok": True}
+            except (ConfigError, ValueError) as e:
+                self.errors.append(str(e))
+                print(f"taurus perf: receiver setup: {e}", file=sys.stderr, flush=True)
+                reply = {"error": str(e)}
+            c.ep.answer(c).try_send(json.dumps(reply).encode())
+            self.bulk.append(c)
+            return True
         if h.get("dir") == "rev":
-            d = c.ep.answer(c)
+            d = c.ep.answer(c, credit=bool(h.get("credit")))
             self.set_cc(d.tx.flow, h.get("cc"))
             msg = np.random.default_rng(2).integers(0, 256, int(h.get("length", 1 << 17)),
                                                     dtype=np.uint8)
@@ -413,7 +479,7 @@ def serve(args, t) -> int:
         nic["ack_every"] = args.ack_every
     if args.ack_delay_us is not None:
         nic["ack_delay_ns"] = round(args.ack_delay_us * 1000)
-    tab, ids = native_table([args.congestion] if args.congestion else [])
+    tab, ids = native_table([x for x in (args.congestion, args.receiver_cc) if x])
     eng = build_engine(t, name, args.port_kind, xdp_mode=args.xdp_mode, native=tab, **nic)
     with eng:
         cap = None
@@ -424,7 +490,7 @@ def serve(args, t) -> int:
             except (CaptureError, OSError) as e:
                 print(f"taurus perf: error - {e}", file=sys.stderr)
                 return 2
-        sink = Sink(eng, t.hosts, tab, ids)
+        sink = Sink(eng, t.hosts, tab, ids, topo=t)
         eng.on_chunk.append(sink)
         print(f"taurus perf: engine {name} serving {', '.join(t.hosts)}; ^C to stop",
               flush=True)
@@ -552,9 +618,9 @@ class Leg:
 
     def sample(self) -> dict:
         from taurus.datapath.ccshm import FL_CC_ACTIVE, FL_NATIVE
-        from taurus.datapath.devices.nic.state import (CX_CWND, CX_RATE, FL_ACKED_OFF,
-                                                       FL_RTTVAR, FL_RWND, FL_SRTT,
-                                                       SG_ECN, SG_ECN_BYTES, SG_RETX)
+        from taurus.datapath.devices.nic.state import (CX_CREDIT, CX_CWND, CX_RATE,
+                                                       FL_ACKED_OFF, FL_RTTVAR, FL_RWND,
+                                                       FL_SRTT, SG_ECN, SG_ECN_BYTES, SG_RETX)
         N, cc, f = self.N, self.cc, self.flow
         active = cc is not None and int(cc.flags[f]) & (FL_CC_ACTIVE | FL_NATIVE)
         cwnd = int(cc.cwnd[f]) if active and cc.cwnd[f] else int(N.ctx[f, CX_CWND])
@@ -563,7 +629,10 @@ class Leg:
                 "retx": int(N.sig[f, SG_RETX]), "ecn_bytes": int(N.sig[f, SG_ECN_BYTES]),
                 "ecn_acks": int(N.sig[f, SG_ECN]), "cwnd": cwnd, "rate": rate,
                 "srtt": int(N.fl[f, FL_SRTT]), "rttvar": int(N.fl[f, FL_RTTVAR]),
-                "rwnd": int(N.fl[f, FL_RWND]),
+                "rwnd": int(N.fl[f, FL_RWND]), "credit": int(N.ctx[f, CX_CREDIT]),
+                # records handed to the flow's algorithm: its agent messages
+                # (ring) or native calls (report.py, ccshm delivered)
+                "messages": int(cc.delivered[f].sum()) if cc is not None else 0,
                 "decisions": int(cc.version[f]) if cc is not None else 0}
 
 
@@ -721,20 +790,27 @@ def _client(args, t, choice, out) -> int:
                 a.wait_ready(cc)
         hdr = {"cc": choice.header() if choice else None, "length": size,
                "time": total_s, "bitrate": rate}
+        # A receiver algorithm runs on each receiving NIC before any stream
+        # opens, so that every stream is a credit flow it grants.
+        credit = bool(choice and choice.receiver)
+        rx_slots = ([peer_ep.n] if fwd else []) + ([ep.n] if rev else []) if credit else []
+        if credit:
+            _setup_receivers(ep, t.ip_of(dst), hdr,
+                             [t.ip_of(dst)] * fwd + [t.ip_of(src)] * rev)
         legs = []
         for _ in range(args.parallel if fwd else 0):
             if args.rpc:
-                d = ep.connect(t.ip_of(dst), duplex=True)
+                d = ep.connect(t.ip_of(dst), duplex=True, credit=credit)
                 d.send(_header(dict(hdr, dir="fwd", echo=True)))   # answer every message
                 s = Stream(d.tx, msg, d)
             else:
-                c = ep.connect(t.ip_of(dst))
+                c = ep.connect(t.ip_of(dst), credit=credit)
                 c.send(_header(dict(hdr, dir="fwd")))
                 s = Stream(c, msg, rate=rate)
             legs.append(Leg(N, cc, s.c.flow, ep.n, peer_ep.n, True, stream=s))
         for _ in range(args.parallel if rev else 0):
             d = ep.connect(t.ip_of(dst), duplex=True)
-            d.send(_header(dict(hdr, dir="rev")))
+            d.send(_header(dict(hdr, dir="rev", credit=credit)))
             leg = Leg(N, cc, 0, peer_ep.n, ep.n, False, duplex=d)
             legs.append(leg)
         # Reverse legs: the server's flow (HELLO names ours), then its PDC here.
@@ -763,7 +839,9 @@ def _client(args, t, choice, out) -> int:
             leg.last = leg.base = leg.sample()
         if not args.json:
             _print_start(args, out, t, src, dst, legs, choice)
-        res = _run(args, legs, stop, agents, cc, out, ep.n, peer_ep.n)
+        grants0 = _grants(N, rx_slots)
+        res = _run(args, legs, stop, out)
+        res["grants"] = _grants(N, rx_slots) - grants0
     except (RuntimeError, TimeoutError, ConnectionError) as e:
         print(f"taurus perf: error - {e}", file=sys.stderr)
         return 1
@@ -789,13 +867,27 @@ def _client(args, t, choice, out) -> int:
     return 1 if res["stopped"] and not res["intervals"] else 0
 
 
-def _run(args, legs, stop, agents, cc, out, src_slot, dst_slot) -> dict:
-    from taurus.datapath.ccshm import CTL_NATIVE_CALLS, CTL_REPORTED
-    slots = sorted({leg.snd for leg in legs})
+def _setup_receivers(ep, dst_ip: str, hdr: dict, receivers: list) -> None:
+    """Ask perf -s to start the test's receiver algorithm on the NICs of
+    `receivers` (IPs): a setup header on a duplex connection, answered
+    on its reverse flow once done (or with the error)."""
+    d = ep.connect(dst_ip, duplex=True)
+    d.send(_header(dict(hdr, dir="setup", receivers=receivers)))
+    try:
+        reply = json.loads(d.recv(timeout=CC_WAIT_S))
+    except TimeoutError:
+        raise RuntimeError("perf -s did not answer the receiver setup (see its output)") from None
+    if "error" in reply:
+        raise RuntimeError(f"perf -s: receiver {hdr['cc']['receiver']}: {reply['error']}")
 
-    def msgs():
-        return sum(int(cc.ctls[s, CTL_NATIVE_CALLS if not agents else CTL_REPORTED])
-                   for s in slots)
+
+def _grants(N, slots) -> int:
+    """Grants the receiver algorithms of NIC slots `slots` made so far."""
+    from taurus.datapath.devices.nic.state import C_RX_GRANT
+    return sum(int(N.ncnt[n, C_RX_GRANT]) for n in slots)
+
+
+def _run(args, legs, stop, out) -> dict:
     streams = [leg.stream for leg in legs if leg.stream is not None]
     per_stream_limit = -(-args.bytes // args.parallel) if args.bytes else 0
     t0 = time.monotonic_ns()
@@ -806,7 +898,6 @@ def _run(args, legs, stop, agents, cc, out, src_slot, dst_slot) -> dict:
     ivl_ns = int(args.interval * 1e9)
     intervals, last_t = [], t0
     next_ivl = t0 + (min(ivl_ns, omit_ns) if omit_ns else ivl_ns)
-    m_last = m_base = msgs()
     omitted = bool(omit_ns)
     t_start = t0                          # totals count from here (the end of -O)
     while not stop["now"]:
@@ -822,17 +913,14 @@ def _run(args, legs, stop, agents, cc, out, src_slot, dst_slot) -> dict:
             args.bytes and all(s.c.acked() >= min(per_stream_limit, s.c.posted)
                                and s.c.posted >= per_stream_limit for s in streams))
         if now >= next_ivl or done:
-            m = msgs()
-            iv = _interval(legs, last_t - t_start, now - t_start, omitted, m - m_last,
-                           bool(args.bidir))
-            m_last = m
+            iv = _interval(legs, last_t - t_start, now - t_start, omitted, bool(args.bidir))
             intervals.append(iv)
             if not args.json:
                 _print_interval(args, out, iv, legs)
             last_t = now
             if omitted and now - t0 >= omit_ns:
                 omitted = False
-                t_start, last_t, m_base = now, now, m
+                t_start, last_t = now, now
                 for leg in legs:
                     leg.base = dict(leg.last)
                     leg.maxes = {"cwnd": 0, "rtt": 0}
@@ -857,10 +945,10 @@ def _run(args, legs, stop, agents, cc, out, src_slot, dst_slot) -> dict:
                 leg.rx.recv_bytes()
     final = {id(leg): leg.sample() for leg in legs}
     return {"intervals": intervals, "t_start": t_start, "t_end": t_end, "t0": t0,
-            "final": final, "messages": msgs() - m_base, "stopped": stop["now"]}
+            "final": final, "stopped": stop["now"]}
 
 
-def _interval(legs, a_ns, b_ns, omitted, messages, bidir):
+def _interval(legs, a_ns, b_ns, omitted, bidir):
     """One interval: per stream what iperf3 reports (bytes by this side:
     ACKed when it sends, delivered when it receives) plus the CC state."""
     secs = max(1e-9, (b_ns - a_ns) / 1e9)
@@ -887,8 +975,9 @@ def _interval(legs, a_ns, b_ns, omitted, messages, bidir):
                          "retransmits": now["retx"] - was["retx"],
                          "ecn_bytes": now["ecn_bytes"] - was["ecn_bytes"],
                          "ecn_acks": now["ecn_acks"] - was["ecn_acks"],
+                         "agent_messages": now["messages"] - was["messages"],
                          "agent_decisions": now["decisions"] - was["decisions"],
-                         "sender": leg.sender}
+                         "credit": now["credit"], "sender": leg.sender}
         rows.append(row)
     out = {"streams": rows}
 
@@ -899,7 +988,7 @@ def _interval(legs, a_ns, b_ns, omitted, messages, bidir):
         if sender:
             d["retransmits"] = sum(r["retransmits"] for r in rs)
         d.update(omitted=omitted, sender=sender)
-        d["taurus"] = {"agent_messages": messages,
+        d["taurus"] = {"agent_messages": sum(r["taurus"]["agent_messages"] for r in rs),
                        "agent_decisions": sum(r["taurus"]["agent_decisions"] for r in rs),
                        "ecn_bytes": sum(r["taurus"]["ecn_bytes"] for r in rs)}
         return d
@@ -925,8 +1014,10 @@ def _leg_end(leg, final, secs, rtts=True):
            "mean_rtt": leg.rtt_sum // leg.rtt_n if leg.rtt_n else 0, "sender": leg.sender,
            "taurus": {"ecn_bytes": final["ecn_bytes"] - b["ecn_bytes"],
                       "ecn_acks": final["ecn_acks"] - b["ecn_acks"],
+                      "agent_messages": final["messages"] - b["messages"],
                       "agent_decisions": final["decisions"] - b["decisions"],
-                      "cwnd": final["cwnd"], "pacing_rate": final["rate"]}}
+                      "cwnd": final["cwnd"], "pacing_rate": final["rate"],
+                      "credit": final["credit"]}}
     rcv = {"socket": leg.flow, "start": 0, "end": secs, "seconds": secs, "bytes": recv,
            "bits_per_second": recv * 8 / secs, "sender": leg.sender}
     return {"sender": snd, "receiver": rcv}
@@ -961,13 +1052,18 @@ def _result(args, t, src, dst, legs, res, choice, cpu, agent_pids):
     name = choice.name if choice else "static"
     end["cpu_utilization_percent"] = cpu
     end["sender_tcp_congestion"] = name
-    end["receiver_tcp_congestion"] = name
+    # the receiving side's algorithm: its receiver algorithm when it runs one
+    end["receiver_tcp_congestion"] = (choice.receiver_name if choice and choice.receiver
+                                      else name)
     end["taurus"] = {
-        "agent_messages": res["messages"],
+        "agent_messages": sum(e["sender"]["taurus"]["agent_messages"] for e in ends),
         "rtt_us": {"p50": _pct(rtts, 50), "p99": _pct(rtts, 99),
                    "min": int(rtts.min()) if len(rtts) else 0},
         "msg_completion_us": {"n": int(len(lat)), "p50": _pct(lat, 50), "p90": _pct(lat, 90),
                               "p99": _pct(lat, 99), "p999": _pct(lat, 99.9)}}
+    if choice is not None and choice.receiver:
+        end["taurus"]["receiver"] = {"algorithm": choice.receiver_name,
+                                     "grants": res["grants"]}
     connected = []
     for leg in legs:
         local, remote = (src, dst)
@@ -1002,7 +1098,9 @@ def _result(args, t, src, dst, legs, res, choice, cpu, agent_pids):
                              "client_host": src, "server_host": dst, "pmtu": itf.link.mtu,
                              "cc": ({"algorithm": choice.algorithm, "name": choice.name,
                                      "mode": choice.mode, "params": choice.params,
-                                     "receiver": choice.receiver} if choice else None),
+                                     "receiver": choice.receiver,
+                                     "receiver_params": choice.receiver_params}
+                                    if choice else None),
                              "agent_pids": agent_pids}},
         "intervals": res["intervals"],
         "end": end,
@@ -1150,6 +1248,10 @@ def _print_end(args, out, doc, legs):
         out.line(f"congestion control: {cc['name']} ({cc['mode']}), agent messages "
                  f"{tt['agent_messages']}, decisions "
                  f"{sum(s['sender']['taurus']['agent_decisions'] for s in e['streams'])}")
+    if "receiver" in tt:
+        credit = sum(s["sender"]["taurus"]["credit"] for s in e["streams"])
+        out.line(f"receiver algorithm: {tt['receiver']['algorithm']} (native), grants "
+                 f"{tt['receiver']['grants']}, credit granted {_unit(credit, 'A', False)}")
     if args.perf_verbose:
         c = e["cpu_utilization_percent"]
         out.line(f"CPU Utilization: local/sender {c['host_total']:.1f}% "

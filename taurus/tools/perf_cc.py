@@ -1,7 +1,9 @@
 """Congestion control for `taurus perf`: which algorithm and mode the
-client's flows run (-C, --cc-mode, --cc-param, --cc-config), checked
-before anything touches a namespace, and the agent process the client
-starts and stops itself.
+client's flows run (-C, --cc-mode, --cc-param, --cc-config) and which
+receiver algorithm the receiving NICs run (--receiver-cc, the file's
+receiver_params, receiver_idle, receiver_init_credit), checked before
+anything touches a namespace, and the agent process the client starts and
+stops itself.
 
 The agent is built the way `taurus run` builds its agents
 (experiment/runner.py `_start_agents`: the [agent] table from the [cc]
@@ -23,6 +25,7 @@ import signal
 import time
 import types
 
+from taurus.cc_algorithms.native import IDLE_NS
 from taurus.cc_algorithms.params import ConfigError
 from taurus.units import toml_value
 
@@ -41,11 +44,16 @@ class CcChoice:
     receiver: str = ""
     receiver_name: str = ""
     receiver_params: dict = dataclasses.field(default_factory=dict)
+    receiver_idle: int = IDLE_NS          # ns: its senders leave after this long silent
+    receiver_init_credit: int = 0         # bytes a new sender starts with (0: pipe_credit)
 
     def header(self) -> dict:
-        """What perf -s needs to set a flow's mode (the stream header)."""
+        """What perf -s needs to set a flow's mode and start the receiver
+        algorithm (the stream header)."""
         return {"algorithm": self.algorithm, "mode": self.mode, "params": self.params,
-                "receiver": self.receiver, "receiver_params": self.receiver_params}
+                "receiver": self.receiver, "receiver_params": self.receiver_params,
+                "receiver_idle": self.receiver_idle,
+                "receiver_init_credit": self.receiver_init_credit}
 
 
 def choose(args) -> CcChoice | None:
@@ -65,7 +73,8 @@ def choose(args) -> CcChoice | None:
         return None
     if spec is None:            # -C alone: the experiment file's [cc] defaults
         spec = types.SimpleNamespace(algorithm=args.congestion, mode="agent", params={},
-                                     jit=True, receiver="", receiver_params={})
+                                     jit=True, receiver="", receiver_params={},
+                                     receiver_idle=IDLE_NS, receiver_init_credit=0)
     params = dict(spec.params)
     if args.congestion and args.congestion != spec.algorithm:
         params = {}                     # a file's params belong to the file's algorithm
@@ -81,19 +90,15 @@ def choose(args) -> CcChoice | None:
     cls = lookup(algorithm, role="sender")
     make_params(cls, params, "cc.params")
     receiver = args.receiver_cc if args.receiver_cc is not None else spec.receiver
-    rname = ""
+    rname, rparams = "", {}
     if receiver:
         rcls = lookup(receiver, role="receiver")
-        make_params(rcls, spec.receiver_params, "cc.receiver_params")
+        # a file's receiver_params belong to the receiver it names, if it names one
+        rparams = dict(spec.receiver_params) if spec.receiver in ("", receiver) else {}
+        make_params(rcls, rparams, "cc.receiver_params")
         rname = rcls.name
-        # Checked first (a bad name says so), then refused: perf's
-        # connections are opened by the engine without credit (nic_service),
-        # so a receiver algorithm would have nothing to grant.
-        raise ConfigError(f"--receiver-cc {receiver}: receiver algorithms are not applied by "
-                          "taurus perf yet (its connections run without credit); use "
-                          "taurus run with [cc] receiver")
-    return CcChoice(algorithm, cls.name, mode, params, spec.jit, receiver, rname,
-                    dict(spec.receiver_params))
+    return CcChoice(algorithm, cls.name, mode, params, spec.jit, receiver, rname, rparams,
+                    int(spec.receiver_idle), int(spec.receiver_init_credit))
 
 
 # ---- the agent process ---------------------------------------------------------

@@ -34,9 +34,10 @@ from ..datapath.devices.nic.shm import NicShm
 from ..datapath.devices.nic.state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX, CQ_TIME, CQ_TX,
                                           FL_ACKED_OFF, FL_MQ_DONE, FL_SRTT, FL_STATE, FL_TXCAP,
                                           FL_TXOFF, FS_FAILED, M_NNIC, M_NRP, NR_IP, OP_CLOSE,
-                                          OP_READ, OP_REQ_CLOSE, OP_SEND, REQ_NIC, REQ_PEER_IP,
-                                          REQ_PID, REQ_RESULT, REQ_STATE, RP_BUFCAP, RP_BUFOFF,
-                                          RP_DELIV, RP_GEN, RP_NIC, RP_PEER_IP, RP_PEER_PDC,
+                                          OP_READ, OP_REQ_CLOSE, OP_SEND, REQ_CREDIT, REQ_NIC,
+                                          REQ_PEER_IP, REQ_PID, REQ_RESULT, REQ_STATE, RP_BUFCAP,
+                                          RP_BUFOFF, RP_DELIV, RP_GEN, RP_NIC, RP_PEER_IP,
+                                          RP_PEER_PDC,
                                           RQ_ASKED, RQ_DONE, RQ_FAILED, RQ_FREE)
 
 __all__ = ["Conn", "Duplex", "Endpoint", "WouldBlock", "connect", "listen"]
@@ -94,13 +95,16 @@ class Endpoint:
         return len(recs)
 
     # ---- connections ------------------------------------------------------
-    def connect(self, peer, timeout: float = 10.0, duplex: bool = False):
+    def connect(self, peer, timeout: float = 10.0, duplex: bool = False, credit: bool = False):
         """A sending Conn from this NIC to peer (IPv4 address); with duplex,
-        a Duplex whose receiving half the peer's ``accept(duplex=True)`` opens."""
-        c = self._connect(peer, timeout)
+        a Duplex whose receiving half the peer's ``accept(duplex=True)`` opens.
+        credit: the flow sends within the credit the peer's NIC grants (its
+        receiver algorithm, e.g. RCCC), starting from that NIC's initial
+        credit when it is a NIC of this engine."""
+        c = self._connect(peer, timeout, credit)
         return Duplex(c, None, peer=str(ipaddress.IPv4Address(peer))) if duplex else c
 
-    def _connect(self, peer, timeout: float) -> "Conn":
+    def _connect(self, peer, timeout: float, credit: bool = False) -> "Conn":
         ip = int(ipaddress.IPv4Address(peer))
         lock = open(self._lockpath, "rb") if self._lockpath else None
         try:
@@ -111,6 +115,7 @@ class Endpoint:
                 raise WouldBlock("no free connection request row")
             row = self.N.req[free[0]]
             row[REQ_NIC], row[REQ_PEER_IP], row[REQ_PID] = self.n, ip, os.getpid()
+            row[REQ_CREDIT] = int(bool(credit))
             row[REQ_STATE] = RQ_ASKED
         finally:
             if lock:
@@ -178,11 +183,12 @@ class Endpoint:
         rx = self._accept(timeout)
         return self.answer(rx, 10.0 if timeout is None else timeout) if duplex else rx
 
-    def answer(self, rx: "Conn", timeout: float = 10.0) -> "Duplex":
-        """Make an accepted receiving Conn duplex: open the reverse flow and
-        announce it with the HELLO naming the flow it answers."""
+    def answer(self, rx: "Conn", timeout: float = 10.0, credit: bool = False) -> "Duplex":
+        """Make an accepted receiving Conn duplex: open the reverse flow (with
+        credit: as ``connect``) and announce it with the HELLO naming the
+        flow it answers."""
         ip, flow = rx.peer
-        tx = self._connect(ip, timeout)
+        tx = self._connect(ip, timeout, credit)
         tx.send(HELLO + struct.pack(">I", flow))
         return Duplex(tx, rx, peer=ip)
 
@@ -449,7 +455,8 @@ def listen(engine, host) -> Endpoint:
     return ep
 
 
-def connect(engine, host, peer, duplex: bool = False):
+def connect(engine, host, peer, duplex: bool = False, credit: bool = False):
     """A sending connection from `host`'s NIC to `peer` (IPv4); with duplex,
-    both directions (the peer accepts with ``accept(duplex=True)``)."""
-    return listen(engine, host).connect(peer, duplex=duplex)
+    both directions (the peer accepts with ``accept(duplex=True)``); with
+    credit, a credit flow (Endpoint.connect)."""
+    return listen(engine, host).connect(peer, duplex=duplex, credit=credit)

@@ -22,7 +22,8 @@ each with the table as it is after the event (``active``, ``backlog_sum``):
   when no data came from it for the NIC's idle timeout (NR_RX_IDLE; a scan
   every half of it on the NIC's timer); its next data joins it again.
 What the algorithm grants (``set_credit``: cumulative bytes) becomes r's
-credit, never decreasing; the next ACK_CC carries it.  Without a receiver
+credit, never decreasing; the next ACK_CC carries it.  Each grant that
+raised a credit counts in the NIC's ``rx_grant``.  Without a receiver
 algorithm nothing is raised, no table is kept and rx.rx_grant_credit's
 default policy grants.  The call is out of line and reference-counted, like
 sigcall.py's.
@@ -34,10 +35,10 @@ import numba as nb
 from ... import ccevents as V
 from ...ccnative import native_receiver
 from ...wheel import wheel_schedule
-from .state import (M_NRP, NR_RX_ACTIVE, NR_RX_BACKLOG, NR_RX_IDLE, NR_RX_TIMER, RP_BACKLOG,
+from .state import (C_RX_GRANT, M_NRP, NR_RX_ACTIVE, NR_RX_BACKLOG, NR_RX_IDLE, NR_RX_TIMER, RP_BACKLOG,
                     RP_CC, RP_CREDIT, RP_JOINED, RP_LAST_T, RP_NIC, RP_TARGET)
 
-RxE = namedtuple("RxE", ["rep", "alg", "rp"])
+RxE = namedtuple("RxE", ["rep", "alg", "rp", "ncnt"])
 
 
 @nb.njit(cache=True, _nrt=True)
@@ -45,6 +46,7 @@ def _event(X, n, r, ev, now, v0, v1, v2, v3, v4, v5, v6, v7):
     g = native_receiver(X.alg, X.rep, n, r, ev, now, v0, v1, v2, v3, v4, v5, v6, v7)
     if g > X.rp[r, RP_CREDIT]:
         X.rp[r, RP_CREDIT] = g
+        X.ncnt[n, C_RX_GRANT] += 1
 
 
 @nb.njit(cache=True, inline="always")
@@ -52,7 +54,7 @@ def rx_cc_event(E, n, r, ev, now, v0, v1, v2, v3, v4, v5):
     """Event ev about sender r, with NIC n's active-sender table (V6, V7)."""
     if E.alg.nic_alg[n] >= 0:
         nr = E.nic.nr
-        _event(RxE(E.rep, E.alg, E.nic.rp), n, r, ev, now, v0, v1, v2, v3, v4, v5,
+        _event(RxE(E.rep, E.alg, E.nic.rp, E.nic.ncnt), n, r, ev, now, v0, v1, v2, v3, v4, v5,
                nr[n, NR_RX_ACTIVE], nr[n, NR_RX_BACKLOG])
 
 

@@ -45,7 +45,7 @@ from .state import (N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR
                         FL_TXCAP, FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND,
                         RP_BUFCAP, OP_READ, OP_CLOSE, OP_REQ_CLOSE, FS_CLOSED, FL_SCHED,
                         M_FL_CLOSED, M_NRP, RP_GEN, FL_CLOSING, RP_NIC, RP_PEER_IP, RP_PEER_PDC,
-                        REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_STATE, RQ_ASKED, RQ_DONE,
+                        REQ_CREDIT, REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_STATE, RQ_ASKED, RQ_DONE,
                         RQ_FAILED,
                         M_NFL, M_NNIC, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY,
                         NR_ACK_EVERY,
@@ -381,6 +381,7 @@ def _register_cc(eng, n: int, f: int) -> None:
     cc.event_mask[f] = cc.ctls[n, C.CTL_DEFAULT_MASK]
     cc.rate[f] = cc.cwnd[f] = cc.credit[f] = cc.flags[f] = cc.timer_ns[f] = 0
     cc.ev[f] = cc.ev_n[f] = 0            # no entropy decision: the flow's own EV
+    cc.delivered[f] = 0                  # a reused row counts its new connection's messages
 
 
 def set_flow_mode(eng, f: int, mode: str, alg: int = -1, event_mask: int | None = None,
@@ -648,7 +649,10 @@ def nic_neighbour(eng, ip, mac) -> None:
 
 def nic_service(eng) -> int:
     """Answer apps' connection requests (state.py REQ_* rows): open a flow
-    from the asking NIC to the peer IP.  Returns how many were answered."""
+    from the asking NIC to the peer IP; a credit flow when the request asks
+    (REQ_CREDIT), starting from the peer NIC's initial credit
+    (nic_init_credit) when the peer is a NIC of this engine.  Returns how
+    many were answered."""
     N = eng.E.nic
     done = 0
     for row in N.req:
@@ -661,7 +665,13 @@ def nic_service(eng) -> int:
             mac = eng.nics.neigh.get(ip)
             if mac is None:
                 raise ValueError(f"no MAC known for {ipaddress.IPv4Address(ip)}")
-            row[REQ_RESULT] = add_flow(eng, int(N.nr[n, NR_DEV]), mac, ip)
+            credit = bool(row[REQ_CREDIT])
+            init = None
+            if credit:
+                peer = np.flatnonzero(N.nr[:int(N.meta[M_NNIC]), NR_IP] == ip)
+                init = int(N.nr[peer[0], NR_INIT_CREDIT]) if len(peer) else None
+            row[REQ_RESULT] = add_flow(eng, int(N.nr[n, NR_DEV]), mac, ip, credit=credit,
+                                       init_credit=init)
             row[REQ_STATE] = RQ_DONE
         except ValueError:
             row[REQ_RESULT] = -1
