@@ -1,7 +1,7 @@
 """How fast virtual time runs: simulated seconds, Gbit and packet-hops per
 wall second, the wall time split engine / runner+agent, peak RSS.
 
-    python bench/sim.py [--quick] [--only dumbbell,fat-tree,many-flows] [--json OUT]
+    python bench/sim.py [--quick] [--only dumbbell,fat-tree,many-flows,fairness] [--json OUT]
 
 Cases (each `taurus run` in its own process, so its peak RSS is its own):
   dumbbell    examples/dctcp_dumbbell.toml for 1 simulated second (quick:
@@ -9,8 +9,13 @@ Cases (each `taurus run` in its own process, so its peak RSS is its own):
   fat-tree    a k = 8 fat-tree (128 hosts, 10 Gbit/s, 1 us links), WebSearch
               flows at 60% load from every host to random others for 20 ms
               (quick: k = 4, 5 ms), DCTCP in the agent;
-  many-flows  10,000 concurrent finite flows (32 KB each) on a 4-leaf,
-              2-spine, 32-host leaf-spine, DCTCP in the agent (quick: 1,000).
+  many-flows  10,000 concurrent long flows (625 between each of 16 host
+              pairs) on a 4-leaf, 2-spine, 32-host leaf-spine for 50 ms,
+              DCTCP in the agent (quick: 1,000 for 20 ms);
+  fairness    10,000 long flows from 2 senders through a 10 Gbit/s dumbbell
+              bottleneck for 1 s, DCTCP in the agent: each flow's goodput
+              against its max-min share of what the bottleneck carried, and
+              the agent's CPU (quick: 200 flows through 1 Gbit/s for 0.3 s).
 A packet-hop is one frame sent by one port (a switch egress or a NIC), so
 a data packet over the dumbbell's 3 links and its ACK back make 6.
 The last line: `sim: dumbbell X sim-s per wall-s (native), fat-tree Y M
@@ -59,26 +64,52 @@ load = 0.6
 max_flows = 100000
 ''', [])
     n = 1_000 if quick else 10_000
-    per = n // 16
+    if name == "fairness":       # n long flows through one bottleneck, each asserted
+        return (f'''[experiment]
+name = "sim-fairness"
+duration = "{'300ms' if quick else '1s'}"
+warmup = "{'100ms' if quick else '300ms'}"
+seed = 1
+sample = "10ms"
+[topology]
+builtin = "dumbbell"
+defaults = {{ rate = "10Gbit", delay = "2us" }}
+[[topology.links]]
+endpoints = ["s1", "s2"]
+rate = "{'1Gbit' if quick else '10Gbit'}"
+buffer = "32MB"
+ecn = {{ k = "100KB" }}
+[cc]
+algorithm = "dctcp"
+mode = "agent"
+[outputs]
+plots = false
+[[traffic]]
+kind = "bulk"
+from = ["h1", "h2"]
+to = "h3"
+parallel = {(200 if quick else n) // 2}
+''', [])
+    # many-flows: n long flows between 16 host pairs of a leaf-spine
     return (f'''[experiment]
 name = "sim-many-flows"
-duration = "{'20ms' if quick else '100ms'}"
+duration = "{'20ms' if quick else '50ms'}"
 seed = 1
 sample = "1ms"
 [topology]
 name = "ls"
 leaf_spine = {{ leaves = 4, spines = 2, hosts_per_leaf = 8, switch = {{ ecn = {{ k = "65KB" }} }} }}
-defaults = {{ rate = "10Gbit", delay = "1us", buffer = "2MB" }}
+defaults = {{ rate = "10Gbit", delay = "1us", buffer = "8MB" }}
 [cc]
 algorithm = "dctcp"
 mode = "agent"
+[outputs]
+plots = false
 ''' + "".join(f'''[[traffic]]
-kind = "incast"
+kind = "bulk"
 from = ["h{i}"]
 to = "h{i + 16}"
-size = "32KB"
-rounds = {per}
-interval = "1ns"
+parallel = {n // 16}
 ''' for i in range(1, 17)), [])
 
 
@@ -108,7 +139,16 @@ def run_case(name: str, quick: bool, out: str) -> dict:
               for k in ("tx_data", "tx_retx", "tx_ack", "tx_nack", "tx_cnp", "tx_close"))
     bits = sum(f["bytes"] for f in s["flows"]) * 8
     loop = s["loop_wall_s"]
-    return {"case": name, "complete": s["complete"], "flows": len(s["flows"]),
+    fair = {}
+    if name == "fairness":       # each flow against its max-min share of what was carried
+        g = [f["goodput_bps"] for f in s["flows"]]
+        share = sum(g) / len(g)
+        dev = [abs(x / share - 1) for x in g]
+        fair = {"share_mbps": share / 1e6, "worst_dev": max(dev),
+                "within_10pct": sum(d <= 0.1 for d in dev) / len(dev),
+                "jain": s["fairness"]["jain_mean"],
+                "carried_gbps": sum(g) / 1e9}
+    return {**fair, "case": name, "complete": s["complete"], "flows": len(s["flows"]),
             "sim_s": sim_s, "wall_s": wall, "loop_wall_s": loop,
             "engine_wall_s": s["engine_wall_s"], "outside_engine_s": loop - s["engine_wall_s"],
             "setup_s": wall - loop, "agent_cpu_s": s["agent"]["cpu_s"],
@@ -118,7 +158,7 @@ def run_case(name: str, quick: bool, out: str) -> dict:
             "peak_rss_mb": ru.ru_maxrss / 1024}
 
 
-CASES = ("dumbbell-native", "dumbbell-agent", "fat-tree", "many-flows")
+CASES = ("dumbbell-native", "dumbbell-agent", "fat-tree", "many-flows", "fairness")
 
 
 def main(argv=None) -> int:
@@ -142,6 +182,12 @@ def main(argv=None) -> int:
                   f"{r['loop_wall_s']:7.1f} {r['engine_wall_s']:7.1f} {r['outside_engine_s']:7.1f} "
                   f"{r['agent_cpu_s']:6.1f} {r['sim_s_per_wall_s']:8.4f} "
                   f"{r['gbit_per_wall_s']:7.2f} {r['mhops_per_wall_s']:7.3f} {r['peak_rss_mb']:7.0f}")
+    if "share_mbps" in res.get("fairness", {}):
+        r = res["fairness"]
+        print(f"fairness: {r['flows']} flows, {r['carried_gbps']:.2f} Gbit/s carried, share "
+              f"{r['share_mbps']:.3f} Mbit/s, {100 * r['within_10pct']:.1f}% of flows within 10% "
+              f"of it (worst {100 * r['worst_dev']:.1f}%), Jain {r['jain']:.4f}, agent CPU "
+              f"{r['agent_cpu_s']:.1f} s")
     print("loop s: the run's event loop (setup and results excluded); engine: of it in the "
           "compiled engine; outside: the runner's and agent's share; agent: its CPU seconds")
     if a.json:

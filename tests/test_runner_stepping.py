@@ -63,3 +63,23 @@ def test_large_finite_flows_complete(tmp_path):
     assert s["complete"]
     for f in s["flows"]:
         assert f["bytes"] == 1_000_000 and 1_600_000 < f["fct_ns"] < 10_000_000   # 2 share 10G
+
+
+def test_many_long_flows_each_get_their_fair_share(tmp_path):
+    """200 DCTCP flows (agent mode) through one 1 Gbit/s bottleneck: every
+    flow's goodput within 10% of its max-min share of what was carried
+    (bench/sim.py's fairness case runs 10,000)."""
+    d = {"experiment": {"name": "fair", "duration": "300ms", "warmup": "100ms",
+                        "sample": "10ms"},
+         "topology": {"builtin": "dumbbell", "defaults": {"rate": "10Gbit", "delay": "2us"},
+                      "links": [{"endpoints": ["s1", "s2"], "rate": "1Gbit", "buffer": "16MB",
+                                 "ecn": {"k": "100KB"}}]},
+         "cc": {"algorithm": "dctcp", "mode": "agent", "mss": 1024},
+         "outputs": {"plots": False},
+         "traffic": [{"kind": "bulk", "from": ["h1", "h2"], "to": "h3", "parallel": 100}]}
+    s = run_experiment(schema.from_dict(d, "fair"), str(tmp_path), "virtual")
+    g = [f["goodput_bps"] for f in s["flows"]]
+    share = sum(g) / len(g)
+    assert len(g) == 200 and sum(g) > 0.85e9
+    assert all(abs(x / share - 1) <= 0.1 for x in g), (min(g) / share, max(g) / share)
+    assert s["agent"]["cpu_s"] > 0 and s["runner_steps"] < 30_000
