@@ -619,21 +619,26 @@ def _unit(value: float, fmt: str, per_sec: bool) -> str:
 
 
 def client(args, t, choice) -> int:
+    from taurus.datapath.watchdog import EXIT_ENGINE_GONE, exit_now
     out = Out(args)
     try:
-        return _client(args, t, choice, out)
+        rc = _client(args, t, choice, out)
     except FileNotFoundError as e:
         print(f"taurus perf: error - engine {_engine_name(args, t)} is not running "
               f"({e.filename or e}); start taurus perf -s --topo {args.topo}", file=sys.stderr)
         return 1
     finally:
         out.close()
+    if rc == EXIT_ENGINE_GONE:
+        exit_now(rc)            # its agents are stopped: leave within the second
+    return rc
 
 
 def _client(args, t, choice, out) -> int:
     from taurus.datapath.ccshm import CcShm
     from taurus.datapath.devices.nic.state import NR_MSS
-    from taurus.transport.client import Endpoint
+    from taurus.datapath.watchdog import EXIT_ENGINE_GONE
+    from taurus.transport.client import Endpoint, EngineGone
     from .perf_cc import AGENT_MODES, AgentProc
     dst = _resolve(t, args.client)
     src = args.src or next(h for h in t.hosts if h != dst)
@@ -699,18 +704,23 @@ def _client(args, t, choice, out) -> int:
                         raise RuntimeError(f"perf -s did not set flow {leg.flow}'s CC "
                                            f"({choice.mode} {choice.algorithm}; see its "
                                            "output)")
+                    ep.check()
                     time.sleep(1e-3)
         # Count from a quiet point: each header we sent delivered and ACKed.
         t_end = time.monotonic() + CC_WAIT_S
         while time.monotonic() < t_end and not all(
                 (x := leg.sample())["acked"] == x["delivered"] > 0 for leg in legs
                 if leg.sender):
+            ep.check()
             time.sleep(1e-3)
         for leg in legs:
             leg.last = leg.base = leg.sample()
         if not args.json:
             _print_start(args, out, t, src, dst, legs, choice)
-        res = _run(args, legs, stop, agents, cc, out, ep.n, peer_ep.n)
+        res = _run(args, legs, stop, agents, cc, out, ep.n, peer_ep.n, ep.check)
+    except EngineGone as e:
+        print(f"taurus perf: {e}; exiting", file=sys.stderr)
+        return EXIT_ENGINE_GONE
     except (RuntimeError, TimeoutError, ConnectionError) as e:
         print(f"taurus perf: error - {e}", file=sys.stderr)
         return 1
@@ -736,7 +746,8 @@ def _client(args, t, choice, out) -> int:
     return 1 if res["stopped"] and not res["intervals"] else 0
 
 
-def _run(args, legs, stop, agents, cc, out, src_slot, dst_slot) -> dict:
+def _run(args, legs, stop, agents, cc, out, src_slot, dst_slot, check=lambda: None) -> dict:
+    """The measurement; `check` raises EngineGone when the engine is gone."""
     from taurus.datapath.ccshm import CTL_NATIVE_CALLS, CTL_REPORTED
     slots = sorted({leg.snd for leg in legs})
 
@@ -758,6 +769,7 @@ def _run(args, legs, stop, agents, cc, out, src_slot, dst_slot) -> dict:
     t_start = t0                          # totals count from here (the end of -O)
     while not stop["now"]:
         now = time.monotonic_ns()
+        check()
         for s in streams:
             s.reap()
             if end_ns is None or now < end_ns:
@@ -796,6 +808,7 @@ def _run(args, legs, stop, agents, cc, out, src_slot, dst_slot) -> dict:
         if all(s.c.acked() >= s.c.posted for s in streams) and all(
                 leg.delivered() >= leg.sample()["acked"] for leg in legs):
             break
+        check()
         time.sleep(1e-3)
         for s in streams:
             s.reap()
