@@ -4,8 +4,11 @@ One ``step()`` is one wake-up: heartbeat, drain a batch, deliver it, run the
 host samplers that are due.  ``run()`` loops with an adaptive sleep (50 µs
 after work, doubling to 1 ms when idle, shorter if a sampler is due; never a
 busy poll; no sleep when the drain was capped, i.e. more is waiting) until
-SIGINT/SIGTERM, then tears down: algorithms, host actions (cgroups it
-created), the stats file; after that it writes nothing to shared memory.
+SIGINT/SIGTERM, or until its engine is gone (another process's engine:
+its pid exited, its segment was replaced, or its wall-clock heartbeat
+stopped; datapath/watchdog.py), then tears down: algorithms, host actions
+(cgroups it created), the stats file; after that it writes nothing to
+shared memory.  ``run()`` returns 0, or EXIT_ENGINE_GONE with ``gone`` set.
 
 The nap after work is a plain timer (it gathers the rest of a burst;
 ``nap_rtt`` ties it to the flows' RTT); an idle agent waits on the ring's
@@ -26,7 +29,8 @@ import time
 
 from taurus.datapath.ccshm import (CTL_AGENT_PID, CTL_BATCH_BYTES, CTL_DEADLINE_NS,
                                    CTL_HEARTBEAT_NS, CTL_PROBE_NS, CTL_PROBE_PKTS, FL_CC_ACTIVE,
-                                   CcShm)
+                                   CcShm, segment_name)
+from taurus.datapath.watchdog import EXIT_ENGINE_GONE, EngineGone, EngineWatch
 
 from .doorbell import Doorbell
 from .handler import AlgorithmHandler
@@ -53,6 +57,9 @@ class Agent:
         self.nic, self.cfg = nic, cfg
         self.cc = cc if cc is not None else CcShm.attach(nic, nic=slot)
         self._own_cc = cc is None
+        # An engine in this process steps us itself; another's may vanish.
+        self.watch = EngineWatch.for_segment(segment_name(nic)) if cc is None else None
+        self.gone: EngineGone | None = None
         self.samplers = SamplerSet()
         h = cfg.host
         for name, args in h.samplers.items():
@@ -117,6 +124,9 @@ class Agent:
             self.start(loop=a.busy_loop)
             busy = self.handler.busy
             while not self.stopping:
+                if self.watch is not None and self.watch.reason() is not None:
+                    self.gone = EngineGone(self.watch.name, self.watch.gone)
+                    break
                 n = self.step()
                 now = time.monotonic_ns()
                 if now >= self._next_stats:
@@ -160,9 +170,11 @@ class Agent:
                     self.messages.idle_steps(k - 1)
         finally:
             self.teardown()
+            if self.watch is not None:
+                self.watch.close()
             for s, h in old.items():
                 signal.signal(s, h)
-        return 0
+        return EXIT_ENGINE_GONE if self.gone is not None else 0
 
     def _busy(self, busy, nap: int, until: int) -> None:
         try:

@@ -1,6 +1,8 @@
 """`taurus agent run --nic NAME --config FILE` and `taurus agent stats NAME`.
 
 Also runnable alone: ``python -m taurus.agent.cli run --nic NAME``.
+Exit status of ``run``: 0 stopped by SIGINT/SIGTERM, 1 error, 2 bad
+configuration, 3 the engine is gone (datapath/watchdog.py).
 """
 import argparse
 import json
@@ -30,7 +32,12 @@ def _run(args) -> int:
         print(f"taurus agent: {e}", file=sys.stderr)
         return 1
     with pidfile("agent", args.pid_dir) if args.pid_dir else pidfile("agent"):
-        return agent.run()
+        rc = agent.run()
+    if agent.gone is not None:
+        from taurus.datapath.watchdog import exit_now
+        print(f"taurus agent: {agent.gone}; exiting", file=sys.stderr)
+        exit_now(rc)            # torn down: leave within the second (watchdog.exit_now)
+    return rc
 
 
 def _stats(args) -> int:

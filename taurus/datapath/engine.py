@@ -47,6 +47,8 @@ from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_repor
                      report_timer)
 from .shm import Shm
 from .hot import hot
+from . import watchdog
+from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
 from .wheel import LATE_MAX, make_wheel, wheel_alloc, wheel_expire, wheel_next_due
 
 log = logging.getLogger("taurus.engine")
@@ -81,7 +83,6 @@ REASONS = {R_UNTIL: "until", R_STOP: "stopped", R_IDLE: "idle", R_CHUNK: "chunk"
 VIRTUAL_CHUNK_ITERS = 1 << 20
 _ENGINE_IDS = itertools.count()
 NAME_LEN = 32
-MAGIC = 0x5441555255530001  # "TAURUS" v1
 
 
 @hot
@@ -165,9 +166,10 @@ def engine_run(state, until, chunk_ns):
 
 
 def _layout(max_ports: int):
-    """Byte offsets of the shared segment: header, ctl, counters, names, kinds."""
+    """Byte offsets of the shared segment: header (watchdog.py: identity and
+    heartbeat), ctl, counters, names, kinds."""
     hdr = 0
-    ctl = hdr + 16 * 8
+    ctl = hdr + watchdog.HDR_WORDS * 8
     cnt = ctl + N_CTL * 8
     names = cnt + max_ports * N_COUNTERS * 8
     kinds = names + max_ports * NAME_LEN
@@ -251,12 +253,15 @@ class Engine:
         self.shm = Shm.create(self.name, size)
         self.cc = None
         self.capture = None
+        self._heartbeat = None
         try:
             # The agent contract: one report ring + control block per NIC slot.
             self.cc = CcShm.create(self.name + "-cc", max_flows, ring_capacity,
                                    max_nics=max_nics)
-            hdr = self.shm.array(h, np.int64, (16,))
-            hdr[:4] = (MAGIC, max_ports, N_COUNTERS, os.getpid())
+            self._hdr = hdr = self.shm.array(h, np.int64, (watchdog.HDR_WORDS,))
+            hdr[H_MAX_PORTS], hdr[H_N_COUNTERS] = max_ports, N_COUNTERS
+            self._heartbeat = watchdog.Heartbeat(hdr, wall=self.clk.i[0] == WALL)
+            hdr[H_MAGIC] = MAGIC           # last: a complete header
             self.ctl = self.shm.array(c, np.int64, (N_CTL,))
             counters = self.shm.array(n, np.uint64, (max_ports, N_COUNTERS))
             self._names = self.shm.array(nm, np.uint8, (max_ports, NAME_LEN))
@@ -284,6 +289,8 @@ class Engine:
         except BaseException:
             if self.capture is not None:
                 self.capture.close()
+            if self._heartbeat is not None:
+                self._heartbeat.close()
             if self.cc is not None:
                 self.cc.close()
             self.shm.close()
@@ -454,6 +461,7 @@ class Engine:
         self.ctl[STOP] = 0
         self.ctl[STATE] = ST_RUNNING
         self.ctl[WAKE_PUBLISH] = int(wake_on_publish)
+        self._heartbeat.serving()
         try:
             while True:
                 r = engine_run(self.E, int(until_ns), self.chunk_ns)
@@ -553,6 +561,7 @@ class Engine:
                 errors.append(e)
         self._handles.clear()
         self.capture.close()
+        self._heartbeat.close()
         self.cc.close()
         self.shm.close()
         if errors:
@@ -577,10 +586,10 @@ def read_counters(ctl, cnt, names, kinds) -> dict[str, dict[str, int]]:
 def attach_stats(name: str) -> dict:
     """Read a running engine's counters from its shared segment (read-only)."""
     shm = Shm.attach(name)
-    hdr = shm.array(0, np.int64, (16,))
-    if hdr[0] != MAGIC:
+    hdr = shm.array(0, np.int64, (watchdog.HDR_WORDS,))
+    if hdr[H_MAGIC] != MAGIC:
         raise ValueError(f"{name} is not a Taurus engine segment")
-    max_ports = int(hdr[1])
+    max_ports = int(hdr[H_MAX_PORTS])
     h, c, n, nm, kd, _ = _layout(max_ports)
     ctl = shm.array(c, np.int64, (N_CTL,))
     cnt = shm.array(n, np.uint64, (max_ports, N_COUNTERS))
@@ -588,6 +597,6 @@ def attach_stats(name: str) -> dict:
     kinds = shm.array(kd, np.int64, (max_ports,))
     nports = int(ctl[NPORTS])
     names = [bytes(names_raw[p]).rstrip(b"\0").decode() for p in range(nports)]
-    return {"pid": int(hdr[3]), "now": int(ctl[NOW]), "iters": int(ctl[ITERS]),
+    return {"pid": int(hdr[H_PID]), "now": int(ctl[NOW]), "iters": int(ctl[ITERS]),
             "state": int(ctl[STATE]),
             "ports": read_counters(ctl, cnt, names, [int(k) for k in kinds[:nports]])}

@@ -708,6 +708,7 @@ def _unit(value: float, fmt: str, per_sec: bool) -> str:
 
 
 def client(args, t, choice) -> int:
+    from taurus.datapath.watchdog import EXIT_ENGINE_GONE, exit_now
     out = Out(args)
     cap = None
     try:
@@ -717,7 +718,7 @@ def client(args, t, choice) -> int:
             except (CaptureError, OSError) as e:
                 print(f"taurus perf: error - {e}", file=sys.stderr)
                 return 2
-        return _client(args, t, choice, out)
+        rc = _client(args, t, choice, out)
     except FileNotFoundError as e:
         print(f"taurus perf: error - engine {_engine_name(args, t)} is not running "
               f"({e.filename or e}); start taurus perf -s --topo {args.topo}", file=sys.stderr)
@@ -726,6 +727,9 @@ def client(args, t, choice) -> int:
         out.close()
         if cap is not None:
             print(f"taurus perf: {summary_line(cap.close())}", file=sys.stderr)
+    if rc == EXIT_ENGINE_GONE:
+        exit_now(rc)            # its agents are stopped: leave within the second
+    return rc
 
 
 class AttachedCapture:
@@ -755,7 +759,8 @@ class AttachedCapture:
 def _client(args, t, choice, out) -> int:
     from taurus.datapath.ccshm import CcShm
     from taurus.datapath.devices.nic.state import NR_MSS
-    from taurus.transport.client import Endpoint
+    from taurus.datapath.watchdog import EXIT_ENGINE_GONE
+    from taurus.transport.client import Endpoint, EngineGone
     from .perf_cc import AGENT_MODES, AgentProc
     dst = _resolve(t, args.client)
     src = args.src or next(h for h in t.hosts if h != dst)
@@ -828,20 +833,25 @@ def _client(args, t, choice, out) -> int:
                         raise RuntimeError(f"perf -s did not set flow {leg.flow}'s CC "
                                            f"({choice.mode} {choice.algorithm}; see its "
                                            "output)")
+                    ep.check()
                     time.sleep(1e-3)
         # Count from a quiet point: each header we sent delivered and ACKed.
         t_end = time.monotonic() + CC_WAIT_S
         while time.monotonic() < t_end and not all(
                 (x := leg.sample())["acked"] == x["delivered"] > 0 for leg in legs
                 if leg.sender):
+            ep.check()
             time.sleep(1e-3)
         for leg in legs:
             leg.last = leg.base = leg.sample()
         if not args.json:
             _print_start(args, out, t, src, dst, legs, choice)
         grants0 = _grants(N, rx_slots)
-        res = _run(args, legs, stop, out)
+        res = _run(args, legs, stop, out, ep.check)
         res["grants"] = _grants(N, rx_slots) - grants0
+    except EngineGone as e:
+        print(f"taurus perf: {e}; exiting", file=sys.stderr)
+        return EXIT_ENGINE_GONE
     except (RuntimeError, TimeoutError, ConnectionError) as e:
         print(f"taurus perf: error - {e}", file=sys.stderr)
         return 1
@@ -887,7 +897,8 @@ def _grants(N, slots) -> int:
     return sum(int(N.ncnt[n, C_RX_GRANT]) for n in slots)
 
 
-def _run(args, legs, stop, out) -> dict:
+def _run(args, legs, stop, out, check=lambda: None) -> dict:
+    """The measurement; `check` raises EngineGone when the engine is gone."""
     streams = [leg.stream for leg in legs if leg.stream is not None]
     per_stream_limit = -(-args.bytes // args.parallel) if args.bytes else 0
     t0 = time.monotonic_ns()
@@ -902,6 +913,7 @@ def _run(args, legs, stop, out) -> dict:
     t_start = t0                          # totals count from here (the end of -O)
     while not stop["now"]:
         now = time.monotonic_ns()
+        check()
         for s in streams:
             s.reap()
             if end_ns is None or now < end_ns:
@@ -937,6 +949,7 @@ def _run(args, legs, stop, out) -> dict:
         if all(s.c.acked() >= s.c.posted for s in streams) and all(
                 leg.delivered() >= leg.sample()["acked"] for leg in legs):
             break
+        check()
         time.sleep(1e-3)
         for s in streams:
             s.reap()

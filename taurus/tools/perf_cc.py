@@ -22,6 +22,7 @@ import dataclasses
 import multiprocessing as mp
 import os
 import signal
+import sys
 import time
 import types
 
@@ -116,8 +117,11 @@ def _agent_main(engine: str, slot: int, cfg_dict: dict, parent: int, stats_dir) 
     from taurus.pidfiles import pidfile
     cfg = parse(cfg_dict)
     with pidfile("agent"):
-        Agent(engine + "-cc", cfg, stats_dir=stats_dir, slot=slot).run()
-    os._exit(0)
+        agent = Agent(engine + "-cc", cfg, stats_dir=stats_dir, slot=slot)
+        rc = agent.run()
+    if agent.gone is not None:
+        print(f"taurus agent: {agent.gone}; exiting", file=sys.stderr, flush=True)
+    os._exit(rc)
 
 
 class AgentProc:

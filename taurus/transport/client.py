@@ -20,6 +20,12 @@ the connecting side pairs that stream with its flow on its first recv()
 One app per host NIC consumes its completion queue (an Endpoint per NIC
 per process).
 Times are the engine clock: CLOCK_MONOTONIC ns under the wall clock.
+
+From another process, every wait (``wait``, and so ``send``, ``recv``,
+``accept``, ``connect``) also watches the engine (datapath/watchdog.py):
+when it is gone -- its pid exited, its segment was replaced, or its
+wall-clock heartbeat stopped -- the wait raises ``EngineGone`` within
+0.1 s; ``Endpoint.check()`` does the same for an app that polls.
 """
 import fcntl
 import ipaddress
@@ -31,6 +37,7 @@ from collections import deque
 
 from ..datapath.devices.nic.app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
 from ..datapath.devices.nic.shm import NicShm
+from ..datapath.watchdog import EngineGone, EngineWatch
 from ..datapath.devices.nic.state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX, CQ_TIME, CQ_TX,
                                           FL_ACKED_OFF, FL_MQ_DONE, FL_SRTT, FL_STATE, FL_TXCAP,
                                           FL_TXOFF, FS_FAILED, M_NNIC, M_NRP, NR_IP, OP_CLOSE,
@@ -40,7 +47,7 @@ from ..datapath.devices.nic.state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX,
                                           RP_PEER_PDC,
                                           RQ_ASKED, RQ_DONE, RQ_FAILED, RQ_FREE)
 
-__all__ = ["Conn", "Duplex", "Endpoint", "WouldBlock", "connect", "listen"]
+__all__ = ["Conn", "Duplex", "Endpoint", "EngineGone", "WouldBlock", "connect", "listen"]
 HELLO = b"TDPX"          # + the connecting side's flow id (u32): a reverse stream's first message
 
 
@@ -51,9 +58,11 @@ class Endpoint:
         if isinstance(engine, str):
             self.eng, self._seg = None, NicShm.attach(engine + "-nic")
             self._lockpath = "/dev/shm/" + engine + "-nic"
+            self.watch = EngineWatch.for_segment(engine)
         else:                               # in-process Engine (tests, virtual time)
             self.eng, self._seg = engine, engine.nics.shm
             self._lockpath = None
+            self.watch = None
         self.N = self._seg.state
         self.n = self._find(host)
         self._tx, self._rx = {}, {}          # flow -> Conn, rx PDC -> Conn
@@ -71,11 +80,18 @@ class Endpoint:
     def now(self) -> int:
         return self.eng.now() if self.eng is not None else time.monotonic_ns()
 
+    def check(self) -> None:
+        """Raise EngineGone if another process's engine is gone (one look
+        per 50 ms at most: cheap to call in a polling loop)."""
+        if self.watch is not None:
+            self.watch.check()
+
     def wait(self) -> None:
         """Let the engine make progress: run it (in-process) or sleep a little."""
         if self.eng is not None:
             self.eng.run_for(20_000)
         else:
+            self.check()
             time.sleep(50e-6)
         self.poll()
 
@@ -129,6 +145,7 @@ class Endpoint:
                 row[REQ_STATE] = RQ_FREE
                 raise TimeoutError("the engine did not answer (is it running?)")
             else:
+                self.check()
                 time.sleep(1e-3)
         ok, f = row[REQ_STATE] == RQ_DONE, int(row[REQ_RESULT])
         row[REQ_STATE] = RQ_FREE
@@ -223,6 +240,9 @@ class Endpoint:
     def close(self) -> None:
         if self.eng is None:
             self._seg.close()
+            if self.watch is not None:
+                self.watch.close()
+                self.watch = None
 
 
 class Conn:

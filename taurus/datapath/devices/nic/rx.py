@@ -43,7 +43,7 @@ from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, send_contro
 from .host import host_admit
 from .rxcc import rx_cc_data, rx_cc_event
 from ..table import CTL_YIELD
-from .state import (C_RX_UE, C_TX_CNP, NR_CNP_GAP, NR_LASTHOP_DSCP, RP_CNP_MARKS, RP_CNP_T,
+from .state import (C_RX_UE, C_TX_CNP, C_TX_WINDOW_ADV, NR_CNP_GAP, NR_LASTHOP_DSCP, RP_CNP_MARKS, RP_CNP_T,
                     RP_NP, RP_UE, C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
                         C_DROP_WRONG_PDC, C_PDC_OPEN, C_RX_CE, C_RX_DATA, C_RX_DUP, C_RX_OOO,
                         C_RX_TRIMMED, C_TX_ACK, C_TX_NACK, CQ_RX, M_NRP, NR_ACK_DELAY, NR_ACK_EVERY,
@@ -404,6 +404,14 @@ def _rx_place(E, N, d, rp, n, r, i, p, msk, now):
     N.rs_msg[r, s] = d[D_SES_MSG_ID] + 1 if (d[D_SES_FLAGS] & S.SF_EOM) else 0
     rp[r, RP_RCVD] += ln
     N.ncnt[n, C_RX_DATA] += 1
+    if rp[r, RP_WBLOCK] == 0 and edge - (off + ln) < cap >> 2:
+        # Under a quarter of the ring left (the app is behind): tell the
+        # sender where the ring ends before it sends past it (an update:
+        # nothing lost); app_read advertises the new edge as the app reads.
+        rp[r, RP_WBLOCK] = 1
+        rp[r, RP_WADV] = edge
+        send_nack(E, n, r, p, S.NACK_NO_PKT_BUFFER, S.NACK_VC_WINDOW_UPDATE, edge, now)
+        N.ncnt[n, C_TX_WINDOW_ADV] += 1
     if d[D_PDS_TYPE] == S.T_RUD_CC_REQ:
         rp[r, RP_CC] = 1
         rp[r, RP_TARGET] = get_field(buf, d[D_PDS_OFF], S.RUD_CC_REQ_CREDIT_TARGET) \
