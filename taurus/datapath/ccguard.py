@@ -37,8 +37,8 @@ def cc_rate(E, flow, default_rate):
     r = R.rate[flow]
     if r <= 0:
         r = default_rate
-    k = R.owner[flow]
-    if k >= 0 and R.fallback[k] and (R.flags[flow] & C.FL_NATIVE) == 0:
+    k = R.owner[flow]        # shared memory: checked before it indexes anything
+    if 0 <= k < R.fallback.shape[0] and R.fallback[k] and (R.flags[flow] & C.FL_NATIVE) == 0:
         fb = R.ctls[k, C.CTL_FALLBACK_RATE]
         if r <= 0 or r > fb:
             r = fb

@@ -92,6 +92,18 @@ MERGE = ccevents.MERGE     # how each value of each event merges inside a window
 CSIG_TYPE_WORD = ccevents.WORD["csig_type"]
 
 
+MAX_TIMER_NS = 1 << 50      # a longer TIMER period is refused (now + period must not wrap)
+
+
+@nb.njit(cache=True, inline="always")
+def flow_slot(R, flow):
+    """The NIC slot reporting `flow`, -1 if none.  ``owner`` lives in shared
+    memory that other processes can write: a value that is no slot counts
+    as none, never as an index."""
+    k = R.owner[flow]
+    return k if 0 <= k < R.ctls.shape[0] else np.int64(-1)
+
+
 def make_report_state(cc: "C.CcShm") -> Report:
     f, k = cc.max_flows, cc.max_nics
     return Report(acc=np.zeros((f, C.N_EVENTS, A_W), np.int64),
@@ -181,7 +193,7 @@ def report_signal6(E, flow, ev, now, v0, v1, v2, v3, v4, v5):
     event as in ccevents): report_values with these values.  Cheap when the
     flow's algorithm did not bind the event."""
     R = E.rep
-    if R.owner[flow] < 0 or ((R.mask[flow] >> ev) & 1) == 0:
+    if flow_slot(R, flow) < 0 or ((R.mask[flow] >> ev) & 1) == 0:
         return
     v = _values(E)
     v[0], v[1], v[2], v[3], v[4], v[5] = v0, v1, v2, v3, v4, v5
@@ -226,7 +238,7 @@ def _worse(csig_type, new, old):
 def report_custom(E, flow, now, seg_id, buf, off, n):
     """A custom feedback segment: forwarded raw (at most CUSTOM_MAX bytes)."""
     R = E.rep
-    k = R.owner[flow]
+    k = flow_slot(R, flow)
     if k < 0 or ((R.mask[flow] >> C.EV_CUSTOM) & 1) == 0:
         return
     n = min(n, C.CUSTOM_MAX)
@@ -250,7 +262,7 @@ def report_rtt(E, flow, rtt, psn, srtt, now, send_t, qdelay, hops):
     algorithm gets every sample."""
     R = E.rep
     R.srtt[flow] = srtt
-    k = R.owner[flow]
+    k = flow_slot(R, flow)
     if k < 0 or ((R.mask[flow] >> C.EV_RTT) & 1) == 0:
         return
     ctl = R.ctls[k]
@@ -279,7 +291,7 @@ def report_rtt_ls(E, flow, send_t, rtt, now):
     counts from x0, the send time of the first sample of the open window
     (ccevents.LS_SCALE: the products' unit)."""
     R = E.rep
-    if R.owner[flow] < 0 or ((R.mask[flow] >> C.EV_RTT_LS) & 1) == 0:
+    if flow_slot(R, flow) < 0 or ((R.mask[flow] >> C.EV_RTT_LS) & 1) == 0:
         return
     a = R.acc[flow, C.EV_RTT_LS]
     x0 = a[A_V + 5] if a[A_COUNT] > 0 else send_t
@@ -322,7 +334,7 @@ def report_values(E, flow, ev, now):
     scratch record (``_values``): report_signal for events with more than
     four values.  Cheap when the flow's algorithm did not bind the event."""
     R = E.rep
-    k = R.owner[flow]
+    k = flow_slot(R, flow)
     m = R.mask[flow]
     if k < 0 or ((m >> ev) & 1) == 0:
         return
@@ -376,7 +388,7 @@ def report_segments(E, flow, buf, base, length, ptype, now):
     """Cut the configured custom segments out of a feedback packet (PDS header
     at byte `base` of `buf`, `length` bytes long, PDS type `ptype`)."""
     R = E.rep
-    k = R.owner[flow]
+    k = flow_slot(R, flow)
     if k < 0 or ((R.mask[flow] >> C.EV_CUSTOM) & 1) == 0:
         return
     for j in range(C.MAX_SEGS):
@@ -400,7 +412,7 @@ def report_segments(E, flow, buf, base, length, ptype, now):
 def report_flush(E, flow, cls, now):
     """Close the (flow, class) window: every open aggregate becomes a message."""
     R = E.rep
-    k = R.owner[flow]
+    k = flow_slot(R, flow)
     if k < 0:
         return
     for ev in range(C.N_EVENTS):
@@ -430,7 +442,8 @@ def report_timer(E, arg, now):
 
 @nb.njit(cache=True, inline="always")
 def _timer_wanted(R, flow):
-    return R.owner[flow] >= 0 and (R.mask[flow] >> C.EV_TIMER) & 1 and R.timer_ns[flow] > 0
+    return (flow_slot(R, flow) >= 0 and (R.mask[flow] >> C.EV_TIMER) & 1
+            and 0 < R.timer_ns[flow] <= MAX_TIMER_NS)
 
 
 @nb.njit(cache=True)
@@ -447,7 +460,7 @@ def report_timer_start(E, flow, now):
             return 0                        # the wheel is full: tried again at the next signal
         R.tm_timer[flow] = t
     R.tm_on[flow] = 1
-    wheel_schedule(E.wheel, t, now + R.timer_ns[flow])
+    wheel_schedule(E.wheel, t, now + min(max(R.timer_ns[flow], 1), MAX_TIMER_NS))
     return 1
 
 
@@ -457,10 +470,10 @@ def report_tick(E, flow, now):
     expiry one period after this one was due; or the timer stops, if the
     flow no longer binds TIMER with a period."""
     R = E.rep
-    if not _timer_wanted(R, flow):
+    p = R.timer_ns[flow]                    # read once: shared memory may change
+    if not _timer_wanted(R, flow) or not 0 < p <= MAX_TIMER_NS:
         R.tm_on[flow] = 0
         return
-    p = R.timer_ns[flow]
     t = R.tm_timer[flow]
     due = E.wheel.due[t] + p
     if due <= now:                          # fell behind (wall clock): from now on

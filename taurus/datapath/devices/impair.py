@@ -1,6 +1,9 @@
 """The impairment device: sits between two ports like l2fwd and, per frame,
 with a seeded generator (netem-like, deterministic): drops it, marks ECN CE
-(IPv4 frames that are ECN-capable), duplicates it, or holds it back and
+(IPv4 frames that are ECN-capable), corrupts it (one bit of an untagged
+IPv4/UDP datagram flipped behind a checksum of the intact datagram, so the
+UDP checksum is wrong: what a receiver that checks it sees of a corrupted
+frame), duplicates it, or holds it back and
 releases it after the next K frames of its direction or after a delay (a
 wheel timer), whichever comes first — which reorders.  One frame per
 direction is held at a time.
@@ -15,12 +18,12 @@ import numpy as np
 from ..mbuf import mbuf_alloc, mbuf_free
 from ..ports.dispatch import port_rx_burst, port_tx_or_drop
 from ..wheel import wheel_alloc, wheel_cancel, wheel_schedule
-from ..wire.codec import fill_ipv4_checksum
+from ..wire.codec import fill_ipv4_checksum, fill_udp_checksum
 
 (LOSS, REORDER, DUP, MARK, K, DELAY, RNG, TIMER0, TIMER1, HELD0, HELD1, LEFT0, LEFT1,
- DROPPED, REORDERED, DUPED, MARKED, FWD, NOBUF) = range(19)
+ DROPPED, REORDERED, DUPED, MARKED, FWD, NOBUF, CORRUPT, CORRUPTED) = range(21)
 COUNTERS = {"dropped": DROPPED, "reordered": REORDERED, "duplicated": DUPED,
-            "marked": MARKED, "forwarded": FWD, "nobuf": NOBUF}
+            "marked": MARKED, "forwarded": FWD, "nobuf": NOBUF, "corrupted": CORRUPTED}
 P_ONE = 1 << 31
 
 
@@ -76,6 +79,24 @@ def _mark_ce(E, i):
     return True
 
 
+@nb.njit(cache=True)
+def _corrupt(E, regs, i):
+    """Flip one bit of an untagged IPv4/UDP frame's datagram after writing the
+    intact datagram's checksum; True if corrupted."""
+    buf = E.pool.data[i]
+    ln = E.pool.length[i]
+    if ln < 42 or buf[12] != 0x08 or buf[13] != 0x00 or buf[23] != 17:
+        return False
+    l4 = 14 + (np.int64(buf[14]) & 0xF) * 4
+    end = l4 + ((np.int64(buf[l4 + 4]) << 8) | np.int64(buf[l4 + 5])) if l4 + 8 <= ln else 0
+    if end < l4 + 8 or end > ln:
+        return False
+    fill_udp_checksum(buf, 14, l4, end)
+    bit = _rand(regs) % ((end - l4) * 8)
+    buf[l4 + bit // 8] ^= np.uint8(1 << (bit % 8))
+    return True
+
+
 @nb.njit(cache=True, _nrt=True)   # explicit: its callers are hot
 def impair_poll(E, d, now):
     regs = E.devs.regs[d]
@@ -92,6 +113,8 @@ def impair_poll(E, d, now):
                 continue
             if regs[MARK] > 0 and _rand(regs) < regs[MARK] and _mark_ce(E, i):
                 regs[MARKED] += 1
+            if regs[CORRUPT] > 0 and _rand(regs) < regs[CORRUPT] and _corrupt(E, regs, i):
+                regs[CORRUPTED] += 1
             if regs[DUP] > 0 and _rand(regs) < regs[DUP]:
                 j = mbuf_alloc(E.pool)
                 if j < 0:
@@ -120,12 +143,14 @@ def impair_timer(E, d, timer, now):
 
 def add_impair(eng, port_a: int, port_b: int, loss: float = 0.0, reorder: float = 0.0,
                reorder_k: int = 3, reorder_delay_ns: int = 0, dup: float = 0.0,
-               ecn_mark: float = 0.0, seed: int = 1, name: str | None = None) -> int:
+               ecn_mark: float = 0.0, seed: int = 1, name: str | None = None,
+               corrupt: float = 0.0) -> int:
     """Impairment between two engine ports (both directions alike).  A held
     frame leaves after `reorder_k` later frames of its direction, or after
-    `reorder_delay_ns` (0: no deadline; then reorder_k must be > 0)."""
+    `reorder_delay_ns` (0: no deadline; then reorder_k must be > 0).
+    `corrupt`: the share of untagged IPv4/UDP frames with one bit flipped."""
     from .table import IMPAIR
-    for p in (loss, reorder, dup, ecn_mark):
+    for p in (loss, reorder, dup, ecn_mark, corrupt):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"probabilities must be in [0, 1], got {p}")
     if reorder > 0 and reorder_k <= 0 and reorder_delay_ns <= 0:
@@ -134,6 +159,7 @@ def add_impair(eng, port_a: int, port_b: int, loss: float = 0.0, reorder: float 
     regs = eng.E.devs.regs[d]
     regs[LOSS], regs[REORDER], regs[DUP], regs[MARK] = (round(p * P_ONE) for p in
                                                         (loss, reorder, dup, ecn_mark))
+    regs[CORRUPT] = round(corrupt * P_ONE)
     regs[K], regs[DELAY] = reorder_k, reorder_delay_ns
     regs[RNG] = (seed * 0x9E3779B97F4A7C15 + 1) & ((1 << 63) - 1)
     for side in range(2):

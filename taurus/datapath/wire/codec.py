@@ -133,6 +133,39 @@ def fill_ipv4_checksum(buf, ip_off):
     set_field(buf, ip_off, spec.IPV4_CHKSUM, ipv4_checksum(buf, ip_off))
 
 
+@hot
+def _udp_sum(buf, ip_off, l4, end):
+    """One's-complement sum (folded, not inverted) of the IPv4 pseudo-header
+    and the UDP datagram buf[l4:end] as it stands (checksum field included)."""
+    s = np.int64(17) + (end - l4)
+    for i in range(12, 20, 2):                        # source and destination address
+        s += (np.int64(buf[ip_off + i]) << 8) | np.int64(buf[ip_off + i + 1])
+    for i in range(l4, end - 1, 2):
+        s += (np.int64(buf[i]) << 8) | np.int64(buf[i + 1])
+    if (end - l4) & 1:
+        s += np.int64(buf[end - 1]) << 8
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+@hot
+def fill_udp_checksum(buf, ip_off, l4, end):
+    """Write the RFC 768 checksum of the UDP datagram buf[l4:end]."""
+    set_field(buf, l4, spec.UDP_CHKSUM, 0)
+    c = (~_udp_sum(buf, ip_off, l4, end)) & 0xFFFF
+    set_field(buf, l4, spec.UDP_CHKSUM, c if c != 0 else 0xFFFF)
+
+
+@hot
+def udp_checksum_ok(buf, ip_off, l4, end):
+    """False only for a UDP datagram that carries a checksum (non-zero: zero
+    means none, RFC 768) which does not match its bytes."""
+    if get_field(buf, l4, spec.UDP_CHKSUM) == 0:
+        return True
+    return _udp_sum(buf, ip_off, l4, end) == 0xFFFF
+
+
 def _shift16(loc):
     """Shift of a field inside the prologue's first 16 bits, from its location."""
     off, nbytes, shift, width, _ = loc

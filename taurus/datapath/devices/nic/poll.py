@@ -10,7 +10,9 @@ from ...report import report_timer_commands
 from ...mbuf import mbuf_free
 from ...ports.dispatch import port_rx_burst
 from ...wire import spec as S
-from ...wire.desc import D_IP_DST, D_PDS_NEXT, D_PDS_TYPE, P_OK
+from ...wire.codec import udp_checksum_ok
+from ...wire.desc import (D_DGRAM_END, D_IP_DST, D_IP_OFF, D_IP_PROTO, D_L4_OFF, D_PDS_NEXT,
+                          D_PDS_TYPE, P_OK)
 from ...wire.parse import parse_frame
 from .ack import rx_ack, rx_cnp, rx_nack
 from .close import rx_close
@@ -18,7 +20,7 @@ from .frame import tx_flush
 from .rx import ack_timer, rx_control, rx_data, rx_tick
 from .host import host_tick
 from .rxcc import rx_cc_idle
-from .state import (C_DROP_BAD_TYPE, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRAMES, NR_IP,
+from .state import (C_DROP_BAD_TYPE, C_DROP_CSUM, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRAMES, NR_IP,
                         NR_PORT, TK_ACK, TK_HOST, TK_PACE, TK_RTO, TK_RXIDLE, TK_RXTICK, TK_SHIFT, FL_SCHED, SCH_IDLE,
                         NicState, make_nic_state)
 from .sq import sq_poll
@@ -38,6 +40,10 @@ def nic_rx_frame(E, n, i, now):
     d = N.desc
     if d[D_IP_DST] != N.nr[n, NR_IP]:
         N.ncnt[n, C_DROP_NOT_MINE] += 1
+        return
+    if d[D_IP_PROTO] == S.IPPROTO_UDP and not udp_checksum_ok(
+            E.pool.data[i], d[D_IP_OFF], d[D_L4_OFF], d[D_DGRAM_END]):
+        N.ncnt[n, C_DROP_CSUM] += 1        # corrupted on the way (we send none)
         return
     t = d[D_PDS_TYPE]
     if t == S.T_RUD_REQ or t == S.T_RUD_CC_REQ:

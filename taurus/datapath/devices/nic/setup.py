@@ -28,6 +28,7 @@ ask for connections through its request rows, which ``nic_service`` answers
 segment, neighbours, read marks) is the engine's ``nics`` (NicTables).
 """
 import ipaddress
+import os
 
 import numpy as np
 
@@ -44,9 +45,9 @@ from .state import (N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR
                         FL_RTO, FL_SCHED, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO,
                         FL_TXCAP, FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND,
                         RP_BUFCAP, OP_READ, OP_CLOSE, OP_REQ_CLOSE, FS_CLOSED, FL_SCHED,
-                        M_FL_CLOSED, M_NRP, RP_GEN, FL_CLOSING, RP_NIC, RP_PEER_IP, RP_PEER_PDC,
-                        REQ_CREDIT, REQ_NIC, REQ_PEER_IP, REQ_RESULT, REQ_STATE, RQ_ASKED, RQ_DONE,
-                        RQ_FAILED,
+                        M_FL_CLOSED, M_NRP, RP_GEN, FL_CLOSING, CL_NONE, RP_NIC, RP_PEER_IP,
+                        RP_PEER_PDC, REQ_CREDIT, REQ_NIC, REQ_PEER_IP, REQ_PID, REQ_RESULT,
+                        REQ_STATE, RQ_ASKED, RQ_DONE, RQ_FAILED, RQ_FREE,
                         M_NFL, M_NNIC, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY,
                         NR_ACK_EVERY,
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
@@ -75,6 +76,7 @@ class NicTables:
         #                   may be unserved)
         self.rx_pdc = {}    # (device, src ip, flow) -> receive PDC, once found
         self.gen_rings = {}  # ring size -> offset of the send ring generated flows share
+        self.app_flows = {}  # flow -> pid of the app it was opened for (nic_service)
 
     @property
     def reserved(self) -> bool:
@@ -260,6 +262,7 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
     if buf_bytes < 1 or rwnd < N.nr[n, NR_MSS]:
         raise ValueError("buf_bytes must be >= 1 and rwnd_bytes >= the MSS")
     f, off, cap, tp, tr = _reuse_flow(eng, d, buf_bytes)
+    eng.nics.app_flows.pop(f, None)             # a reused row belongs to no app yet
     if f == 0:
         f = int(N.meta[M_NFL]) + 1
         if f >= N.fl.shape[0]:
@@ -647,13 +650,49 @@ def nic_neighbour(eng, ip, mac) -> None:
     eng.nics.neigh[ip_int(ip)] = mac_int(mac)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:          # someone else's process: alive
+        pass
+    return True
+
+
+def nic_reap(eng) -> int:
+    """Close the flows opened for apps that are gone (killed, or exited
+    without closing): each closes once what was posted is acknowledged,
+    and the receiver frees its PDC (close.py); free the request rows they
+    left answered but unread.  Returns how many flows."""
+    N = eng.E.nic
+    owners = eng.nics.app_flows
+    dead = {pid for pid in set(owners.values()) if not _alive(pid)}
+    for row in N.req:
+        if row[REQ_STATE] in (RQ_DONE, RQ_FAILED) and int(row[REQ_PID]) in dead:
+            row[REQ_STATE] = RQ_FREE
+    n = 0
+    for f, pid in list(owners.items()):
+        if N.fl[f, FL_STATE] != FS_ACTIVE:
+            del owners[f]                     # closed by its app, or failed
+        elif pid in dead:
+            del owners[f]
+            if N.fl[f, FL_CLOSING] == CL_NONE:
+                nic_close(eng, int(N.nr[int(N.fl[f, FL_NIC]) - 1, NR_DEV]), f)
+                n += 1
+    return n
+
+
 def nic_service(eng) -> int:
     """Answer apps' connection requests (state.py REQ_* rows): open a flow
     from the asking NIC to the peer IP; a credit flow when the request asks
     (REQ_CREDIT), starting from the peer NIC's initial credit
-    (nic_init_credit) when the peer is a NIC of this engine.  Returns how
-    many were answered."""
+    (nic_init_credit) when the peer is a NIC of this engine; close the flows
+    of apps that are gone (nic_reap).  Returns how many requests were
+    answered."""
     N = eng.E.nic
+    if eng.nics.app_flows:
+        nic_reap(eng)
     done = 0
     for row in N.req:
         if row[REQ_STATE] != RQ_ASKED:
@@ -670,8 +709,9 @@ def nic_service(eng) -> int:
             if credit:
                 peer = np.flatnonzero(N.nr[:int(N.meta[M_NNIC]), NR_IP] == ip)
                 init = int(N.nr[peer[0], NR_INIT_CREDIT]) if len(peer) else None
-            row[REQ_RESULT] = add_flow(eng, int(N.nr[n, NR_DEV]), mac, ip, credit=credit,
-                                       init_credit=init)
+            row[REQ_RESULT] = f = add_flow(eng, int(N.nr[n, NR_DEV]), mac, ip, credit=credit,
+                                           init_credit=init)
+            eng.nics.app_flows[f] = int(row[REQ_PID])
             row[REQ_STATE] = RQ_DONE
         except ValueError:
             row[REQ_RESULT] = -1

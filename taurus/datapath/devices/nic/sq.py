@@ -7,7 +7,8 @@ stream is consumed up to SQ_END), which frees receive ring space.
 OP_CLOSE closes a flow once its data is acknowledged, OP_REQ_CLOSE asks a
 receive PDC's sender to close (close.py).  Entries that break the contract (unknown flow, a stream end going backwards, more
 than the ring or the message queue holds) are counted as ``sq_bad`` and
-ignored.  An empty SQ costs one acquire load.
+ignored; a head more than the ring's size ahead is garbage: everything up
+to it is skipped, counted once.  An empty SQ costs one acquire load.
 """
 import numba as nb
 from ...hot import hot  # compiled without reference counting (the hot path)
@@ -99,11 +100,16 @@ def sq_poll(E, n, now):
     N = E.nic
     b = n * N_QC
     tail = N.qc[b + QC_SQ_TAIL]
-    k = np.int64(load_acquire_u64(N.qc, b + QC_SQ_HEAD) - tail)
+    head = load_acquire_u64(N.qc, b + QC_SQ_HEAD)
+    k = np.int64(head - tail)
     if k <= 0:
         return 0
-    k = min(k, SQ_BUDGET)
     msk = N.sq.shape[1] - 1
+    if k > msk + 1:                  # more than the ring holds: the head is garbage
+        N.ncnt[n, C_SQ_BAD] += 1     # skip it all (else every poll has "work" forever)
+        store_release_u64(N.qc, b + QC_SQ_TAIL, head)
+        return 1
+    k = min(k, SQ_BUDGET)
     for j in range(k):
         s = (np.int64(tail) + j) & msk
         op = N.sq[n, s, SQ_OP]

@@ -80,7 +80,7 @@ NIC_COUNTERS = (
     "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
     "rto_held", "tx_probe", "rx_probe", "drop_host_buf", "rx_ue", "tx_cnp", "rx_cnp",
     "tx_close", "rx_close", "pdc_close", "flow_close", "close_fail", "rx_grant",
-    "tx_window_adv")
+    "tx_window_adv", "drop_csum")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
@@ -89,7 +89,7 @@ NIC_COUNTERS = (
  C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
  C_RTO_HELD, C_TX_PROBE, C_RX_PROBE, C_DROP_HOST_BUF, C_RX_UE, C_TX_CNP,
  C_RX_CNP, C_TX_CLOSE, C_RX_CLOSE, C_PDC_CLOSE, C_FLOW_CLOSE, C_CLOSE_FAIL,
- C_RX_GRANT, C_TX_WINDOW_ADV) = range(46)
+ C_RX_GRANT, C_TX_WINDOW_ADV, C_DROP_CSUM) = range(47)
 """tx_close / rx_close: CLOSE (and REQ_CLOSE) control packets sent /
 received; pdc_close: receive PDCs freed; flow_close: sending flows freed
 after their CLOSE was acknowledged; close_fail: flows freed after their
@@ -97,7 +97,9 @@ CLOSE went unanswered for NR_RETRIES timeouts; rx_grant: grants of the
 NIC's receiver algorithm that raised a sender's credit (rxcc.py).
 tx_window_adv: window edges a receiver advertised before its ring filled
 (rx.py: _rx_place), so that the sender stops at the edge instead of
-overrunning it (drop_rx_window, a retransmission)."""
+overrunning it (drop_rx_window, a retransmission).  drop_csum: frames whose
+UDP checksum is present (non-zero; the NIC sends none) and wrong, i.e. the
+frame was corrupted on the way."""
 N_NCNT = 48
 
 # ---- per flow (fl) ----

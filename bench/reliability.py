@@ -1,0 +1,125 @@
+"""Reliability under bad input, faults, hostile shared memory, kills and
+flow churn (bench/README.md).  Each part prints its figures; the last line:
+
+    reliability: F frames fuzzed, 0 crashes; B MiB through faults, 0 bytes lost;
+    K kills, 0 leaks; churn C flows, RSS growth R%
+
+    sudo python bench/reliability.py            # the full run
+    sudo python bench/reliability.py --quick    # the CI-sized one
+    python bench/reliability.py --parts fuzz,faults,shm,churn     # no root: virtual time only
+
+A crash (a Numba segfault) ends the process, so it shows as the missing
+last line; a hang is caught by faulthandler (--hang-s) and counted too.
+"""
+import argparse
+import faulthandler
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import reliab_churn  # noqa: E402
+import reliab_faults  # noqa: E402
+import reliab_fuzz  # noqa: E402
+import reliab_kills  # noqa: E402
+import reliab_shm  # noqa: E402
+
+PARTS = ("fuzz", "faults", "shm", "kills", "churn")
+SIZES = {  # quick / full
+    "fuzz_frames": (20_000, 1_000_000), "xdp_frames": (3_000, 100_000),
+    "fault_bytes": (1 << 20, 8 << 20), "fault_flows": (2, 4),
+    "shm_seconds": (3.0, 30.0), "agent_kills": (2, 10), "app_kills": (2, 10),
+    "engine_kills": (2, 10), "churn_flows": (5_000, 100_000),
+}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the CI-sized run")
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma list of {PARTS}")
+    ap.add_argument("--xdp", action=argparse.BooleanOptionalAction, default=None,
+                    help="the AF_XDP cases too (default: when root)")
+    ap.add_argument("--boundscheck", action="store_true",
+                    help="also run the hostile-memory part compiled with NUMBA_BOUNDSCHECK=1")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--hang-s", type=float, default=1800.0,
+                    help="a part that runs longer than this is a hang (stack dump, exit)")
+    ap.add_argument("--json", default=None, help="write every figure here")
+    a = ap.parse_args(argv)
+    q = 0 if a.quick else 1
+    n = {k: v[q] for k, v in SIZES.items()}
+    parts = [p for p in a.parts.split(",") if p]
+    root = os.geteuid() == 0
+    xdp = root if a.xdp is None else a.xdp
+    out, tot = {}, dict(frames=0, crashes=0, mib=0.0, lost=0, kills=0, leaks=0, churn=0, rss=None)
+    t_all = time.monotonic()
+    tmp = tempfile.mkdtemp(prefix="taurus-reliab-")
+
+    def part(name, fn):
+        faulthandler.dump_traceback_later(a.hang_s, exit=True)
+        t0 = time.monotonic()
+        print(f"{name}:", flush=True)
+        r = fn()
+        print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)
+        faulthandler.cancel_dump_traceback_later()
+        out[name] = r
+        return r
+
+    if "fuzz" in parts:
+        def fuzz():
+            r = reliab_fuzz.run_virtual(n["fuzz_frames"], seed=a.seed)
+            print(reliab_fuzz.fmt(r))
+            return r
+        r = part("malformed input, memory links", fuzz)
+        tot["frames"] += r["frames"]
+        if xdp:
+            r = part("malformed input, AF_XDP",
+                     lambda: reliab_fuzz.run_xdp(n["xdp_frames"], seed=a.seed))
+            tot["frames"] += r["frames"]
+    if "faults" in parts:
+        rows = part("network faults, memory links (virtual time)",
+                    lambda: reliab_faults.run_virtual(n_flows=n["fault_flows"],
+                                                      nbytes=n["fault_bytes"], seed=a.seed))
+        if xdp:
+            rows = rows + part("network faults, AF_XDP (wall clock)",
+                               lambda: reliab_faults.run_xdp(n_flows=n["fault_flows"],
+                                                             nbytes=n["fault_bytes"] // 2,
+                                                             seed=a.seed))
+        tot["mib"] += sum(r["bytes"] for r in rows) / 2**20
+        tot["lost"] += sum(r["bytes_lost"] for r in rows)
+    if "shm" in parts:
+        part("hostile shared memory", lambda: reliab_shm.run(n["shm_seconds"], seed=a.seed))
+        if a.boundscheck:
+            ok = part("hostile shared memory, bounds-checked build",
+                      lambda: reliab_shm.run_boundscheck(n["shm_seconds"]))
+            tot["crashes"] += 0 if ok else 1
+    if "kills" in parts:
+        r = part("kills: agent", lambda: reliab_kills.agent_kills(n["agent_kills"], a.seed, tmp))
+        tot["kills"] += r["kills"]
+        r = part("kills: app", lambda: reliab_kills.app_kills(n["app_kills"], a.seed))
+        tot["kills"] += r["kills"]
+        if root:
+            r = part("kills: engine", lambda: reliab_kills.engine_kills(n["engine_kills"],
+                                                                         a.seed, tmp))
+            tot["kills"] += r["kills"]
+            tot["leaks"] += len(r["leaks"])
+    if "churn" in parts:
+        r = part("flow churn", lambda: reliab_churn.run(n["churn_flows"], seed=a.seed))
+        tot["churn"], tot["rss"] = r["flows"], r["rss_growth_pct"]
+    print(f"(all parts: {time.monotonic() - t_all:.0f} s)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1, default=str)
+    churn = (f"churn {tot['churn']} flows, RSS growth {tot['rss']:.1f}%" if tot["rss"] is not None
+             else "churn: not measured")
+    print(f"reliability: {tot['frames']} frames fuzzed, {tot['crashes']} crashes; "
+          f"{tot['mib']:.0f} MiB through faults, {tot['lost']} bytes lost; "
+          f"{tot['kills']} kills, {tot['leaks']} leaks; {churn}")
+
+
+if __name__ == "__main__":
+    main()
