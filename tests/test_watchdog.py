@@ -9,6 +9,7 @@ import sys
 import time
 
 from conftest import needs_root
+from test_perf_iperf3 import _alive, _children   # a process and its children, by /proc
 from taurus.datapath import ccshm as C
 from taurus.datapath.engine import Engine
 from taurus.datapath.shm import SHM_DIR, list_segments
@@ -86,27 +87,6 @@ def _wait_exit(procs: dict, t0: float, timeout: float) -> dict:
             if out[k] is None and p.poll() is not None:
                 out[k] = time.monotonic() - t0
         time.sleep(0.002)
-    return out
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _children(pid):
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(d))
-            except (OSError, ValueError):
-                pass
     return out
 
 
