@@ -26,3 +26,23 @@ def veth_ns():
         yield name, "va", "vb"
     finally:
         netns.delete_ns(name)
+
+
+_warmer = None
+
+
+def pytest_sessionstart(session):
+    """Compile the algorithms on the other core while this process compiles
+    the engine (taurus/cc_algorithms/warm.py); a warm cache makes it a no-op."""
+    global _warmer
+    import subprocess
+    import sys
+    _warmer = subprocess.Popen([sys.executable, "-m", "taurus.cc_algorithms.warm"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def pytest_sessionfinish(session):
+    if _warmer is not None and _warmer.poll() is None:
+        _warmer.kill()
+        _warmer.wait()

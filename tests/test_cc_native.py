@@ -10,6 +10,7 @@ import numba as nb
 import numpy as np
 import pytest
 
+from taurus.datapath.byref import byref
 from taurus.cc_algorithms.algorithm import Algorithm, kernel, param, set_cwnd, set_rate
 from taurus.cc_algorithms.dctcp import Dctcp
 from taurus.cc_algorithms.native import NativeTable
@@ -98,8 +99,8 @@ def engine(tab=None, max_flows=16):
 
 
 @nb.njit(cache=True)
-def emit(E, flow, ev, now, v0, v1, v2, v3):
-    report_signal(E, flow, ev, now, v0, v1, v2, v3)
+def emit(state, flow, ev, now, v0, v1, v2, v3):
+    report_signal(byref(state), flow, ev, now, v0, v1, v2, v3)
 
 
 def counters(eng, k=0):

@@ -5,6 +5,7 @@ first on the report engine alone, then on real ACKs of a running flow."""
 import numba as nb
 import numpy as np
 
+from taurus.datapath.byref import byref
 from taurus.agent.signals import raw_bytes
 from taurus.datapath import ccshm as C
 from taurus.datapath.devices.nic.setup import add_flow, nic_post
@@ -16,13 +17,13 @@ from taurus.tools.topology import Topology
 
 
 @nb.njit(cache=True)
-def segs(E, flow, buf, base, length, ptype, now):
-    report_segments(E, flow, buf, base, length, ptype, now)
+def segs(state, flow, buf, base, length, ptype, now):
+    report_segments(byref(state), flow, buf, base, length, ptype, now)
 
 
 @nb.njit(cache=True)
-def rtt(E, flow, sample, now):
-    report_rtt(E, flow, sample, 0, sample, now, now - sample, -1, -1)
+def rtt(state, flow, sample, now):
+    report_rtt(byref(state), flow, sample, 0, sample, now, now - sample, -1, -1)
 
 
 def make():

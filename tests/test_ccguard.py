@@ -2,13 +2,15 @@
 last decision restored when a heartbeat comes back, episodes counted."""
 import numba as nb
 
+from taurus.datapath.byref import byref
 from taurus.datapath import ccshm as C
 from taurus.datapath.ccguard import cc_cwnd, cc_rate, cc_watch
 from taurus.datapath.engine import Engine
 
 
 @nb.njit(cache=True)
-def probe(E, k, flow, now):
+def probe(state, k, flow, now):
+    E = byref(state)     # the engine's own specializations: no new compile
     f = cc_watch(E, k, now)
     return f, cc_rate(E, flow, 7), cc_cwnd(E, flow, 11)
 

@@ -12,6 +12,7 @@ import numba as nb
 import numpy as np
 import pytest
 
+from taurus.datapath.byref import byref
 from taurus.datapath.mbuf import make_pool, mbuf_alloc, mbuf_free, mbuf_in_use, mbuf_put_bytes
 from taurus.datapath.ports import afpacket_ring as R
 from taurus.datapath.ports.afpacket import PacketPortError, open_packet_port
@@ -101,8 +102,9 @@ def receiver(ns, ifname):
 
 
 @nb.njit(cache=True)
-def rx_poll(ports, pool, p, out, maxn, rounds):
+def rx_poll(ports_t, pool_t, p, out, maxn, rounds):
     """Service and drain port p `rounds` times; frames land in out[:n]."""
+    ports, pool = byref(ports_t), byref(pool_t)   # the engine's specializations
     n = 0
     for _ in range(rounds):
         port_service(ports, pool, p, 0)
@@ -113,9 +115,10 @@ def rx_poll(ports, pool, p, out, maxn, rounds):
     return n
 
 
-def collect(ports, pool, p, want, timeout=3.0, maxn=64):
+def collect(ports_t, pool_t, p, want, timeout=3.0, maxn=64):
     """Poll until `want` frames came in or the deadline passed; returns the
     frames' bytes (pool frames freed)."""
+    ports, pool = byref(ports_t), byref(pool_t)   # the engine's specializations
     out = np.empty(max(want, 1) * 2 + 64, np.int32)
     got = 0
     deadline = time.monotonic() + timeout
@@ -133,7 +136,8 @@ def collect(ports, pool, p, want, timeout=3.0, maxn=64):
 
 
 @nb.njit(cache=True)
-def tx_frames(ports, pool, p, data, lens, n):
+def tx_frames(ports_t, pool_t, p, data, lens, n):
+    ports, pool = byref(ports_t), byref(pool_t)   # the engine's specializations
     bufs = np.empty(n, np.int32)
     for k in range(n):
         i = mbuf_alloc(pool)
@@ -270,9 +274,10 @@ def test_tx_ring_full_and_wraps(veth_ns):
 
 
 @nb.njit(cache=True)
-def pump(ports, pool, src, dst, state, total, size, rounds):
+def pump(ports_t, pool_t, src, dst, state, total, size, rounds):
     """Send numbered frames from port src to port dst and check each arrival
     in order and byte by byte.  state: [sent, received, bad]."""
+    ports, pool = byref(ports_t), byref(pool_t)   # the engine's specializations
     bufs = np.empty(32, np.int32)
     out = np.empty(64, np.int32)
     for _ in range(rounds):

@@ -17,6 +17,7 @@ from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from taurus.datapath.byref import byref
 from taurus.datapath.mbuf import make_pool, mbuf_alloc, mbuf_free, mbuf_in_use, xdp_capacity
 from taurus.datapath.ports import xdp, xdp_ring as R
 from taurus.datapath.ports.common import (MEM, RX_BYTES, RX_ERR, RX_NOBUF, RX_PKTS, TX_BYTES,
@@ -38,7 +39,8 @@ VA_IP, VB_IP = "10.211.0.1", "10.211.0.2"
 
 # -- Numba poll loops (what an engine does, minus everything else) -------------
 @nb.njit
-def _poll_rx(ports, pool, p, now, out, start, iters):
+def _poll_rx(ports_t, pool_t, p, now, out, start, iters):
+    ports, pool = byref(ports_t), byref(pool_t)   # the engine's specializations
     n = start
     for _ in range(iters):
         port_service(ports, pool, p, now)
@@ -50,7 +52,8 @@ def _poll_rx(ports, pool, p, now, out, start, iters):
 
 
 @nb.njit
-def _push_tx(ports, pool, p, now, bufs, start, iters):
+def _push_tx(ports_t, pool_t, p, now, bufs, start, iters):
+    ports, pool = byref(ports_t), byref(pool_t)   # the engine's specializations
     k = start
     for _ in range(iters):
         if k < bufs.shape[0]:
@@ -68,9 +71,10 @@ def _jit_warm():
     _push_tx(ports, pool, 0, NOW, np.empty(0, np.int32), 0, 1)
 
 
-def rx_frames(ports, pool, p, want, timeout=5.0, settle=0.1):
+def rx_frames(ports_t, pool_t, p, want, timeout=5.0, settle=0.1):
     """Poll until `want` frames arrived (or timeout), then `settle` s more so
     extra frames would show too; returns their bytes and frees them."""
+    ports, pool = byref(ports_t), byref(pool_t)   # the engine's specializations
     out = np.empty(want + 256, np.int32)
     n = 0
     deadline = time.monotonic() + timeout

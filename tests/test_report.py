@@ -5,19 +5,20 @@ virtual time, checked exactly."""
 import numba as nb
 import numpy as np
 
+from taurus.datapath.byref import byref
 from taurus.datapath import ccshm as C
 from taurus.datapath.engine import Engine
 from taurus.datapath.report import report_custom, report_signal
 
 
 @nb.njit(cache=True)
-def emit(E, flow, ev, now, v0, v1, v2, v3):
-    report_signal(E, flow, ev, now, v0, v1, v2, v3)
+def emit(state, flow, ev, now, v0, v1, v2, v3):
+    report_signal(byref(state), flow, ev, now, v0, v1, v2, v3)
 
 
 @nb.njit(cache=True)
-def emit_custom(E, flow, now, seg, buf, n):
-    report_custom(E, flow, now, seg, buf, 0, n)
+def emit_custom(state, flow, now, seg, buf, n):
+    report_custom(byref(state), flow, now, seg, buf, 0, n)
 
 
 def make(periods=(10_000, 10_000, 0), batch=128, deadline=1_000_000, capacity=4096):

@@ -25,7 +25,8 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
-from .byref import byref
+from .byref import pin, unpin
+from .pinned import STATE_T, at_collect, at_inject, at_pktgen_start, state_at
 from .clock import WALL, clock_advance_to, clock_is_virtual, clock_now, clock_resync, make_clock
 from .devices.dispatch import device_poll, device_timer
 from .devices import pktgen
@@ -33,16 +34,17 @@ from .devices.nic import setup as nic_setup
 from .devices.nic.poll import make_nic_state
 from .devices.switch import setup as switch_setup
 from .devices.switch.poll import make_switch_state
-from .devices.table import (CTL_YIELD, KIND_NAMES as DEV_KIND_NAMES, L2FWD, PKTGEN,
+from .devices.table import (CTL_YIELD, KIND_NAMES as DEV_KIND_NAMES, L2FWD, NIC, PKTGEN, SWITCH,
                             make_devices)
 from .mbuf import make_pool, mbuf_in_use
 from .ports import memlink
 from .ports.capture import YIELD as CAPTURE_YIELD, CaptureShm
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
-from .ports.dispatch import port_next_event, port_service
+from .ports.dispatch import port_next_event, port_rx_pending, port_service
 from .ports.table import Ports
 from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
+from .sampler import NEXT as SMP_NEXT, make_sampler, rows_for, sampler_drain, sampler_start, sampler_take
 from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_report_state,
                      report_timer)
 from .shm import Shm
@@ -54,16 +56,17 @@ from .wheel import LATE_MAX, make_wheel, wheel_alloc, wheel_expire, wheel_next_d
 log = logging.getLogger("taurus.engine")
 
 Engine_ = namedtuple("Engine_", ["clk", "pool", "ports", "wheel", "devs", "ctl",
-                                 "burst", "expired", "sw", "nic", "rep", "alg"])
+                                 "burst", "expired", "sw", "nic", "rep", "alg", "smp"])
 """Everything the loop touches, passed to every device as `E`.  `sw` and
 `nic` hold the state of every switch / host NIC of this engine (each kind
 sizes its own arrays; see devices/switch/ and devices/nic/); `rep` is the
 report engine with its views on the agent contract segment (report.py);
-`alg` the native (in-engine) algorithms handed to the engine (ccnative.py)."""
+`alg` the native (in-engine) algorithms handed to the engine (ccnative.py);
+`smp` the sampler of the run's time series (sampler.py)."""
 
 # Control block (int64, shared memory).
 (STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD, WAKE_PUBLISH, IDLE_NS,
- RUN_NS) = range(12)
+ RUN_NS, POLL_ALL, POLLS) = range(14)
 N_CTL = 32
 assert YIELD == CTL_YIELD == ENGINE_YIELD == CAPTURE_YIELD and WAKE_PUBLISH == ENGINE_WAKE_PUBLISH
 """YIELD: set by a device to end the current chunk at once, so that the
@@ -74,7 +77,10 @@ half full: ports/capture.py).  WAKE_PUBLISH: armed (1) by Python, it makes
 the next report publish set YIELD and disarms itself (report.py;
 Engine.run_until wake_on_publish).
 IDLE_NS, RUN_NS: clock ns the loop spent in passes that did no work, and in
-all (on the wall clock, its busy fraction is 1 - IDLE_NS / RUN_NS)."""
+all (on the wall clock, its busy fraction is 1 - IDLE_NS / RUN_NS).
+POLL_ALL: set by Python, the virtual-clock loop polls every device every
+pass rather than only those with something to do (the same run, slower:
+for tests and diagnosis).  POLLS: device polls so far."""
 ST_INIT, ST_RUNNING, ST_STOPPED = 0, 1, 2
 # Why engine_run returned.
 R_UNTIL, R_STOP, R_IDLE, R_CHUNK = 1, 2, 3, 4
@@ -89,7 +95,7 @@ NAME_LEN = 32
 def _next_event(E, now):
     """The earliest future event.  Frames already due at a port that no
     device polls (an open end) wait for Python, so they are not events."""
-    t = wheel_next_due(E.wheel)
+    t = min(wheel_next_due(E.wheel), E.smp.meta[SMP_NEXT])
     for p in range(E.ctl[NPORTS]):
         e = port_next_event(E.ports, p, now)
         if e < t:
@@ -97,11 +103,43 @@ def _next_event(E, now):
     return t
 
 
+@hot
+def _quiet_kind(kind):
+    """A kind whose poll does nothing without a frame, a timer or Python
+    (checked kind by kind; a kind not listed is polled every pass)."""
+    return kind == NIC or kind == SWITCH or kind == L2FWD or kind == PKTGEN
+
+
+@hot
+def _rx_ready(E, d, now):
+    for k in range(E.devs.nports[d]):
+        if port_rx_pending(E.ports, E.devs.ports[d, k], now):
+            return True
+    return False
+
+
 @nb.njit(cache=True)
-def engine_run(state, until, chunk_ns):
-    """Run until `until` (ns), a stop request, idleness (virtual clock only),
-    or the end of a chunk; returns the reason."""
-    E = byref(state)     # every device call below gets a pointer, not ~150 arrays
+def engine_pin(state):
+    """A heap copy of the state tuple (byref.pin): its address."""
+    return pin(state)
+
+
+@nb.njit(cache=True)
+def engine_unpin(addr, state):
+    unpin(addr, state)
+
+
+@nb.njit(cache=True)
+def engine_run(addr, until, chunk_ns):
+    """Run the engine whose state engine_pin put at `addr` until `until`
+    (ns), a stop request, idleness (virtual clock only), or the end of a
+    chunk; returns the reason.  Every device call below gets a pointer to
+    the state (byref.py), not ~150 arrays."""
+    return _loop(state_at(addr), until, chunk_ns)
+
+
+@nb.njit(cache=True)      # with reference counting: report.py's code needs it
+def _loop(E, until, chunk_ns):
     clk = E.clk
     virtual = clock_is_virtual(clk)
     start = clock_now(clk)
@@ -111,11 +149,24 @@ def engine_run(state, until, chunk_ns):
     prev = start
     prev_idle = False
     reason = R_CHUNK
+    # Which devices to poll this pass.  On the wall clock, all: other
+    # processes (apps, agents) give them work at any time.  On the virtual
+    # clock, only Python gives work besides frames and timers, and only
+    # between runs: so all in the first pass, then a quiet kind only if
+    # its last poll did work, one of its timers fired, or a frame waits at
+    # one of its ports.  A skipped poll would have done nothing, so the
+    # run is the one polling every device every pass gives, and an engine
+    # of many quiet devices pays for the busy ones.
+    nd = E.ctl[NDEVS]
+    due = np.ones(nd, np.bool_)
+    skip = virtual and E.ctl[POLL_ALL] == 0
+    polls = 0
     while True:
         now = clock_now(clk)
         if prev_idle:
             idle_ns += now - prev
         prev = now
+        sampler_take(E, now)      # first: the state before anything at `now`
         if now >= until:
             reason = R_UNTIL
             break
@@ -132,11 +183,18 @@ def engine_run(state, until, chunk_ns):
             owner = E.wheel.owner[t]
             if owner == OWNER_REPORT:
                 report_timer(E, E.wheel.arg[t], now)
+                due[:] = True    # a decision may free a flow on any NIC
             else:
                 device_timer(E, owner, t, now)
+                if 0 <= owner < nd:
+                    due[owner] = True
         work += n
-        for d in range(E.ctl[NDEVS]):
-            work += device_poll(E, d, now)
+        for d in range(nd):
+            if due[d] or _rx_ready(E, d, now):
+                w = device_poll(E, d, now)
+                polls += 1
+                work += w
+                due[d] = w > 0 or not skip or not _quiet_kind(E.devs.kind[d])
         for p in range(E.ctl[NPORTS]):
             if E.ports.kind[p] != MEM:       # memory links need no service (and no call)
                 work += port_service(E.ports, E.pool, p, now)
@@ -161,6 +219,7 @@ def engine_run(state, until, chunk_ns):
     E.ctl[ITERS] += it
     E.ctl[IDLE_ITERS] += idle
     E.ctl[IDLE_NS] += idle_ns
+    E.ctl[POLLS] += polls
     E.ctl[REASON] = reason
     return reason
 
@@ -232,6 +291,7 @@ class Engine:
         engine and called through their addresses (ccnative.py; built by
         cc_algorithms.native.NativeTable); without any, no flow may be
         native."""
+        self._pin = 0               # engine_pin's copy of E (0: none yet)
         self.name = name or f"taurus-eng-{os.getpid()}-{next(_ENGINE_IDS)}"
         if not self.name.startswith("taurus-"):
             self.name = "taurus-" + self.name
@@ -281,12 +341,15 @@ class Engine:
                              sw=make_switch_state(max_ports, max_flows),
                              nic=make_nic_state(max_ports, max_flows),
                              rep=make_report_state(self.cc),
-                             alg=alg)
+                             alg=alg, smp=make_sampler())
+            if not STATE_T:
+                STATE_T.append(nb.typeof(self.E))
             # Compile (or load from cache) the loop now, before any port is
             # open: a socket that is not polled while the JIT runs overflows.
-            engine_run(self.E, now, 0)
+            engine_run(self._pinned(), now, 0)
             _freeze_compiler_objects()
         except BaseException:
+            self._unpin()
             if self.capture is not None:
                 self.capture.close()
             if self._heartbeat is not None:
@@ -422,8 +485,8 @@ class Engine:
         regs[pktgen.BURST] = burst
         regs[pktgen.TIMER] = wheel_alloc(self.E.wheel, d, 0)
         start = self.now() if start_ns is None else int(start_ns)
-        if regs[pktgen.TIMER] < 0 or not pktgen.pktgen_start(
-                self.E, d, np.frombuffer(bytes(frame), np.uint8), start):
+        if regs[pktgen.TIMER] < 0 or not at_pktgen_start(
+                self.state_addr(), d, np.frombuffer(bytes(frame), np.uint8), start):
             raise ValueError("pktgen: no free timer or frame")
         return d
 
@@ -447,6 +510,30 @@ class Engine:
         return d
 
     # ---- running --------------------------------------------------------
+    @property
+    def E(self) -> Engine_:
+        return self._E
+
+    @E.setter
+    def E(self, state: Engine_) -> None:
+        self._unpin()           # the loop must see the new tuple
+        self._E = state
+
+    def state_addr(self) -> int:
+        """The address of a pinned copy of E, for compiled entries that
+        take the state by address (pinned.py); valid until E changes."""
+        return self._pinned()
+
+    def _pinned(self) -> int:
+        if not self._pin:
+            self._pin = int(engine_pin(self._E))
+        return self._pin
+
+    def _unpin(self) -> None:
+        if self._pin:
+            engine_unpin(self._pin, self._E)
+            self._pin = 0
+
     def now(self) -> int:
         return int(clock_now(self.clk))
 
@@ -464,7 +551,7 @@ class Engine:
         self._heartbeat.serving()
         try:
             while True:
-                r = engine_run(self.E, int(until_ns), self.chunk_ns)
+                r = engine_run(self._pinned(), int(until_ns), self.chunk_ns)
                 if self.clk.i[0] == WALL and time.monotonic_ns() >= self._next_sync:
                     self._next_sync = time.monotonic_ns() + 1_000_000_000
                     clock_resync(self.clk)
@@ -486,10 +573,12 @@ class Engine:
         return self.run_until(self.now() + int(duration_ns))
 
     def loop_timing(self) -> dict:
-        """How the loop spent its time so far: passes (all, idle), clock ns
+        """How the loop spent its time so far: passes (all, idle), device
+        polls, clock ns
         inside the loop and in idle passes, and how late timers fired (the
         wheel's histogram, wheel.late_bucket, and its largest lateness)."""
         return {"iters": int(self.ctl[ITERS]), "idle_iters": int(self.ctl[IDLE_ITERS]),
+                "polls": int(self.ctl[POLLS]),
                 "run_ns": int(self.ctl[RUN_NS]), "idle_ns": int(self.ctl[IDLE_NS]),
                 "late_hist": self.E.wheel.late.copy(),
                 "late_max_ns": int(self.E.wheel.meta[LATE_MAX])}
@@ -515,13 +604,13 @@ class Engine:
     def inject(self, port: int, frame: bytes) -> bool:
         """Send `frame` into the memory link from open end `port`."""
         buf = np.frombuffer(bytes(frame), np.uint8)
-        return bool(memlink.mem_inject(self.E.ports, self.E.pool, port, self.now(), buf, len(buf)))
+        return bool(at_inject(self.state_addr(), port, self.now(), buf, len(buf)))
 
     def collect(self, port: int, max_frames: int = 4096) -> list[bytes]:
         """Frames that reached open end `port` by now."""
         data = np.zeros((max_frames, self.E.pool.data.shape[1]), np.uint8)
         lens = np.zeros(max_frames, np.int32)
-        n = memlink.mem_collect(self.E.ports, self.E.pool, port, self.now(), data, lens)
+        n = at_collect(self.state_addr(), port, self.now(), data, lens)
         return [data[k, :lens[k]].tobytes() for k in range(n)]
 
     # ---- observing ------------------------------------------------------
@@ -545,6 +634,20 @@ class Engine:
         return read_counters(self.ctl, self.E.ports.cnt, self._port_names,
                              [int(k) for k in self._kinds[:len(self._port_names)]])
 
+    def start_sampler(self, fids, qports, period_ns: int, origin_ns: int) -> None:
+        """Sample these NIC flow rows and switch ports every period_ns from
+        origin_ns on, inside the loop (sampler.py); drain_samples() reads
+        the rows.  A running sampler is an event: the virtual clock is never
+        idle while it runs."""
+        S = make_sampler(fids, qports, rows_for(1 + 2 * len(fids) + len(qports)))
+        self.install("smp", S)
+        sampler_start(S, int(period_ns), int(origin_ns))
+
+    def drain_samples(self) -> np.ndarray:
+        """The sampler's rows since the last drain: int64[rows, 1 + 2F + Q],
+        each t (engine ns), acked[F], cwnd[F], queue bytes[Q]."""
+        return sampler_drain(self.E.smp)
+
     def frames_in_use(self) -> int:
         return mbuf_in_use(self.E.pool)
 
@@ -553,6 +656,7 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        self._unpin()           # the copy holds every array, shared memory's too
         errors = []
         for h in reversed(self._handles):
             try:

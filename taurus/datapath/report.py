@@ -74,9 +74,6 @@ doorbell NIC k acted on; delivered int64[F, N_EVENTS]: records of each
 event handed to each flow's algorithm (into the ring, or to its native
 entry), a view on the CcShm like the rest (other processes read it)."""
 
-TimerE = namedtuple("TimerE", ["rep", "wheel"])
-"""What report_timer_start needs of the engine, to call it from Python."""
-
 A_COUNT, A_FIRST, A_LAST, A_V = 0, 1, 2, 3
 A_W = A_V + C.N_VALUES
 REC_BYTES = C.REC_WIDTH * 8

@@ -291,8 +291,10 @@ class Runner:
         step = self.step
         every = x.stepping == "fixed" or bool(self.plan.rpcs)
         wake = bool(self.agents) and not every
+        # the engine samples the series itself (datapath/sampler.py)
         period = self.sample_every * step
-        next_sample = period
+        eng.start_sampler(self.fid, [p for _, p in self.port_list], period, self.t0)
+        next_sample = period                        # for live_samples only
         agent_due = 0                               # a drain was capped: step again next point
         self.probe = fidelity.Probe(eng)
         wall0 = time.monotonic()
@@ -310,7 +312,7 @@ class Runner:
             if every:
                 until = point
             else:
-                due = [next_sample, x.duration]
+                due = [x.duration] + ([next_sample] if self.live_samples else [])
                 if nxt < len(order):
                     due.append(flows[order[nxt]].start)
                 if stops:
@@ -341,8 +343,9 @@ class Runner:
                         agent_due = self.now + step
                 self.agent_cpu_s += time.thread_time() - c0
             self.loads.poll(self.now)
-            if self.now >= next_sample:
-                self._sample()
+            self._samples()
+            if self.live_samples and self.now >= next_sample:
+                self._on_sample()
                 next_sample = (self.now // period + 1) * period
             if self.progress and time.monotonic() - last_bar > 0.2:
                 last_bar = time.monotonic()
@@ -431,15 +434,22 @@ class Runner:
             self.done_at[r.resp_flow] = t
         self._rpc_issue(i)
 
-    def _sample(self) -> None:
-        eng = self.eng
-        N, R = eng.E.nic, eng.E.rep
-        self.samples_t.append(self.now)
-        self.samples_acked.append(N.fl[self.fid, FL_ACKED_OFF].copy())
-        w = R.cwnd[self.fid]
-        self.samples_cwnd.append(np.where(w > 0, w, N.ctx[self.fid, CX_CWND]))
-        qb = eng.E.sw.qb
-        self.samples_queue.append(np.array([int(qb[p].sum()) for _, p in self.port_list]))
+    live_samples = False
+    """True: the run stops at every sample time and calls _on_sample there,
+    for subclasses that read more of the live state than the sampler does."""
+
+    def _on_sample(self) -> None:
+        """At each sample time when live_samples (after that sample's row)."""
+
+    def _samples(self) -> None:
+        """Take in the rows the engine's sampler wrote since the last call."""
+        rows = self.eng.drain_samples()
+        F = len(self.fid)
+        for row in rows:
+            self.samples_t.append(int(row[0]) - self.t0)
+            self.samples_acked.append(row[1:1 + F])
+            self.samples_cwnd.append(row[1 + F:1 + 2 * F])
+            self.samples_queue.append(row[1 + 2 * F:])
 
     def _bar(self, wall_s: float) -> None:
         x = self.x

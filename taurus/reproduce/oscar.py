@@ -63,13 +63,12 @@ _RUNS: list = []
 @contextmanager
 def _trace_decisions():
     """While active, each experiment sample also records every flow's
-    decision version, pacing rate, window and srtt (Runner._sample)."""
+    decision version, pacing rate, window and srtt (Runner._on_sample)."""
     from taurus.datapath.devices.nic.state import CX_CWND, CX_RATE, FL_SRTT
     from taurus.experiment import runner as R
-    orig = R.Runner._sample
+    orig = R.Runner._on_sample
 
     def sample(self):
-        orig(self)
         if not hasattr(self, "oscar_trace"):
             self.oscar_trace = []
             _RUNS.append(self)
@@ -81,12 +80,12 @@ def _trace_decisions():
                                  E.nic.fl[self.fid, FL_SRTT].copy(),
                                  np.array(self.samples_queue[-1], np.float64)))
         self.oscar_ports = [name for name, _ in self.port_list]
-    R.Runner._sample = sample
+    R.Runner._on_sample, R.Runner.live_samples = sample, True
     _RUNS.clear()
     try:
         yield _RUNS
     finally:
-        R.Runner._sample = orig
+        R.Runner._on_sample, R.Runner.live_samples = orig, False
 
 
 def _trace(run) -> dict:

@@ -135,6 +135,7 @@ class _Watch(Runner):
     NIC counters (rx_data, rx_dup, rx_ce, rx_ue: packets as received)
     every sample period."""
     watch: tuple = ()
+    live_samples = True
 
     def build(self):
         from taurus.experiment import runner
@@ -146,8 +147,7 @@ class _Watch(Runner):
             runner.nic_host = host
         self.rx = []
 
-    def _sample(self):
-        super()._sample()
+    def _on_sample(self):
         self.rx.append((self.now, {h: nic_counters(self.eng, self.nics[h]) for h in self.watch}))
 
 

@@ -34,7 +34,6 @@ import numpy as np
 
 from ... import ccshm as C
 from ...ccnative import T_ENTRY, T_ST_OFF, T_ST_ROW
-from ...report import TimerE, report_timer_start
 from ...wire import spec as S
 from .state import (N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR_HOG_STOP, NR_HOST_BUF, NR_HOST_BW,
                     NR_HOST_DELAY, NR_HOST_PERIOD, NR_HOST_Q, NR_HOST_T, NR_HOST_TIMER, TK_HOST,
@@ -55,10 +54,9 @@ from .state import (N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR
                         NR_RXCAP, NR_SINK, NR_TXTIMER, FL_GEN_END, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
                         SIGNAL_NAMES, TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
 from .app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
-from .gen import gen_refill
 from .shm import NicShm
-from .tx import wake_flow
 from ..table import NIC
+from ...pinned import at_gen_refill, at_timer_start, at_wake_flow
 from ...wheel import wheel_alloc, wheel_cancel, wheel_schedule
 from ...wire.desc import status_counts
 
@@ -436,7 +434,7 @@ def set_flow_mode(eng, f: int, mode: str, alg: int = -1, event_mask: int | None 
         cc.event_mask[f] = int(event_mask)
     if timer_ns is not None:
         cc.timer_ns[f] = max(0, int(timer_ns))
-    report_timer_start(TimerE(eng.E.rep, eng.E.wheel), f, eng.now())
+    at_timer_start(eng.state_addr(), f, eng.now())
 
 
 def flow_nic(eng, f: int) -> dict:
@@ -501,7 +499,7 @@ def nic_commit(eng, d: int, f: int, n: int, msg_id: int | None = None) -> int:
     N.fl[f, FL_POSTED] = pos + n
     N.fl[f, FL_MQ_TAIL] = tail + 1
     if N.fl[f, FL_SCHED] == SCH_IDLE:  # a queued or timed flow finds the message itself
-        wake_flow(eng.E.nic, eng.E.wheel, f, eng.now())
+        at_wake_flow(eng.state_addr(), f, eng.now())
     return mid
 
 
@@ -603,7 +601,7 @@ def nic_generate(eng, f: int, end: int | None = None) -> None:
     if end <= N.fl[f, FL_POSTED]:
         raise ValueError(f"flow {f} already posted {int(N.fl[f, FL_POSTED])} bytes (>= {end})")
     N.fl[f, FL_GEN_END] = end
-    gen_refill(eng.E, f, eng.now())
+    at_gen_refill(eng.state_addr(), f, eng.now())
 
 
 def nic_generate_stop(eng, f: int) -> None:
