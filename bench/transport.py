@@ -14,6 +14,12 @@ Ctrl-C):   h1:h1-eth0 ---- h2-eth0:h2, MTU 1500.
 - raw        bench/io.py's raw loop: pre-filled 1514-byte frames posted
              straight on h1-eth0's AF_XDP TX ring (no pool, no copy, no
              protocol), kick, reap; rate = frames h2's kernel received.
+- raw-xsk    the same, with h2 receiving on an AF_XDP socket (XDP attached
+             as the transport's ports are) whose frames go straight back to
+             its fill ring, in the same loop: the transport's kernel path
+             without the protocol; rate = frames h2's socket got.  (raw's
+             frames go to h2's IP stack, which looks up a route for an ICMP
+             port-unreachable reply to each.)
 - transport  a host NIC on an AF_XDP port in each namespace; 1 or 8 flows
              h1 -> h2 carrying 1514-byte data frames (MSS 1404), unpaced, no
              CC, a fixed 1 MiB window shared by the flows (h2's RX ring holds
