@@ -3,7 +3,7 @@
 namespaces over one veth, beside the raw AF_XDP TX ceiling of the same veth
 measured in the same run.
 
-    sudo python bench/transport.py            # ~3 min (+ compiling on a new cache)
+    sudo python bench/transport.py            # ~2.5 min (+ compiling on a new cache)
     sudo python bench/transport.py --quick    # 3 rounds of 1 s
     sudo python bench/transport.py --rows ratio --rounds 15   # raw and shared 8 only
     sudo python bench/transport.py --json out.json
