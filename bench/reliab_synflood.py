@@ -115,8 +115,9 @@ def run(n_syn=2000, max_flows=256, legit=4, nbytes=256 << 10, seed=7, log=print)
                 opened_by_flood=after_flood["pdc_open"], refused=c["drop_no_pdc"],
                 idle_closed=c["pdc_idle_close"], rows_after_flood=use_flood, rows_at_end=use,
                 legit_after_flood=f"{sum(ok) + ok2}/{legit + 1}")
-    log(f"  SYN flood: {2 * n_syn} SYNs from random sources into h2 (two floods) with "
-        f"{rows} PDC rows: {after_flood['pdc_open']} PDCs opened by the first, "
+    log(f"  SYN flood: {2 * n_syn} SYNs from random sources into h2 (two floods): "
+        f"{after_flood['pdc_open']} PDCs opened by the first (all the NIC's tables hold: "
+        f"{use_flood['pdc_rows']} of {rows} rows, receive rings for that many), "
         f"{c['drop_no_pdc']} SYNs refused (drop_no_pdc), {c['pdc_idle_close']} idle PDCs "
         f"reclaimed after {idle / 1e9:.2f} s silent; flows opened after the flood done and "
         f"intact {figs['legit_after_flood']}")
