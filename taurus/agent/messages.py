@@ -22,10 +22,11 @@ fuses them with the selection of what the algorithms take, fastpath._poll):
    and a record checked in the ring and read there again could have changed
    in between (a flow id checked, then used as an index).
 2. sequence check: SEQ must continue where the last batch ended; each missing
-   number is a gap, counted here and in ctl[CTL_GAPS].  A jump counts at
-   most the ring's capacity (more records than the ring holds cannot have
-   gone missing from it: the rest is garbage), so garbage numbers never
-   wrap the counter.
+   number is a gap, counted here and in ctl[CTL_GAPS].  Only a plausible
+   jump counts: one past more numbers than the ring holds cannot be records
+   lost from it, so it counts as one number gone wrong (``seq_back``, with
+   those that went back: the ring was rewritten under us), and garbage
+   numbers never inflate or wrap the counter.
 3. bounds check: flow, event and custom length out of range, and flows
    owned by another NIC slot, are dropped and counted (the agent trusts
    nothing it reads).
@@ -170,21 +171,21 @@ def _head(prod, cons, ctl, bp, st, n, cap, batch_max, now):
 
 @nb.njit(cache=True, nogil=True)
 def _seq_check(seq, first, cap):
-    """Step 2: (the next expected number, gaps, numbers that went back).
-    Each number skipped is a gap, at most ``cap`` (the ring's capacity) per
-    jump; each one not above its predecessor went back (the ring was reset
-    or rewritten under us).  Differences are taken unsigned: garbage
-    numbers never overflow."""
+    """Step 2: (the next expected number, gaps, numbers gone wrong).  Each
+    number skipped is a gap, if the jump is plausible: at most ``cap`` (the
+    ring's capacity) numbers.  A number not above its predecessor, or
+    beyond such a jump, went wrong (the ring was reset or rewritten under
+    us) and does not move the next expected number.  Differences are taken
+    unsigned: garbage numbers never overflow."""
     gaps = back = 0
     prev = top = first - 1
     for s in seq:
-        if s > prev:
-            d = np.uint64(s) - np.uint64(prev)        # exact: 0 < s - prev < 2^64
-            gaps += np.int64(min(d - np.uint64(1), np.uint64(cap)))
+        if s > prev and np.uint64(s) - np.uint64(prev) <= np.uint64(cap) + np.uint64(1):
+            gaps += s - prev - 1
+            top = max(top, s)
         else:
             back += 1
         prev = s
-        top = max(top, s)
     return max(first, top + 1) if top < np.iinfo(np.int64).max else first, gaps, back
 
 
