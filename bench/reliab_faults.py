@@ -82,8 +82,8 @@ def _counts(eng, nics, di):
     from taurus.datapath.devices.impair import impair_counters
     from taurus.datapath.devices.nic.setup import nic_counters
     cs = [nic_counters(eng, d) for d in nics]
-    keys = ("tx_retx", "rto_fire", "rto_fail", "retx_sack", "retx_nack", "rx_dup", "rx_ooo",
-            "drop_csum", "drop_parse")
+    keys = ("tx_retx", "rto_fire", "rto_unsent", "rto_held", "rto_fail", "retx_sack",
+            "retx_nack", "rx_dup", "rx_ooo", "drop_csum", "drop_parse")
     out = {k: sum(c[k] for c in cs) for k in keys}
     out["impair"] = {k: v for k, v in impair_counters(eng, di).items() if v}
     return out
@@ -152,7 +152,8 @@ def run_virtual(cases=tuple(CASES), n_flows=2, nbytes=1 << 20, seed=1, log=print
 def fmt(r):
     return (f"  {r['case']:<14} {r['streams']} streams, {r['bytes'] / 2**20:6.1f} MiB, "
             f"sha256 equal {r['sha256_equal']}/{r['streams']}, lost {r['bytes_lost']} B, "
-            f"retx {r['tx_retx']} (rto {r['rto_fire']}, sack {r['retx_sack']}, "
+            f"retx {r['tx_retx']} (rto {r['rto_fire']}, of them acknowledged before "
+            f"resent {r['rto_unsent']}; sack {r['retx_sack']}, "
             f"nack {r['retx_nack']}), drop_csum {r['drop_csum']}, impair {r['impair']}, "
             f"{r['engine_s']} s engine time{'' if r['done'] else ', NOT DONE'}")
 

@@ -6,7 +6,8 @@ flow churn (bench/README.md).  Each part prints its figures; the last line:
 
     sudo python bench/reliability.py            # the full run
     sudo python bench/reliability.py --quick    # the CI-sized one
-    python bench/reliability.py --parts fuzz,faults,shm,churn     # no root: virtual time only
+    python bench/reliability.py --parts fuzz,synflood,faults,shm,churn   # no root: virtual time
+    python bench/reliability.py --quick --boundscheck --no-xdp   # every access bounds-checked
 
 A crash (a Numba segfault) ends the process, so it shows as the missing
 last line; a hang is caught by faulthandler (--hang-s) and counted too.
@@ -27,13 +28,15 @@ import reliab_faults  # noqa: E402
 import reliab_fuzz  # noqa: E402
 import reliab_kills  # noqa: E402
 import reliab_shm  # noqa: E402
+import reliab_synflood  # noqa: E402
 
-PARTS = ("fuzz", "faults", "shm", "kills", "churn")
+PARTS = ("fuzz", "synflood", "faults", "shm", "kills", "churn")
 SIZES = {  # quick / full
     "fuzz_frames": (20_000, 1_000_000), "xdp_frames": (3_000, 100_000),
     "fault_bytes": (1 << 20, 8 << 20), "fault_flows": (2, 4),
     "shm_seconds": (3.0, 30.0), "agent_kills": (2, 10), "app_kills": (2, 10),
     "engine_kills": (2, 10), "churn_flows": (5_000, 100_000),
+    "syn_frames": (2_000, 50_000), "syn_pdc_rows": (256, 4096),
 }
 
 
@@ -44,12 +47,19 @@ def main(argv=None):
     ap.add_argument("--xdp", action=argparse.BooleanOptionalAction, default=None,
                     help="the AF_XDP cases too (default: when root)")
     ap.add_argument("--boundscheck", action="store_true",
-                    help="also run the hostile-memory part compiled with NUMBA_BOUNDSCHECK=1")
+                    help="run compiled with NUMBA_BOUNDSCHECK=1 (an access out of bounds raises "
+                         "IndexError; its own Numba cache: a full compile)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--hang-s", type=float, default=1800.0,
                     help="a part that runs longer than this is a hang (stack dump, exit)")
     ap.add_argument("--json", default=None, help="write every figure here")
     a = ap.parse_args(argv)
+    if a.boundscheck and os.environ.get("NUMBA_BOUNDSCHECK") != "1":
+        from taurus.numba_cache import cache_dir
+        env = dict(os.environ, NUMBA_BOUNDSCHECK="1",
+                   NUMBA_CACHE_DIR=str(cache_dir()) + "-boundscheck")
+        args = [x for x in (sys.argv[1:] if argv is None else argv) if x != "--boundscheck"]
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *args], env)
     q = 0 if a.quick else 1
     n = {k: v[q] for k, v in SIZES.items()}
     parts = [p for p in a.parts.split(",") if p]
@@ -80,6 +90,11 @@ def main(argv=None):
             r = part("malformed input, AF_XDP",
                      lambda: reliab_fuzz.run_xdp(n["xdp_frames"], seed=a.seed))
             tot["frames"] += r["frames"]
+    if "synflood" in parts:
+        r = part("SYN flood, memory links",
+                 lambda: reliab_synflood.run(n["syn_frames"], max_flows=n["syn_pdc_rows"],
+                                             seed=a.seed))
+        tot["frames"] += r["syn_frames"]
     if "faults" in parts:
         rows = part("network faults, memory links (virtual time)",
                     lambda: reliab_faults.run_virtual(n_flows=n["fault_flows"],
@@ -93,10 +108,6 @@ def main(argv=None):
         tot["lost"] += sum(r["bytes_lost"] for r in rows)
     if "shm" in parts:
         part("hostile shared memory", lambda: reliab_shm.run(n["shm_seconds"], seed=a.seed))
-        if a.boundscheck:
-            ok = part("hostile shared memory, bounds-checked build",
-                      lambda: reliab_shm.run_boundscheck(n["shm_seconds"]))
-            tot["crashes"] += 0 if ok else 1
     if "kills" in parts:
         r = part("kills: agent", lambda: reliab_kills.agent_kills(n["agent_kills"], a.seed, tmp))
         tot["kills"] += r["kills"]

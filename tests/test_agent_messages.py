@@ -68,6 +68,45 @@ def test_gaps_are_counted(dp):
     assert len(seen(a)) == 10             # what did arrive is still delivered
 
 
+def test_garbage_sequence_numbers_are_no_gaps(dp):
+    """A jump past more numbers than the ring holds is no loss from it:
+    garbage numbers (either sign, any size) count as gone wrong, never as
+    gaps, and numbering goes on from the last plausible one."""
+    a = agent(dp)
+    dp.push(acks(10))
+    r = dp.cc.ring.ring
+    r.rec[3, C.SEQ], r.rec[4, C.SEQ], r.rec[6, C.SEQ] = 2**63 - 1, -2**63, 2**62
+    a.step()
+    # 3, 4, 5 (after -2^63), 6 and 7 (below 2^62) went wrong; 8 and 9 follow 7
+    assert a.messages.c["gaps"] == 0 and a.messages.c["seq_back"] == 5
+    assert len(seen(a)) == 10
+    dp.push(acks(5))
+    r.rec[12, C.SEQ] += 2                    # and a real gap is still counted
+    r.rec[13:15, C.SEQ] += 2
+    a.step()
+    assert a.messages.c["gaps"] == 2 and dp.cc.ctl[C.CTL_GAPS] == 2
+
+
+def test_a_batch_is_copied_out_of_the_ring_before_its_checks(dp):
+    """Another process may rewrite the ring's rows at any time: what the
+    checks passed is what the algorithms get (a copy), never the ring's
+    rows read again."""
+    a = agent(dp)
+    dp.push(acks(8, flow=2))
+    b = a.messages.poll(0)
+    dp.cc.ring.ring.rec[:, C.FLOW] = 10**9            # rewritten after the checks
+    assert (b.rec[b.rows, C.FLOW] == 2).all() and list(b.flows) == [2]
+    a.handler.dispatch(b, 0)
+    a.messages.release()
+    dp.push(acks(8, flow=3))
+    m, h = a.messages, a.handler
+    h.step(m, 0)                                       # the compiled poll's copy
+    dp.cc.ring.ring.rec[:, C.FLOW] = 10**9
+    m.release()
+    assert (m.copy[:8, C.FLOW] == 3).all() and len(seen(a)) == 16
+    assert {f for f, *_ in seen(a)} == {2, 3}
+
+
 def test_a_tail_past_the_head_is_resynchronised_and_counted(dp):
     a = agent(dp)
     dp.push(acks(4))

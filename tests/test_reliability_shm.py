@@ -2,7 +2,8 @@
 and the app queues of one NIC, written by another process while the engine
 and the agents run; the engine keeps its indices in bounds (an owner that
 is no NIC slot means none; a TIMER period that would wrap is refused; a
-submission head far ahead is skipped)."""
+submission head far ahead is skipped; FL_NATIVE on a flow the native table
+does not cover calls nothing)."""
 import os
 import sys
 import time
@@ -72,10 +73,26 @@ def test_a_submission_head_far_ahead_is_skipped_once():
         assert flow_done(eng, f)
 
 
-@pytest.mark.skip(reason="open bug (issue 23): with garbage written concurrently into every "
-                  "kind of shared state at once, the engine can segfault; run "
-                  "bench/reliability.py to reproduce")
+def test_a_native_flag_from_another_process_calls_nothing():
+    """FL_NATIVE is a context-table flag: set on agent flows of an engine
+    built without native algorithms, it made the engine index its
+    one-row native table with the flow (a call through a garbage address)."""
+    eng, d1, d2, _ = two_hosts()
+    with eng:
+        fs = [add_flow(eng, d1, MAC2, IP2, cwnd_bytes=64 << 10) for _ in range(4)]
+        for f in fs:
+            set_flow_mode(eng, f, "agent", event_mask=(1 << C.EV_ACK) | (1 << C.EV_RTT))
+            eng.cc.flags[f] |= C.FL_NATIVE
+        for k, f in enumerate(fs):
+            nic_post(eng, d1, f, payload(30_000, k))
+        eng.run_for(10**7)
+        assert all(flow_done(eng, f) for f in fs)
+        assert (eng.cc.ctls[:, C.CTL_NATIVE_CALLS] == 0).all()
+
+
 def test_garbage_from_another_process_harms_no_other_nic():
+    """Every kind of garbage at once (records, ring indices, context rows,
+    periods, submissions, queue indices)."""
     r = reliab_shm.run(seconds=2.0, nbytes=1 << 20)
     assert r["agent_faults"] == 0 and r["others_intact"] == "2/2"
-    assert r["writes"] > 1000 and r["sq_bad"] > 0
+    assert r["writes"] > 1000 and r["sq_bad"] > 0 and r["engine_slices"] > 10   # ran under it

@@ -82,7 +82,7 @@ def make_loop(drain):
             M.ctl[CTL_HEARTBEAT_NS] = now
             status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
                 M.prod, M.cons, M.ring, M.ctl, M.bp, M.st, M.n, M.cap, M.batch_max, now, M.owner,
-                M.nic, M.last_t, M.scratch, F.fmask, F.falg, F.known, F.out, F.astart)
+                M.nic, M.last_t, M.scratch, M.copy, F.fmask, F.falg, F.known, F.out, F.astart)
             res = L.res
             res[R_STATUS], res[R_SLOT], res[R_LEN], res[R_OCC] = status, i, k, occ
             res[R_SEL], res[R_FLOWS] = nsel, nu
@@ -95,7 +95,7 @@ def make_loop(drain):
             if nu > 0:
                 L.cnt[K_CALLS] += nsel
                 out = F.out
-                nd = drain(F.S, F.P, F.D, M.ring, out[0][:nsel], F.faults)
+                nd = drain(F.S, F.P, F.D, M.copy, out[0][:nsel], F.faults)
                 if nd > 0:
                     discard(F.D, F.faults, nd)
                 nf, nh = apply_write(out[1][:nu], F.D, X.ev, X.ev_n, X.probe, M.ctl, F.hostbuf,
@@ -160,7 +160,7 @@ class BusyLoop:
         prod, cons = p.prod.copy(), p.cons.copy()
         cons[TAIL] = prod[0]
         p = p._replace(prod=prod, cons=cons, ctl=p.ctl.copy(), st=st, n=p.n.copy(),
-                       last_t=p.last_t.copy(), scratch=p.scratch.copy())
+                       last_t=p.last_t.copy(), scratch=p.scratch.copy(), copy=p.copy.copy())
         own = self._own._replace(gen=self._gen.copy(), bells=self._bells.copy(),
                                  cad=self.cadence.a.copy())
         self._loop(self._args(m, p, own), 0, 0)

@@ -28,7 +28,7 @@ from taurus.datapath.ccshm import CTL_PROBE_DOORBELL
 from taurus.datapath.lowlevel import store_release_u64
 
 from .filters import filter_write
-from .messages import B_EVICT, _head, _prepare
+from .messages import B_EVICT, _copy_out, _head, _prepare
 
 EMPTY, READY, NEW_FLOWS, OVERLOAD = range(4)     # how _poll ended
 D_HOST = D_HOST_CPU | D_HOST_MBA
@@ -93,25 +93,26 @@ def _select(rows, bounds, flows, events, base, fmask, falg, known, out_rows, out
 
 @nb.njit(cache=True, nogil=True)
 def _poll(prod, cons, ring, ctl, bp, st, n, cap, batch_max, now, owner, nic, last_t, scratch,
-          fmask, falg, known, out, astart):
-    """The message handler's poll (steps 1, 2, 3, 5) and _select in one
+          copy, fmask, falg, known, out, astart):
+    """The message handler's poll (steps 1, 0, 2, 3, 5) and _select in one
     call: the common case of a step, without Python in between.  Returns
     (status, slot, length, occupancy, records taken or groups, distinct
     flows, unbound, no_alg): READY with the selection in ``out`` and
-    ``astart`` (rows of ``ring`` itself); EMPTY; NEW_FLOWS (the drain is
-    prepared in ``scratch``, ``groups`` of it: set them up, then select);
-    OVERLOAD (only step 1 is done: the handler's own poll does the rest)."""
+    ``astart`` (rows of ``copy``, the batch copied out of the ring); EMPTY;
+    NEW_FLOWS (the drain is copied and prepared in ``scratch``, ``groups``
+    of it: set them up, then select); OVERLOAD (only step 1 is done: the
+    handler's own poll does the rest)."""
     i, k, occ = _head(prod, cons, ctl, bp, st, n, cap, batch_max, now)
     if k == 0:
         return EMPTY, 0, 0, occ, 0, 0, 0, 0
     if occ >= bp[B_EVICT]:
         return OVERLOAD, i, k, occ, 0, 0, 0, 0
-    rec = ring[i:i + k]
-    ng = _prepare(rec, False, st, n, ctl, owner, nic, last_t, scratch)
+    rec = _copy_out(ring, i, k, copy)
+    ng = _prepare(rec, False, st, n, ctl, owner, nic, last_t, scratch, cap)
     if ng == 0:
         return EMPTY, i, k, occ, 0, 0, 0, 0
     sel, nu, unbound, no_alg = _select(scratch[0], scratch[1][:ng + 1], scratch[2][:ng],
-                                       scratch[3][:ng], i, fmask, falg, known, out[0], out[1],
+                                       scratch[3][:ng], 0, fmask, falg, known, out[0], out[1],
                                        astart)
     if sel < 0:
         return NEW_FLOWS, i, k, occ, ng, 0, 0, 0

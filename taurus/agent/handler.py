@@ -168,7 +168,7 @@ class AlgorithmHandler:
         st[S_TAIL_AFTER] = -1
         _poll(m._prod.copy(), m._cons.copy(), m._rec, m.ctl.copy(), m.bpa, st, m.n.copy(),
               m._cap, m.batch_max, 0, self.cc.owner, self.cc.nic, m.last_t.copy(),
-              m.scratch.copy(), self.fmask, self.falg, self.known, self.out, self.astart.copy())
+              m.scratch.copy(), m.copy.copy(), self.fmask, self.falg, self.known, self.out, self.astart.copy())
         if loop is not None and self.jit and len(self.algs) == 1:
             self.busy = BusyLoop(self, *loop)
             self.busy.warm(m)
@@ -246,11 +246,11 @@ class AlgorithmHandler:
         cc = self.cc
         status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
             m._prod, m._cons, m._rec, m.ctl, m.bpa, m.st, m.n, m._cap, m.batch_max, now_ns,
-            cc.owner, cc.nic, m.last_t, m.scratch, self.fmask, self.falg, self.known, self.out,
-            self.astart)
+            cc.owner, cc.nic, m.last_t, m.scratch, m.copy, self.fmask, self.falg, self.known,
+            self.out, self.astart)
         m.occupancy = occ
         if status == READY:
-            self._run(m._rec, nsel, nu, unbound, no_alg, now_ns)
+            self._run(m.copy, nsel, nu, unbound, no_alg, now_ns)
         else:
             self.finish(m, status, i, k, occ, nsel, now_ns)
 
@@ -258,7 +258,7 @@ class AlgorithmHandler:
         """What _poll left to Python: a drain with new flows (prepared: ng
         groups), or one in overload (only polled)."""
         if status == NEW_FLOWS:
-            self.dispatch(RecordBatch(m._rec[i:i + k], m._rows, m._bounds[:ng + 1],
+            self.dispatch(RecordBatch(m.copy[:k], m._rows, m._bounds[:ng + 1],
                                       m._flows[:ng], m._events[:ng]), now_ns)
         elif status == OVERLOAD:
             b = m.finish(i, k, occ)

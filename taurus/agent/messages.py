@@ -1,7 +1,7 @@
 """Message handler (paper §3.5): drain the report ring in batches, account for
 every record, apply back-pressure, and order records by hardware timestamps.
 
-Per step (compiled: _head, then _prepare; in overload the merge and
+Per step (compiled: _head, _copy_out, then _prepare; in overload the merge and
 eviction of step 4 run vectorised in between; the handler's state and
 counters are arrays the compiled steps update, and the agent's usual step
 fuses them with the selection of what the algorithms take, fastpath._poll):
@@ -17,8 +17,16 @@ fuses them with the selection of what the algorithms take, fastpath._poll):
    (<= max_factor), which the engine applies to every aggregation period.
    Calm (occupancy <= low, lag < lag_high/2) for calm_steps steps in a row:
    it halves.  The gap between the two is the hysteresis.
+0. copy: the batch is copied out of the ring first, and every later step
+   reads only the copy: another process can rewrite the ring at any time,
+   and a record checked in the ring and read there again could have changed
+   in between (a flow id checked, then used as an index).
 2. sequence check: SEQ must continue where the last batch ended; each missing
-   number is a gap, counted here and in ctl[CTL_GAPS].
+   number is a gap, counted here and in ctl[CTL_GAPS].  Only a plausible
+   jump counts: one past more numbers than the ring holds cannot be records
+   lost from it, so it counts as one number gone wrong (``seq_back``, with
+   those that went back: the ring was rewritten under us), and garbage
+   numbers never inflate or wrap the counter.
 3. bounds check: flow, event and custom length out of range, and flows
    owned by another NIC slot, are dropped and counted (the agent trusts
    nothing it reads).
@@ -64,7 +72,7 @@ COUNTS = ("drained", "delivered", "merged", "evicted", "invalid", "gaps", "seq_b
 B_HIGH, B_LOW, B_LAG_HIGH_NS, B_MAX_FACTOR, B_CALM_STEPS, B_EVICT = range(6)   # config
 
 PollArrays = namedtuple("PollArrays", "prod cons ring ctl bp st n cap batch_max owner nic "
-                                      "last_t scratch")
+                                      "last_t scratch copy")
 """What a compiled poll of the handler reads and updates (MessageHandler.poll_arrays)."""
 
 
@@ -90,7 +98,8 @@ class RecordBatch:
     """A drain in delivery order: group g is rows[bounds[g]:bounds[g + 1]]
     of ``rec`` (flow ``flows[g]``, event ``events[g]``); each flow's groups
     together, by first arrival; each group's records oldest first.  A view
-    of the ring (and of the handler's scratch): valid until ``release()``."""
+    of the handler's copy of the ring (and of its scratch): valid until the
+    next poll."""
     __slots__ = ("rec", "rows", "bounds", "flows", "events")
 
     def __init__(self, rec, rows, bounds, flows, events):
@@ -161,20 +170,23 @@ def _head(prod, cons, ctl, bp, st, n, cap, batch_max, now):
 
 
 @nb.njit(cache=True, nogil=True)
-def _seq_check(seq, first):
-    """Step 2: (the next expected number, gaps, numbers that went back).
-    Each number skipped is a gap; each one not above its predecessor went
-    back (the ring was reset or rewritten under us)."""
+def _seq_check(seq, first, cap):
+    """Step 2: (the next expected number, gaps, numbers gone wrong).  Each
+    number skipped is a gap, if the jump is plausible: at most ``cap`` (the
+    ring's capacity) numbers.  A number not above its predecessor, or
+    beyond such a jump, went wrong (the ring was reset or rewritten under
+    us) and does not move the next expected number.  Differences are taken
+    unsigned: garbage numbers never overflow."""
     gaps = back = 0
     prev = top = first - 1
     for s in seq:
-        if s - prev > 1:
+        if s > prev and np.uint64(s) - np.uint64(prev) <= np.uint64(cap) + np.uint64(1):
             gaps += s - prev - 1
-        elif s - prev < 1:
+            top = max(top, s)
+        else:
             back += 1
         prev = s
-        top = max(top, s)
-    return max(first, top + 1), gaps, back
+    return max(first, top + 1) if top < np.iinfo(np.int64).max else first, gaps, back
 
 
 @nb.njit(cache=True, nogil=True)
@@ -258,11 +270,11 @@ def _deliver(rec, idx, last_t, rows, bounds, flows, events, firsts):
 
 
 @nb.njit(cache=True, nogil=True)
-def _seq(seq, st, n, ctl):
+def _seq(seq, st, n, ctl, cap):
     """Step 2, counted (the first batch sets where numbering starts)."""
     if not st[S_HAVE_SEQ]:
         st[S_NEXT_SEQ], st[S_HAVE_SEQ] = seq[0], 1
-    st[S_NEXT_SEQ], gaps, back = _seq_check(seq, st[S_NEXT_SEQ])
+    st[S_NEXT_SEQ], gaps, back = _seq_check(seq, st[S_NEXT_SEQ], cap)
     if gaps:
         n[C_GAPS] += gaps
         ctl[CTL_GAPS] += gaps
@@ -270,20 +282,30 @@ def _seq(seq, st, n, ctl):
 
 
 @nb.njit(cache=True, nogil=True)
-def _checks(rec, st, n, ctl, owner, nic):
+def _checks(rec, st, n, ctl, owner, nic, cap):
     """Steps 2 and 3, counted; returns the valid rows' indices."""
-    _seq(rec[:, SEQ], st, n, ctl)
+    _seq(rec[:, SEQ], st, n, ctl, cap)
     idx = _valid_rows(rec, owner, nic)
     n[C_INVALID] += len(rec) - len(idx)
     return idx
 
 
 @nb.njit(cache=True, nogil=True)
-def _prepare(rec, checked, st, n, ctl, owner, nic, last_t, scratch):
-    """Steps 2, 3 and 5 in one call (``checked``: 2 and 3 were done, in
-    overload), counted; writes the groups to scratch's rows (rows, bounds,
-    flows, events, first arrivals; see _deliver) and returns how many."""
-    idx = np.arange(len(rec)) if checked else _checks(rec, st, n, ctl, owner, nic)
+def _copy_out(ring, i, k, copy):
+    """Step 0: records i .. i + k of the ring, copied (the first k rows of
+    ``copy``); nothing reads the ring's rows after this."""
+    rec = copy[:k]
+    rec[:] = ring[i:i + k]
+    return rec
+
+
+@nb.njit(cache=True, nogil=True)
+def _prepare(rec, checked, st, n, ctl, owner, nic, last_t, scratch, cap):
+    """Steps 2, 3 and 5 in one call on a copy ``rec`` (``checked``: 2 and 3
+    were done, in overload), counted; writes the groups to scratch's rows
+    (rows, bounds, flows, events, first arrivals; see _deliver) and returns
+    how many."""
+    idx = np.arange(len(rec)) if checked else _checks(rec, st, n, ctl, owner, nic, cap)
     ng, late = _deliver(rec, idx, last_t, scratch[0], scratch[1], scratch[2], scratch[3],
                         scratch[4])
     n[C_DELIVERED] += len(idx)
@@ -310,14 +332,16 @@ class MessageHandler:
         # rows, bounds, flows, events, first arrivals.
         self.scratch = np.empty((5, min(batch_max, self._cap) + 1), np.int64)
         self._rows, self._bounds, self._flows, self._events, self._firsts = self.scratch
+        self.copy = np.empty((min(batch_max, self._cap), REC_WIDTH), np.int64)   # step 0
 
     def poll_arrays(self) -> PollArrays:
         """The handler's state for compiled code that polls it (the agent's
         busy loop): the ring, the state and counters, the config, the checks'
-        owner table and the scratch the drain is prepared in."""
+        owner table, the scratch the drain is prepared in and the copy of
+        the batch it reads."""
         return PollArrays(self._prod, self._cons, self._rec, self.ctl, self.bpa, self.st, self.n,
                           self._cap, self.batch_max, self.cc.owner, self.cc.nic, self.last_t,
-                          self.scratch)
+                          self.scratch, self.copy)
 
     @property
     def more(self) -> bool:
@@ -344,9 +368,10 @@ class MessageHandler:
         before the agent announces itself, not in its first drain."""
         rec = np.zeros((1, REC_WIDTH), np.int64)
         st, n, ctl = self.st.copy(), self.n.copy(), self.ctl.copy()
+        _copy_out(self._rec, 0, 1, self.copy)
         for checked in (False, True):
             _prepare(rec, checked, st, n, ctl, self.cc.owner, self.cc.nic, self.last_t.copy(),
-                     self.scratch)
+                     self.scratch, self._cap)
         st[S_TAIL_AFTER] = -1
         _head(self._prod.copy(), self._cons.copy(), ctl, self.bpa, st, n, self._cap,
               self.batch_max, 0)
@@ -366,21 +391,21 @@ class MessageHandler:
         return i, k, occ
 
     def poll(self, now_ns: int) -> RecordBatch | None:
-        """Account for, check and order the next batch; call ``release()`` after
-        delivering it (the batch is a view of the ring)."""
+        """Account for, copy, check and order the next batch; call
+        ``release()`` after delivering it."""
         i, k, occ = self.head(now_ns)
         return self.finish(i, k, occ) if k else None
 
     def finish(self, i: int, k: int, occ: float) -> RecordBatch | None:
-        """Steps 2 to 5 for the k records at slot i (after head())."""
-        rec = self._rec[i:i + k]
+        """Steps 0 and 2 to 5 for the k records at slot i (after head())."""
+        rec = _copy_out(self._rec, i, k, self.copy)
         checked = occ >= self.bp.evict
         if checked:                          # overload: 2 and 3, then 4, then 5
             self.c["overload_steps"] += 1
-            ok = _checks(rec, self.st, self.n, self.ctl, self.cc.owner, self.cc.nic)
+            ok = _checks(rec, self.st, self.n, self.ctl, self.cc.owner, self.cc.nic, self._cap)
             rec = self._merge_evict(rec[ok]) if len(ok) else rec[ok]
         ng = _prepare(rec, checked, self.st, self.n, self.ctl, self.cc.owner, self.cc.nic,
-                      self.last_t, self.scratch)
+                      self.last_t, self.scratch, self._cap)
         if not ng:
             return None
         return RecordBatch(rec, self._rows[:self._bounds.item(ng)], self._bounds[:ng + 1],

@@ -33,7 +33,7 @@ from .gen import gen_completes, gen_refill
 from .sigcall import (signal_ack, signal_bound, signal_cnp, signal_credit, signal_csig,
                       signal_custom, signal_ecn, signal_host, signal_int, signal_nack,
                       signal_ooo, signal_rtt, signal_rtt_packet)
-from .state import (CL_SENT, FL_CLOSING, C_RX_CNP, C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
+from .state import (C_RTO_UNSENT, CL_SENT, FL_CLOSING, C_RX_CNP, C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
                         FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
                         FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
@@ -141,7 +141,7 @@ def rx_ack(E, n, i, now):
         N.fl[f, FL_HOPS] = get_field(buf, d[D_PROBE_OFF], S.PROBE_HOPS) + 1
     per_pkt = signal_bound(E, f, EV_RTT) or signal_bound(E, f, EV_RTT_LS)
     samples = _rtt_packets(E, N, f, una, cack, msk, now) if per_pkt and advanced else 0
-    freed = _ack_cumulative(N, f, una, cack, msk)
+    freed = _ack_cumulative(N, n, f, una, cack, msk)
     if advanced:
         una = _ack_advance(N, f, cack)
     if t == S.T_ACK and advanced and N.fl[f, FL_FRTO] != 0:
@@ -193,8 +193,10 @@ def _ack_int(E, f, i, cack, now):
 
 
 @hot_stage
-def _ack_cumulative(N, f, una, cack, msk):
-    """Free the slots up to cack; returns the bytes that left flight."""
+def _ack_cumulative(N, n, f, una, cack, msk):
+    """Free the slots up to cack; returns the bytes that left flight.  The
+    packet a timeout marked lost, acknowledged before it was resent, counts
+    as rto_unsent."""
     freed = np.int64(0)
     for p in range(una, cack + 1):
         s = p & msk
@@ -204,6 +206,8 @@ def _ack_cumulative(N, f, una, cack, msk):
             freed += N.sl_len[f, s]
         elif st == SL_LOST:
             N.fl[f, FL_NLOST] -= 1
+            if p + 1 == N.fl[f, FL_FRTO]:
+                N.ncnt[n, C_RTO_UNSENT] += 1
         N.fl[f, FL_ACKED_OFF] = (N.sl_off[f, s] & SLO_OFF) + N.sl_len[f, s]
         N.sl_state[f, s] = SL_EMPTY
     return freed

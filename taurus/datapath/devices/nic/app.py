@@ -33,10 +33,15 @@ def sq_submit(N, n: int, op: int, ident: int, end: int, msg: int = 0) -> None:
 
 
 def cq_drain(N, n: int) -> np.ndarray:
-    """Every completion record of NIC n published so far (int64[k, 6])."""
+    """Every completion record of NIC n published so far (int64[k, 6]).
+    Indices that say less than nothing or more than the ring holds were
+    rewritten by another process: the tail catches up, nothing is read."""
     b = n * N_QC
     head, tail = int(N.qc[b + QC_CQ_HEAD]), int(N.qc[b + QC_CQ_TAIL])
     C = N.cq.shape[1]
+    if not 0 <= head - tail <= C:
+        N.qc[b + QC_CQ_TAIL] = head
+        return np.zeros((0, N.cq.shape[2]), np.int64)
     out = N.cq[n, (tail + np.arange(head - tail)) & (C - 1)].copy()
     N.qc[b + QC_CQ_TAIL] = head
     return out

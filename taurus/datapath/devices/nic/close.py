@@ -19,6 +19,22 @@ list M_RP_FREE, keeping its receive ring and ACK timer; a flow becomes
 FS_CLOSED, keeping its send ring and timers, until setup.add_flow reuses
 it.  So a host opening and closing connections keeps every per-connection
 table bounded by the connections open at once.
+
+Idle receive PDCs (pdc_reclaim): a SYN from a new source opens a PDC, and
+one that nobody closes would hold its row for ever (a SYN flood from random
+sources fills the tables).  When the tables are full, a new PDC takes the
+row of the PDC idle longest, if it has received nothing for at least
+``pdc_idle_ns`` (counted as pdc_idle_close); otherwise the new one is
+refused (drop_no_pdc) and its sender's RTO repeats the SYN.
+pdc_idle_ns = NR_RETRIES x MAX_BACKOFF x max(NR_RTO_INIT, NR_RTO_MIN)
+(15 x 1024 x 200 us = 3.07 s by default) is longer than a sender whose RTO
+is at most the initial one retransmits before it gives up (about 1.4 s),
+so a PDC silent that long has no live sender with anything in flight, and
+what it holds out of order will never be completed.  Only under pressure:
+a PDC whose sender was merely quiet (its app sent nothing) keeps its row
+while there is room; if it was reclaimed, that sender's next packet is
+refused (drop_wrong_pdc) until its RTO gives up, and delivered bytes its
+app had not read are gone (the row's RP_GEN changed).
 """
 from ...hot import hot  # compiled without reference counting (the hot path)
 from ...wheel import wheel_cancel
@@ -28,7 +44,9 @@ from ...wire.desc import (D_DPDCID, D_IP_SRC, D_PDS_FLAGS, D_PDS_NEXT, D_PDS_OFF
                           D_SPDCID)
 from .frame import ECN_ECT0, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .rxcc import rx_cc_close
-from .state import (C_DROP_PSN_OOR, C_DROP_WRONG_PDC, C_FLOW_CLOSE, C_PDC_CLOSE, C_RX_CLOSE,
+from .state import (C_PDC_IDLE_CLOSE, MAX_BACKOFF, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN, NR_RXCAP,
+                    RP_LAST_T,
+                    C_DROP_PSN_OOR, C_DROP_WRONG_PDC, C_FLOW_CLOSE, C_PDC_CLOSE, C_RX_CLOSE,
                     C_TX_ACK, C_TX_CLOSE, CL_NONE, CL_WANTED, FL_CLOSING, FL_NIC, FL_PEER_IP,
                     FL_PEER_MAC, FL_EV, FL_NXT, FL_RPDC, FL_SCHED, FL_STATE, FL_T_PACE, FL_T_RTO,
                     FS_ACTIVE, FS_CLOSED, M_FL_CLOSED, M_NRP, M_RP_FREE, RP_BUFCAP, RP_BUFOFF,
@@ -74,6 +92,38 @@ def pdc_free(E, n, r, now):
     rp[r, RP_FREE_NEXT] = N.meta[M_RP_FREE]
     N.meta[M_RP_FREE] = r
     N.ncnt[n, C_PDC_CLOSE] += 1
+
+
+@hot
+def pdc_idle_ns(N, n):
+    """How long a receive PDC of NIC n must have received nothing before
+    pdc_reclaim may free it (see the module doc)."""
+    return max(N.nr[n, NR_RETRIES], 1) * MAX_BACKOFF * max(N.nr[n, NR_RTO_INIT],
+                                                           N.nr[n, NR_RTO_MIN], 1)
+
+
+@hot
+def pdc_reclaim(E, n, now):
+    """The receive PDC tables are full (a SYN for NIC n found no row): free
+    the PDC idle longest whose ring fits NIC n, if it has been idle for
+    pdc_idle_ns of its own NIC.  True if one was freed (its row heads the
+    free list).  Runs only when the tables are full: a scan of the rows in
+    use."""
+    N = E.nic
+    rp = N.rp
+    cap = N.nr[n, NR_RXCAP]
+    best, oldest = 0, now
+    for r in range(1, N.meta[M_NRP] + 1):
+        k = rp[r, RP_NIC] - 1
+        if (k >= 0 and rp[r, RP_BUFCAP] == cap and rp[r, RP_LAST_T] < oldest
+                and now - rp[r, RP_LAST_T] >= pdc_idle_ns(N, k)):
+            best, oldest = r, rp[r, RP_LAST_T]
+    if best == 0:
+        return False
+    k = rp[best, RP_NIC] - 1
+    pdc_free(E, k, best, now)
+    N.ncnt[k, C_PDC_IDLE_CLOSE] += 1
+    return True
 
 
 @hot

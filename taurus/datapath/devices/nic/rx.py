@@ -39,6 +39,7 @@ from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D
                          D_PDS_NEXT, D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
+from .close import pdc_reclaim
 from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .host import host_admit
 from .rxcc import rx_cc_data, rx_cc_event
@@ -54,7 +55,7 @@ from .state import (C_RX_UE, C_TX_CNP, C_TX_WINDOW_ADV, NR_CNP_GAP, NR_LASTHOP_D
                         RP_TARGET, RP_TRIG, RP_TS, RP_TSSEQ, RP_GEN, TK_ACK, TK_SHIFT, cq_push,
                         RP_HOPS, RP_INT_H0, RP_INT_N,
                         M_YIELD_RX, NR_HOST_BW, NR_HOST_DELAY, NR_RX_TICK, NR_RX_TICKS,
-                        NR_RX_TTIMER, RP_JOINED, psn_recon, rx_lookup)
+                        NR_RX_TTIMER, RP_JOINED, RP_LAST_T, psn_recon, rx_lookup)
 
 
 @hot
@@ -292,6 +293,8 @@ def _pdc_of(E, n, i, now):
     src = d[D_IP_SRC]
     if d[D_PDS_FLAGS] & S.F_SYN:
         r = rx_lookup(N, n, src, d[D_SPDCID], True)
+        if r == 0 and pdc_reclaim(E, n, now):    # full: an idle PDC makes room
+            r = rx_lookup(N, n, src, d[D_SPDCID], True)
         if r == 0:
             N.ncnt[n, C_DROP_NO_PDC] += 1
             return 0
@@ -306,6 +309,7 @@ def _pdc_of(E, n, i, now):
             rp[r, RP_NXT] = d[D_PSN] - (d[D_DPDCID] & 0xFFF)
             rp[r, RP_CREDIT] = N.nr[n, NR_INIT_CREDIT]
             rp[r, RP_GEN] += 1
+            rp[r, RP_LAST_T] = now
             if rp[r, RP_T_ACK] > 0:          # a reused row keeps its timer (close.py)
                 E.wheel.owner[rp[r, RP_T_ACK] - 1] = N.nr[n, NR_DEV]
             else:
@@ -403,6 +407,7 @@ def _rx_place(E, N, d, rp, n, r, i, p, msk, now):
     N.rs_end[r, s] = off + ln
     N.rs_msg[r, s] = d[D_SES_MSG_ID] + 1 if (d[D_SES_FLAGS] & S.SF_EOM) else 0
     rp[r, RP_RCVD] += ln
+    rp[r, RP_LAST_T] = now                 # idle since (close.pdc_reclaim, rxcc.py)
     N.ncnt[n, C_RX_DATA] += 1
     if rp[r, RP_WBLOCK] == 0 and edge - (off + ln) < cap >> 2:
         # Under a quarter of the ring left (the app is behind): tell the

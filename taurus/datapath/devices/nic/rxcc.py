@@ -87,7 +87,6 @@ def rx_cc_data(E, rp, n, r, p, ln, ce, now):
         return
     N = E.nic
     tgt = rp[r, RP_TARGET]
-    rp[r, RP_LAST_T] = now
     if rp[r, RP_CC] != 0 and rp[r, RP_JOINED] == 0:
         _table_join(N, n, r)
         _table_backlog(N, n, r, tgt)

@@ -80,7 +80,7 @@ NIC_COUNTERS = (
     "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
     "rto_held", "tx_probe", "rx_probe", "drop_host_buf", "rx_ue", "tx_cnp", "rx_cnp",
     "tx_close", "rx_close", "pdc_close", "flow_close", "close_fail", "rx_grant",
-    "tx_window_adv", "drop_csum")
+    "tx_window_adv", "drop_csum", "pdc_idle_close", "rto_unsent")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
@@ -89,7 +89,7 @@ NIC_COUNTERS = (
  C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
  C_RTO_HELD, C_TX_PROBE, C_RX_PROBE, C_DROP_HOST_BUF, C_RX_UE, C_TX_CNP,
  C_RX_CNP, C_TX_CLOSE, C_RX_CLOSE, C_PDC_CLOSE, C_FLOW_CLOSE, C_CLOSE_FAIL,
- C_RX_GRANT, C_TX_WINDOW_ADV, C_DROP_CSUM) = range(47)
+ C_RX_GRANT, C_TX_WINDOW_ADV, C_DROP_CSUM, C_PDC_IDLE_CLOSE, C_RTO_UNSENT) = range(49)
 """tx_close / rx_close: CLOSE (and REQ_CLOSE) control packets sent /
 received; pdc_close: receive PDCs freed; flow_close: sending flows freed
 after their CLOSE was acknowledged; close_fail: flows freed after their
@@ -99,8 +99,12 @@ tx_window_adv: window edges a receiver advertised before its ring filled
 (rx.py: _rx_place), so that the sender stops at the edge instead of
 overrunning it (drop_rx_window, a retransmission).  drop_csum: frames whose
 UDP checksum is present (non-zero; the NIC sends none) and wrong, i.e. the
-frame was corrupted on the way."""
-N_NCNT = 48
+frame was corrupted on the way.  pdc_idle_close: idle receive PDCs freed
+to make room for a new one when the tables were full (close.py:
+pdc_reclaim).  rto_unsent: timeouts (rto_fire) whose packet was
+acknowledged before it could be resent: the timeout was spurious (the ACK
+was late, not lost), so rto_fire exceeds the retransmissions by them."""
+N_NCNT = 56
 
 # ---- per flow (fl) ----
 (FL_NIC, FL_STATE, FL_PEER_MAC, FL_PEER_IP, FL_RPDC, FL_EV, FL_START, FL_NXT, FL_UNA,
@@ -125,6 +129,7 @@ CL_NONE, CL_WANTED, CL_SENT = 0, 1, 2                # FL_CLOSING
 CLOSE (PSN FL_NXT) is out, waiting for its ACK."""
 SCH_IDLE, SCH_QUEUED, SCH_TIMED = 0, 1, 2            # FL_SCHED
 GEN_CHUNK = 1 << 16                                  # bytes per generated message
+MAX_BACKOFF = 1 << 10                                # the RTO's largest multiplier (tx.py)
 
 # ---- CC context (ctx): what the agent will write ----
 CX_RATE, CX_CWND, CX_CREDIT, CX_VERSION = range(4)   # bit/s (0: unpaced), bytes (0: none), bytes
@@ -152,7 +157,8 @@ SL_EMPTY, SL_INFL, SL_SACKED, SL_LOST, SL_RETX = 0, 1, 2, 3, 4
  RP_T_ACK, RP_READ, RP_TRIG, RP_WBLOCK, RP_WADV, RP_LAST_T, RP_JOINED, RP_UE, RP_NP,
  RP_CNP_T, RP_CNP_MARKS, RP_BACKLOG, RP_GEN, RP_FREE_NEXT, RP_HOPS, RP_INT_N,
  RP_INT_H0) = range(42)
-"""RP_LAST_T / RP_JOINED: the sender's last data (ns) and whether it is in
+"""RP_LAST_T / RP_JOINED: the sender's last data (ns; or the PDC's opening)
+and whether it is in
 the NIC's active-sender table (rxcc.py); RP_BACKLOG: its backlog as counted
 in NR_RX_BACKLOG.  RP_UE: a UE mark to echo in the next ACK; RP_NP: the
 sender asked for CNPs (spec.F_REQ_NP); RP_CNP_T: when the last CNP left (ns,

@@ -37,7 +37,7 @@ from ...wire.csig import csig_start
 from .frame import ECN_ECT0, PDS_OFF, frame_csig, frame_l2l4, frame_l2l4_at, frame_new, tx_emit
 from .close import flow_free, send_close
 from .sigcall import signal_bound, signal_rto, signal_tx
-from .state import (C_CLOSE_FAIL, CL_SENT, CL_WANTED, FL_CLOSING, C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROBE, C_TX_RETX, CX_CREDIT, CX_CWND,
+from .state import (MAX_BACKOFF, C_CLOSE_FAIL, CL_SENT, CL_WANTED, FL_CLOSING, C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROBE, C_TX_RETX, CX_CREDIT, CX_CWND,
                         CX_RATE, FL_BACKOFF, FL_INFL, FL_MAX_INFL, FL_MQ_TAIL, FL_MQ_TX,
                         FL_MSG_OFF, FL_NEXT_T, FL_NIC, FL_NLOST, FL_NXT, FL_PEER_IP,
                         FL_PEER_MAC, FL_ACKED_OFF, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
@@ -54,7 +54,6 @@ SLO_OFF = (np.int64(1) << 46) - 1
 SLO_SOM = np.int64(1) << 46
 SLO_EOM = np.int64(1) << 47
 PROBE_TS_MASK = (np.int64(1) << S.PROBE_TS_BITS) - 1
-MAX_BACKOFF = 1 << 10
 INT_RESERVE = S.INTTAIL_SIZE + S.INT_MAX_HOPS * S.INTHOP_SIZE
 """Bytes a flow that asks for INT leaves free below the MSS: the tail and
 INT_MAX_HOPS hop records, so a frame full of them is no longer than an
