@@ -5,6 +5,7 @@ where flows start."""
 import os
 
 import numpy as np
+import pytest
 
 from taurus.datapath import engine as engine_mod
 from taurus.datapath.devices.nic.state import CX_CWND, FL_ACKED_OFF
@@ -52,10 +53,13 @@ def test_rows_hold_what_python_reads_at_each_sample_time():
     assert r.samples_acked[-1].sum() > 0 and max(q.sum() for q in r.samples_queue) > 0
 
 
-def test_a_two_row_buffer_loses_no_row(monkeypatch):
+@pytest.mark.parametrize("mode", ["agent", "native"])
+def test_a_two_row_buffer_loses_no_row(monkeypatch, mode):
+    """A native run does not stop for Python: the sampler's yields let the
+    engine take the rows out between chunks."""
+    full = _run(Runner, mode)
     monkeypatch.setattr(engine_mod, "rows_for", lambda width: 2)
-    small = _run(Runner, "agent")
-    full = _run(Runner, "agent")
+    small = _run(Runner, mode)
     assert small.samples_t == full.samples_t == [(k + 1) * 50_000 for k in range(40)]
     for a, b in zip(small.samples_acked + small.samples_queue,
                     full.samples_acked + full.samples_queue):

@@ -44,7 +44,8 @@ from .ports.dispatch import port_next_event, port_rx_pending, port_service
 from .ports.table import Ports
 from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
-from .sampler import NEXT as SMP_NEXT, make_sampler, rows_for, sampler_drain, sampler_start, sampler_take
+from .sampler import (NEXT as SMP_NEXT, ROWS as SMP_ROWS, TAKEN as SMP_TAKEN, make_sampler,
+                      rows_for, sampler_drain, sampler_start, sampler_take)
 from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_report_state,
                      report_timer)
 from .shm import Shm
@@ -292,6 +293,7 @@ class Engine:
         cc_algorithms.native.NativeTable); without any, no flow may be
         native."""
         self._pin = 0               # engine_pin's copy of E (0: none yet)
+        self._rows = []             # sampler rows drained between chunks
         self.name = name or f"taurus-eng-{os.getpid()}-{next(_ENGINE_IDS)}"
         if not self.name.startswith("taurus-"):
             self.name = "taurus-" + self.name
@@ -559,6 +561,9 @@ class Engine:
                 if r == R_IDLE and not stop_idle and not woken:
                     clock_advance_to(self.clk, int(until_ns))
                     return REASONS[R_UNTIL]
+                m = self._E.smp.meta
+                if 2 * (m[SMP_ROWS] - m[SMP_TAKEN]) >= self._E.smp.buf.shape[0]:
+                    self._rows.append(sampler_drain(self._E.smp))   # the sampler yielded
                 for cb in self.on_chunk:
                     cb()
                 if woken and r in (R_CHUNK, R_IDLE):
@@ -640,13 +645,16 @@ class Engine:
         the rows.  A running sampler is an event: the virtual clock is never
         idle while it runs."""
         S = make_sampler(fids, qports, rows_for(1 + 2 * len(fids) + len(qports)))
+        self._rows = []             # rows taken out when the sampler yielded
         self.install("smp", S)
         sampler_start(S, int(period_ns), int(origin_ns))
 
     def drain_samples(self) -> np.ndarray:
         """The sampler's rows since the last drain: int64[rows, 1 + 2F + Q],
         each t (engine ns), acked[F], cwnd[F], queue bytes[Q]."""
-        return sampler_drain(self.E.smp)
+        rows = self._rows + [sampler_drain(self.E.smp)]
+        self._rows = []
+        return np.concatenate(rows)
 
     def frames_in_use(self) -> int:
         return mbuf_in_use(self.E.pool)
