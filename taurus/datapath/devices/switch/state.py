@@ -47,7 +47,7 @@ N_TEL = 8
 (R_SHARED_LIMIT, R_SHARED_USED, R_DEFAULT_GRP, R_TEL_TIMER, R_TEL_IVL, R_SEED,
  R_SWID) = range(7)
 
-RT_SIZE = 4096               # route hash slots (power of two)
+RT_SIZE = 1 << 16            # route hash slots of all switches (power of two): a k = 8 fat-tree has 80 x 128
 MAX_GRP = 1024
 GRP_W = 16                   # ports per ECMP group
 
