@@ -115,10 +115,9 @@ def rx_poll(ports_t, pool_t, p, out, maxn, rounds):
     return n
 
 
-def collect(ports_t, pool_t, p, want, timeout=3.0, maxn=64):
+def collect(ports, pool, p, want, timeout=3.0, maxn=64):
     """Poll until `want` frames came in or the deadline passed; returns the
     frames' bytes (pool frames freed)."""
-    ports, pool = byref(ports_t), byref(pool_t)   # the engine's specializations
     out = np.empty(max(want, 1) * 2 + 64, np.int32)
     got = 0
     deadline = time.monotonic() + timeout

@@ -71,10 +71,9 @@ def _jit_warm():
     _push_tx(ports, pool, 0, NOW, np.empty(0, np.int32), 0, 1)
 
 
-def rx_frames(ports_t, pool_t, p, want, timeout=5.0, settle=0.1):
+def rx_frames(ports, pool, p, want, timeout=5.0, settle=0.1):
     """Poll until `want` frames arrived (or timeout), then `settle` s more so
     extra frames would show too; returns their bytes and frees them."""
-    ports, pool = byref(ports_t), byref(pool_t)   # the engine's specializations
     out = np.empty(want + 256, np.int32)
     n = 0
     deadline = time.monotonic() + timeout
