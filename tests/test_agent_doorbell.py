@@ -106,7 +106,7 @@ def test_engine_publish_wakes_once_per_sleep(dp):
     E = namedtuple("E", ["rep", "ctl"])(R, np.zeros(32, np.int64))   # what it reads of an engine
     ring = dp.cc.ring.ring
     R.staged[0, 0] = 1
-    report_publish(E, 0)                      # compile; nobody sleeps: no wake
+    report_publish(E, 0, 0)                   # compile; nobody sleeps: no wake
     assert int(ring.prod[WAKES]) == 0 and int(ring.prod[BELL]) >= 1
     dp.cc.ring.drain()
     bell = Doorbell(ring)
@@ -117,13 +117,13 @@ def test_engine_publish_wakes_once_per_sleep(dp):
     time.sleep(0.02)
     t = time.monotonic()
     R.staged[0, 0] = 1
-    report_publish(E, 0)
+    report_publish(E, 0, 0)
     th.join(2)
     assert got == [True] and time.monotonic() - t < 0.5
     assert int(ring.prod[WAKES]) == 1
     ring.cons[SLEEP] = bell.gen[0]            # a sleep already woken is not woken twice
     R.staged[0, 0] = 1
-    report_publish(E, 0)
+    report_publish(E, 0, 0)
     ring.cons[SLEEP] = 0
     assert int(ring.prod[WAKES]) == 1
 

@@ -49,6 +49,7 @@ from .sampler import (NEXT as SMP_NEXT, ROWS as SMP_ROWS, TAKEN as SMP_TAKEN, ma
 from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_report_state,
                      report_timer)
 from .shm import Shm
+from .vagents import VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_step
 from .hot import hot
 from . import watchdog
 from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
@@ -57,18 +58,20 @@ from .wheel import LATE_MAX, make_wheel, wheel_alloc, wheel_expire, wheel_next_d
 log = logging.getLogger("taurus.engine")
 
 Engine_ = namedtuple("Engine_", ["clk", "pool", "ports", "wheel", "devs", "ctl",
-                                 "burst", "expired", "sw", "nic", "rep", "alg", "smp"])
+                                 "burst", "expired", "sw", "nic", "rep", "alg", "smp", "vag"])
 """Everything the loop touches, passed to every device as `E`.  `sw` and
 `nic` hold the state of every switch / host NIC of this engine (each kind
 sizes its own arrays; see devices/switch/ and devices/nic/); `rep` is the
 report engine with its views on the agent contract segment (report.py);
 `alg` the native (in-engine) algorithms handed to the engine (ccnative.py);
-`smp` the sampler of the run's time series (sampler.py)."""
+`smp` the sampler of the run's time series (sampler.py); `vag` the agents
+the loop steps itself (vagents.py)."""
 
 # Control block (int64, shared memory).
 (STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD, WAKE_PUBLISH, IDLE_NS,
  RUN_NS, POLL_ALL, POLLS) = range(14)
 N_CTL = 32
+assert POLLS < VAG_N < VAG_DUE < VAG_STEP < VAG_AT < N_CTL
 assert YIELD == CTL_YIELD == ENGINE_YIELD == CAPTURE_YIELD and WAKE_PUBLISH == ENGINE_WAKE_PUBLISH
 """YIELD: set by a device to end the current chunk at once, so that the
 Python apps between chunks (Engine.on_chunk) act now rather than up to a
@@ -84,8 +87,9 @@ pass rather than only those with something to do (the same run, slower:
 for tests and diagnosis).  POLLS: device polls so far."""
 ST_INIT, ST_RUNNING, ST_STOPPED = 0, 1, 2
 # Why engine_run returned.
-R_UNTIL, R_STOP, R_IDLE, R_CHUNK = 1, 2, 3, 4
-REASONS = {R_UNTIL: "until", R_STOP: "stopped", R_IDLE: "idle", R_CHUNK: "chunk"}
+R_UNTIL, R_STOP, R_IDLE, R_CHUNK, R_AGENT = 1, 2, 3, 4, 5
+REASONS = {R_UNTIL: "until", R_STOP: "stopped", R_IDLE: "idle", R_CHUNK: "chunk",
+           R_AGENT: "agent"}
 
 VIRTUAL_CHUNK_ITERS = 1 << 20
 _ENGINE_IDS = itertools.count()
@@ -97,6 +101,8 @@ def _next_event(E, now):
     """The earliest future event.  Frames already due at a port that no
     device polls (an open end) wait for Python, so they are not events."""
     t = min(wheel_next_due(E.wheel), E.smp.meta[SMP_NEXT])
+    if E.ctl[VAG_DUE] != 0 and E.ctl[VAG_DUE] < t:
+        t = E.ctl[VAG_DUE]
     for p in range(E.ctl[NPORTS]):
         e = port_next_event(E.ports, p, now)
         if e < t:
@@ -177,6 +183,11 @@ def _loop(E, until, chunk_ns):
         if E.ctl[YIELD] != 0:
             E.ctl[YIELD] = 0
             break
+        if E.ctl[VAG_DUE] != 0 and now >= E.ctl[VAG_DUE]:
+            if vagents_step(E, now) >= 0:
+                reason = R_AGENT          # one needs Python (vagents.py)
+                break
+            due[:] = True                 # a decision may free a flow on any NIC
         work = 0
         n = wheel_expire(E.wheel, now, E.expired, E.expired.shape[0])
         for k in range(n):
@@ -343,7 +354,7 @@ class Engine:
                              sw=make_switch_state(max_ports, max_flows),
                              nic=make_nic_state(max_ports, max_flows),
                              rep=make_report_state(self.cc),
-                             alg=alg, smp=make_sampler())
+                             alg=alg, smp=make_sampler(), vag=make_vagents())
             if not STATE_T:
                 STATE_T.append(nb.typeof(self.E))
             # Compile (or load from cache) the loop now, before any port is
@@ -648,6 +659,30 @@ class Engine:
         self._rows = []             # rows taken out when the sampler yielded
         self.install("smp", S)
         sampler_start(S, int(period_ns), int(origin_ns))
+
+    def step_agents_in_loop(self, steps: list, grid_ns: int) -> None:
+        """Let the loop step these agents at the grid point (a multiple of
+        grid_ns) after each report publish (vagents.py; virtual clock):
+        ``steps`` are (step address, argument address) pairs, stepped in
+        this order; [] hands the stepping back to Python."""
+        if len(steps) > self.E.vag.shape[0] or (steps and grid_ns <= 0):
+            raise ValueError(f"{len(steps)} in-loop agents on a grid of {grid_ns} ns")
+        if steps and not clock_is_virtual(self.clk):
+            raise ValueError("agents step inside the loop only on the virtual clock")
+        self.ctl[VAG_N] = 0
+        self.E.vag[:len(steps)] = steps
+        self.ctl[VAG_STEP] = grid_ns
+        self.ctl[VAG_DUE] = 0
+        self.ctl[VAG_N] = len(steps)
+
+    def agents_due(self, t_ns: int) -> None:
+        """When the in-loop agents step next (0: at the grid point after the
+        next publish); Python sets it after stepping them itself."""
+        self.ctl[VAG_DUE] = t_ns
+
+    def agent_at(self) -> int:
+        """The agent a run that returned "agent" stopped at (it needs Python)."""
+        return int(self.ctl[VAG_AT])
 
     def drain_samples(self) -> np.ndarray:
         """The sampler's rows since the last drain: int64[rows, 1 + 2F + Q],

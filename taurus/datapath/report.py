@@ -53,6 +53,7 @@ from .ccnative import native_call
 from .wire import spec as S
 from .wire.codec import get_field
 from .shmring import Ring, ring_doorbell, ring_publish, ring_slot, ring_space
+from .vagents import vagents_published
 from .wheel import wheel_alloc, wheel_armed, wheel_cancel, wheel_schedule
 
 Report = namedtuple("Report", ["acc", "win_timer", "staged", "dl_timer", "hdr",
@@ -131,7 +132,7 @@ between chunks (the experiment runner's) wakes only when it has records."""
 
 
 @nb.njit(cache=True)
-def report_publish(E, k):
+def report_publish(E, k, now):
     R = E.rep
     n = R.staged[k, 0]
     if n > 0:
@@ -143,6 +144,7 @@ def report_publish(E, k):
         if E.ctl[ENGINE_WAKE_PUBLISH] != 0:
             E.ctl[ENGINE_WAKE_PUBLISH] = 0
             E.ctl[ENGINE_YIELD] = 1
+        vagents_published(E.ctl, now)
 
 
 @nb.njit(cache=True)
@@ -172,7 +174,7 @@ def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
         if t >= 0:
             wheel_schedule(E.wheel, t, now + R.ctls[k, C.CTL_DEADLINE_NS])
     if (n + 1) * REC_BYTES >= R.ctls[k, C.CTL_BATCH_BYTES]:
-        report_publish(E, k)
+        report_publish(E, k, now)
         if R.dl_timer[k] >= 0:
             wheel_cancel(E.wheel, R.dl_timer[k])
 
@@ -433,7 +435,7 @@ def report_timer(E, arg, now):
         report_flush(E, x >> 2, x & 3, now)
         return 1
     k = arg & TAG_ARG
-    report_publish(E, k)
+    report_publish(E, k, now)
     return 1
 
 

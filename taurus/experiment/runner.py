@@ -6,8 +6,9 @@ over the topology's namespaces (switch ports via fabric.attach_switches,
 each host NIC on an engine port opened in its host's namespace).  Python
 acts only at multiples of `step` ns, and (experiment.stepping = "event",
 the default) only at those where something is due: a flow starts or stops,
-a sample is taken, an agent has a batch to drain (the engine returns at
-the report engine's publish: Engine.run_until wake_on_publish), a host
+an agent has a batch to drain (at the step after the report engine's
+publish: the engine's loop steps the agents itself, agent/inloop.py, or
+returns at the publish, Engine.run_until wake_on_publish), a host
 sampler's period ends.  Skipped points are ones where Python would have
 done nothing, so the run is the one fixed stepping (stepping = "fixed",
 Python at every point) gives; a plan with RPCs (whose closed loop reacts
@@ -21,8 +22,7 @@ In virtual time a host whose switch port sends PFC sits behind a MAC that
 honours PAUSE (fabric.nic_host pfc: a shim switch device, which queues what
 the NIC sends while paused).
 
-Agents run in-process, one per sending host NIC, stepped after every slice
-(as in the e2e tests).  That is the TAURUS picture with the PCIe queue
+Agents run in-process, one per sending host NIC, stepped at those points.  That is the TAURUS picture with the PCIe queue
 replaced by the slice: a decision lands within one step.  A separate `taurus
 agent` process per host is the docs/DESIGN.md picture for long wall-clock runs;
 here in-process stepping keeps one busy process on a 2-core machine.
@@ -82,6 +82,7 @@ class Runner:
         self.progress = progress
         self.eng = None
         self.agents: dict = {}                      # host -> in-process Agent
+        self.in_loop: list = []                     # their steps in the engine's loop
         self.native: NativeTable | None = None
         self.receivers: dict = {}       # host -> (receiver algorithm id, params)
         self.native_flows: dict[int, tuple] = {}    # plan index -> (algorithm id, Params)
@@ -290,7 +291,8 @@ class Runner:
                            self.t0 + (x.duration if h.stop is None else h.stop))
         step = self.step
         every = x.stepping == "fixed" or bool(self.plan.rpcs)
-        wake = bool(self.agents) and not every
+        self._loop_agents(not every)
+        wake = bool(self.agents) and not every and not self.in_loop
         # the engine samples the series itself (datapath/sampler.py)
         period = self.sample_every * step
         eng.start_sampler(self.fid, [p for _, p in self.port_list], period, self.t0)
@@ -323,11 +325,12 @@ class Runner:
                 until = max(point, -(-min(due) // step) * step)
             until = min(x.duration, until)
             w0 = time.perf_counter()
-            if eng.run_until(self.t0 + until, stop_idle=False, wake_on_publish=wake) == "woken":
+            r = eng.run_until(self.t0 + until, stop_idle=False, wake_on_publish=wake)
+            if r == "woken":
                 # an agent has a batch: it drains at the next point, as at every point
                 woke = eng.now() - self.t0
-                eng.run_until(self.t0 + min(x.duration, (woke // step + 1) * step),
-                              stop_idle=False)
+                r = eng.run_until(self.t0 + min(x.duration, (woke // step + 1) * step),
+                                  stop_idle=False)
             w1 = time.perf_counter()
             self.engine_s += w1 - w0
             self.now = eng.now() - self.t0
@@ -337,10 +340,23 @@ class Runner:
             if self.agents:
                 c0 = time.thread_time()     # agents run in this thread (process_time:
                 #                             ~1 ms a call in a process with many threads)
-                for a in self.agents.values():
-                    a.step(eng.now())
-                    if a.messages.more:
-                        agent_due = self.now + step
+                # After "agent", the loop stepped the agents before `at` at
+                # this time already, and `at` needs finishing.
+                at = eng.agent_at() if r == "agent" else -1
+                for j, a in enumerate(self.agents.values()):
+                    if j < at:
+                        self.in_loop[j].stepped()
+                    elif j == at:
+                        self.in_loop[j].finish(eng.now())
+                    else:
+                        a.step(eng.now())
+                more = any(a.messages.more for a in self.agents.values())
+                if self.in_loop:
+                    eng.agents_due(eng.now() + step if more else 0)
+                    for il in self.in_loop:
+                        il.sync()
+                elif more:
+                    agent_due = self.now + step
                 self.agent_cpu_s += time.thread_time() - c0
             self.loads.poll(self.now)
             self._samples()
@@ -355,6 +371,24 @@ class Runner:
             self._bar(self.loop_s)
             sys.stderr.write("\n")
         self.complete = True
+
+    agents_in_loop = True
+    """Whether the engine's loop may step the agents itself (agent/inloop.py):
+    the same steps at the same times as Python's stepping, without a return
+    to Python per publish.  False: Python steps them (for comparison)."""
+
+    def _loop_agents(self, event_stepping: bool) -> None:
+        """Hand the agents' steps to the engine's loop when every agent can
+        be stepped there (compiled, no host samplers) and the run steps by
+        events on the virtual clock."""
+        if not (self.agents and self.agents_in_loop and event_stepping
+                and self.clock == "virtual"):
+            return
+        from taurus.agent.inloop import InLoop
+        if not all(InLoop.qualifies(a) for a in self.agents.values()):
+            return
+        self.in_loop = [InLoop(a) for a in self.agents.values()]
+        self.eng.step_agents_in_loop([(il.entry, il.args) for il in self.in_loop], self.step)
 
     def _sampler_due(self) -> list[int]:
         """When the agents' host samplers are next due (engine ns)."""
@@ -488,6 +522,14 @@ class Runner:
 
     def teardown(self) -> list[str]:
         errors = []
+        if self.in_loop:
+            try:
+                self.eng.step_agents_in_loop([], 0)
+                for il in self.in_loop:
+                    il.close()
+            except Exception as e:
+                errors.append(f"in-loop agents: {e}")
+            self.in_loop = []
         for h, a in self.agents.items():
             try:
                 a.teardown()
