@@ -39,7 +39,7 @@ DONE, MORE, PYTHON = 0, 1, 2
 done but the drain was capped (step again at the next grid point); Python
 must finish it (``InLoop.finish``)."""
 (R_STATUS, R_SLOT, R_LEN, R_OCC, R_SEL, R_FLOWS, R_FAULTS, R_DFAULTS, R_HOST, N_RES) = range(10)
-K_CALLS, K_UNBOUND, K_NO_ALG, K_STEPS = range(4)
+K_CALLS, K_UNBOUND, K_NO_ALG, K_STEPS, K_NS = range(5)
 A_ENTRY, A_ST, A_ST_LEN, A_PAR, A_PAR_LEN = range(5)
 A_W = 8
 """Rows of ``tab``, one per algorithm class: its native entry's address,
@@ -93,46 +93,56 @@ def _drain(F, rec, lo, hi, a):
     return nf
 
 
+@nb.njit(cache=True)
+def _step_on(A, now):
+    """One step on the agent's arrays ``A`` (a ByRef to StepArgs)."""
+    M, F, X, W = A.poll, A.fast, A.apply, A.write
+    status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
+        M.prod, M.cons, M.ring, M.ctl, M.bp, M.st, M.n, M.cap, M.batch_max, now, M.owner,
+        M.nic, M.last_t, M.scratch, M.copy, F.fmask, F.falg, F.known, F.out, F.astart)
+    res = F.res
+    res[R_STATUS], res[R_SLOT], res[R_LEN], res[R_OCC] = status, i, k, occ
+    res[R_SEL], res[R_FLOWS] = nsel, nu
+    res[R_FAULTS] = res[R_DFAULTS] = res[R_HOST] = 0
+    F.cnt[K_STEPS] += 1
+    if status != READY:
+        if status == NEW_FLOWS or status == OVERLOAD:
+            return PYTHON              # new flows or overload: the handler's Python path
+        _release(M.cons, M.st)         # nothing, or nothing valid
+        return MORE if M.st[S_MORE] else DONE
+    F.cnt[K_UNBOUND] += unbound
+    F.cnt[K_NO_ALG] += no_alg
+    if nu > 0:
+        F.cnt[K_CALLS] += nsel
+        nd = 0
+        for a in range(F.tab.shape[0]):
+            lo, hi = F.astart[a], F.astart[a + 1]
+            F.cfault[a] = _drain(F, M.copy, lo, hi, a) if hi > lo else 0
+            nd += F.cfault[a]
+        nf, nh = apply_write(F.out[1][:nu], F.D, X.ev, X.ev_n, X.probe, M.ctl, F.hostbuf,
+                             W.stage, W.isset, W.lo, W.hi, W.last, W.n, W.rate, W.cwnd,
+                             W.credit, W.version, W.updated_ns, now, W.faults)
+        if nd > 0 or nf > 0 or nh > 0:
+            res[R_DFAULTS], res[R_FAULTS], res[R_HOST] = nd, nf, nh
+            return PYTHON              # logged, or acted on the host, there
+    _release(M.cons, M.st)
+    return MORE if M.st[S_MORE] else DONE
+
+
 def _make_step(key):
     """The step, compiled per StepArgs type: Numba's cache keys a closure by
     its cells, so ``key`` (the type's name) makes another layout another
-    entry rather than stale code."""
+    entry rather than stale code.  It beats the agent's heartbeat and
+    counts its own wall time (the agent's share of the engine's)."""
     def step(addr, now):
         if now == -(1 << 62):
             print(key)                 # never: keeps `key` in the cache key
         A = args_at(addr)
-        M, F, X, W = A.poll, A.fast, A.apply, A.write
-        M.ctl[CTL_HEARTBEAT_NS] = monotonic_ns(F.ts)
-        status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
-            M.prod, M.cons, M.ring, M.ctl, M.bp, M.st, M.n, M.cap, M.batch_max, now, M.owner,
-            M.nic, M.last_t, M.scratch, M.copy, F.fmask, F.falg, F.known, F.out, F.astart)
-        res = F.res
-        res[R_STATUS], res[R_SLOT], res[R_LEN], res[R_OCC] = status, i, k, occ
-        res[R_SEL], res[R_FLOWS] = nsel, nu
-        res[R_FAULTS] = res[R_DFAULTS] = res[R_HOST] = 0
-        F.cnt[K_STEPS] += 1
-        if status != READY:
-            if status == NEW_FLOWS or status == OVERLOAD:
-                return PYTHON              # new flows or overload: the handler's Python path
-            _release(M.cons, M.st)         # nothing, or nothing valid
-            return MORE if M.st[S_MORE] else DONE
-        F.cnt[K_UNBOUND] += unbound
-        F.cnt[K_NO_ALG] += no_alg
-        if nu > 0:
-            F.cnt[K_CALLS] += nsel
-            nd = 0
-            for a in range(F.tab.shape[0]):
-                lo, hi = F.astart[a], F.astart[a + 1]
-                F.cfault[a] = _drain(F, M.copy, lo, hi, a) if hi > lo else 0
-                nd += F.cfault[a]
-            nf, nh = apply_write(F.out[1][:nu], F.D, X.ev, X.ev_n, X.probe, M.ctl, F.hostbuf,
-                                 W.stage, W.isset, W.lo, W.hi, W.last, W.n, W.rate, W.cwnd,
-                                 W.credit, W.version, W.updated_ns, now, W.faults)
-            if nd > 0 or nf > 0 or nh > 0:
-                res[R_DFAULTS], res[R_FAULTS], res[R_HOST] = nd, nf, nh
-                return PYTHON              # logged, or acted on the host, there
-        _release(M.cons, M.st)
-        return MORE if M.st[S_MORE] else DONE
+        t0 = monotonic_ns(A.fast.ts)
+        A.poll.ctl[CTL_HEARTBEAT_NS] = t0
+        r = _step_on(A, now)
+        A.fast.cnt[K_NS] += monotonic_ns(A.fast.ts) - t0
+        return r
     return step
 
 
@@ -177,7 +187,7 @@ class InLoop:
             self.tab[a.index, :A_W - 3] = (a.rt.entry_address(), st.ctypes.data, st.size,
                                            par.ctypes.data, par.size)
         self.res = np.zeros(N_RES, np.float64)
-        self.cnt = np.zeros(4, np.int64)
+        self.cnt = np.zeros(5, np.int64)
         self.cfault = np.zeros(n, np.int64)
         fast = InLoopArrays(h.fmask, h.falg, h.known, h.out, h.astart, h.dfaults, h.hostbuf,
                             h.Dn, h.Dn.view(np.int64).reshape(len(h.Dn), -1), self.tab,
@@ -217,14 +227,17 @@ class InLoop:
         finally:
             m.release()
 
-    def sync(self) -> None:
-        """Fold the counts the compiled steps kept into the handler's."""
-        calls, unbound, no_alg, _steps = self.cnt.tolist()
+    def sync(self) -> float:
+        """Fold the counts the compiled steps kept into the handler's;
+        returns the wall seconds the steps took since the last sync."""
+        calls, unbound, no_alg, _steps, ns = self.cnt.tolist()
         self.cnt[:3] = 0
+        self.cnt[K_NS] = 0
         c = self.h.c
         c["calls"] += calls
         c["unbound"] += unbound
         c["no_algorithm"] += no_alg
+        return ns / 1e9
 
     def stepped(self) -> None:
         """The loop's step was this agent's last: take its ring occupancy."""

@@ -50,7 +50,7 @@ from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_repor
                      report_timer)
 from .shm import Shm
 from .vagents import VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_step
-from .hot import hot
+from .hot import hot, hot_stage
 from . import watchdog
 from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
 from .wheel import LATE_MAX, make_wheel, wheel_alloc, wheel_expire, wheel_next_due
@@ -117,7 +117,7 @@ def _quiet_kind(kind):
     return kind == NIC or kind == SWITCH or kind == L2FWD or kind == PKTGEN
 
 
-@hot
+@hot_stage
 def _rx_ready(E, d, now):
     for k in range(E.devs.nports[d]):
         if port_rx_pending(E.ports, E.devs.ports[d, k], now):
@@ -207,9 +207,10 @@ def _loop(E, until, chunk_ns):
                 polls += 1
                 work += w
                 due[d] = w > 0 or not skip or not _quiet_kind(E.devs.kind[d])
-        for p in range(E.ctl[NPORTS]):
-            if E.ports.kind[p] != MEM:       # memory links need no service (and no call)
-                work += port_service(E.ports, E.pool, p, now)
+        if not virtual:                      # virtual: memory links only, which need no service
+            for p in range(E.ctl[NPORTS]):
+                if E.ports.kind[p] != MEM:
+                    work += port_service(E.ports, E.pool, p, now)
         it += 1
         prev_idle = work == 0
         if work == 0:

@@ -353,8 +353,10 @@ class Runner:
                 more = any(a.messages.more for a in self.agents.values())
                 if self.in_loop:
                     eng.agents_due(eng.now() + step if more else 0)
-                    for il in self.in_loop:
-                        il.sync()
+                    for il in self.in_loop:     # their steps ran inside the engine's time
+                        s = il.sync()
+                        self.agent_cpu_s += s
+                        self.engine_s -= s
                 elif more:
                     agent_due = self.now + step
                 self.agent_cpu_s += time.thread_time() - c0

@@ -24,13 +24,15 @@ from .common import INF, MEM, PACKET, TX_DROP, TX_PKTS, XDP
 from .memlink import mem_next_event, mem_rx_burst, mem_rx_pending, mem_tx_burst
 from .xdp_ring import xdp_rx_burst, xdp_rx_pending, xdp_service, xdp_tx_burst
 from ..mbuf import mbuf_free
-from ..hot import hot
+from ..hot import hot, hot_stage
 
 
 @hot
 def port_rx_burst(ports, pool, p, now, out, maxn):
     k = ports.kind[p]
     if k == MEM:
+        if not mem_rx_pending(ports, p, now):   # most polls of a link find nothing: no call
+            return 0
         n = mem_rx_burst(ports, pool, p, now, out, maxn)
     elif k == XDP:
         n = xdp_rx_burst(ports, pool, p, now, out, maxn)
@@ -100,7 +102,7 @@ def port_service(ports, pool, p, now):
     return 0
 
 
-@hot
+@hot_stage          # inlined: the engine loop asks every pass
 def port_rx_pending(ports, p, now):
     k = ports.kind[p]
     if k == MEM:

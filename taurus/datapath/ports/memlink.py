@@ -13,7 +13,7 @@ import numba as nb
 import numpy as np
 
 from ..mbuf import mbuf_alloc, mbuf_free, mbuf_put_bytes
-from ..hot import hot
+from ..hot import hot, hot_stage
 from .common import INF, N_LIST, RX_BYTES, RX_PKTS, TX_BYTES, TX_PKTS
 
 PEER, DELAY, RATE, HEAD, TAIL, TX_END = range(6)
@@ -88,7 +88,7 @@ def mem_rx_burst(ports, pool, p, now, out, maxn):
     return n
 
 
-@hot
+@hot_stage          # inlined: the engine loop asks every pass
 def mem_rx_pending(ports, p, now):
     """Has a frame arrived at p by `now` that nobody has taken yet?"""
     head = ports.regs[p, HEAD]
