@@ -40,7 +40,8 @@ from .mbuf import make_pool, mbuf_in_use
 from .ports import memlink
 from .ports.capture import YIELD as CAPTURE_YIELD, CaptureShm
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
-from .ports.dispatch import port_next_event, port_rx_pending, port_service
+from .ports.dispatch import port_next_event, port_service
+from .ports.memlink import mem_due_ports, mem_next_arrival
 from .ports.table import Ports
 from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
@@ -50,7 +51,7 @@ from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_repor
                      report_timer)
 from .shm import Shm
 from .vagents import VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_step
-from .hot import hot, hot_stage
+from .hot import hot
 from . import watchdog
 from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
 from .wheel import LATE_MAX, make_wheel, wheel_alloc, wheel_expire, wheel_next_due
@@ -103,7 +104,10 @@ def _next_event(E, now):
     t = min(wheel_next_due(E.wheel), E.smp.meta[SMP_NEXT])
     if E.ctl[VAG_DUE] != 0 and E.ctl[VAG_DUE] < t:
         t = E.ctl[VAG_DUE]
-    for p in range(E.ctl[NPORTS]):
+    a = mem_next_arrival(E.ports)
+    if a > now:                   # the heap's top: the next arrival at any port
+        return min(t, a)
+    for p in range(E.ctl[NPORTS]):    # a frame waits at the top (an open end's): ask each
         e = port_next_event(E.ports, p, now)
         if e < t:
             t = e
@@ -117,12 +121,13 @@ def _quiet_kind(kind):
     return kind == NIC or kind == SWITCH or kind == L2FWD or kind == PKTGEN
 
 
-@hot_stage
-def _rx_ready(E, d, now):
-    for k in range(E.devs.nports[d]):
-        if port_rx_pending(E.ports, E.devs.ports[d, k], now):
-            return True
-    return False
+@hot
+def _mark_arrived(E, now, pdev, arrived, due):
+    """Mark due the devices with a frame due at one of their ports."""
+    for k in range(mem_due_ports(E.ports, now, arrived)):
+        d = pdev[arrived[k]]
+        if d >= 0:
+            due[d] = True
 
 
 @nb.njit(cache=True)
@@ -167,6 +172,16 @@ def _loop(E, until, chunk_ns):
     nd = E.ctl[NDEVS]
     due = np.ones(nd, np.bool_)
     skip = virtual and E.ctl[POLL_ALL] == 0
+    # Skipping, the devices with a frame due are found at the top of the
+    # memory links' arrivals heap (memlink.py; virtual: memory links only),
+    # at the start of the pass and after a poll that sent a frame due at
+    # once, so that a device polled later in the pass sees it, as asking
+    # each of its ports did.
+    pdev = np.full(E.ctl[NPORTS], -1, np.int64)
+    for d in range(nd):
+        for k in range(E.devs.nports[d]):
+            pdev[E.devs.ports[d, k]] = d
+    arrived = np.empty(2 * E.ctl[NPORTS] + 2, np.int64)
     polls = 0
     while True:
         now = clock_now(clk)
@@ -201,9 +216,14 @@ def _loop(E, until, chunk_ns):
                 if 0 <= owner < nd:
                     due[owner] = True
         work += n
+        if skip:
+            _mark_arrived(E, now, pdev, arrived, due)
         for d in range(nd):
-            if due[d] or _rx_ready(E, d, now):
+            if due[d]:
+                sent_now = E.ports.arr[E.ports.arr.shape[0] - 1]
                 w = device_poll(E, d, now)
+                if skip and E.ports.arr[E.ports.arr.shape[0] - 1] != sent_now:
+                    _mark_arrived(E, now, pdev, arrived, due)    # due on arrival: later devices see it
                 polls += 1
                 work += w
                 due[d] = w > 0 or not skip or not _quiet_kind(E.devs.kind[d])
@@ -346,7 +366,7 @@ class Engine:
             ports = Ports(kind=np.zeros(max_ports, np.int32),
                           regs=np.zeros((max_ports, N_REGS), np.int64),
                           lists=np.zeros((max_ports, N_LIST), np.int64), cnt=counters,
-                          cap=self.capture.cap)
+                          cap=self.capture.cap, arr=np.zeros(max_ports + 2, np.int64))
             now = int(clock_now(self.clk))
             self.E = Engine_(clk=self.clk, pool=make_pool(n_frames, buf_size), ports=ports,
                              wheel=make_wheel(timers, start_ns=now), devs=make_devices(max_devices),

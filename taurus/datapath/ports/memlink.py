@@ -8,6 +8,17 @@ the link through it and collects what the link delivers to it (tests, tools).
 
 Registers of a MEM port (regs[p, ...]) and its FIFO: lists[p] holds pairs
 (frame index, due time); HEAD/TAIL count pairs ever dequeued/enqueued.
+
+Arrivals: the MEM ports whose FIFO holds a frame are kept in a binary min-heap (``ports.arr``: arr[0] the
+size, arr[1..P] port numbers) keyed by their first frame's due time
+(NEXT_AT; HPOS its place in the heap, 0 when out).  A send into an empty
+FIFO puts the port in, a receive moves it to its next frame (or out), so
+under the virtual clock the engine finds the next arrival and the ports
+with a frame due at the top of the heap, not by asking every port (an
+open end's frames wait for Python at the top: the engine then asks every
+port, as without the heap).  arr[P + 1] counts frames due the moment they
+were sent (a link without delay or rate): a device polled later in the
+same pass must see them, as it would asking its ports.
 """
 import numba as nb
 import numpy as np
@@ -16,7 +27,7 @@ from ..mbuf import mbuf_alloc, mbuf_free, mbuf_put_bytes
 from ..hot import hot, hot_stage
 from .common import INF, N_LIST, RX_BYTES, RX_PKTS, TX_BYTES, TX_PKTS
 
-PEER, DELAY, RATE, HEAD, TAIL, TX_END = range(6)
+PEER, DELAY, RATE, HEAD, TAIL, TX_END, NEXT_AT, HPOS = range(8)
 CAP = N_LIST // 2  # frames a link direction can hold
 
 
@@ -26,6 +37,55 @@ def memlink_connect(ports, a: int, b: int, delay_ns: int = 0, rate_bps: int = 0)
         ports.regs[x, PEER] = y
         ports.regs[x, DELAY] = delay_ns
         ports.regs[x, RATE] = rate_bps
+
+
+@hot
+def _arr_swap(ports, i, j):
+    H = ports.arr
+    a, b = H[i], H[j]
+    H[i], H[j] = b, a
+    ports.regs[b, HPOS] = i
+    ports.regs[a, HPOS] = j
+
+
+@hot
+def _arr_set(ports, p, t):
+    """Port p's first frame is now due at t (INF: its FIFO is empty)."""
+    H = ports.arr
+    i = ports.regs[p, HPOS]
+    if i == 0:
+        if t >= INF:
+            return
+        H[0] += 1
+        i = H[0]
+        H[i] = p
+        ports.regs[p, HPOS] = i
+    elif t >= INF:                        # out: the last takes its place
+        last = H[H[0]]
+        H[0] -= 1
+        ports.regs[p, HPOS] = 0
+        ports.regs[p, NEXT_AT] = INF
+        if last == p:
+            return
+        H[i] = last
+        ports.regs[last, HPOS] = i
+        p = last
+        t = ports.regs[last, NEXT_AT]
+    ports.regs[p, NEXT_AT] = t
+    while i > 1 and ports.regs[H[i >> 1], NEXT_AT] > t:      # up
+        _arr_swap(ports, i, i >> 1)
+        i >>= 1
+    n = H[0]
+    while True:                                              # down
+        c = 2 * i
+        if c > n:
+            break
+        if c + 1 <= n and ports.regs[H[c + 1], NEXT_AT] < ports.regs[H[c], NEXT_AT]:
+            c += 1
+        if ports.regs[H[c], NEXT_AT] >= t:
+            break
+        _arr_swap(ports, i, c)
+        i = c
 
 
 @hot
@@ -55,9 +115,13 @@ def mem_tx_burst(ports, pool, p, now, bufs, n):
         slot = (tail % CAP) * 2
         ports.lists[q, slot] = i
         ports.lists[q, slot + 1] = t + delay
+        if t + delay <= now:
+            ports.arr[ports.arr.shape[0] - 1] += 1
         tail += 1
         sent += 1
         nbytes += ln
+    if sent and head == ports.regs[q, TAIL]:
+        _arr_set(ports, q, ports.lists[q, (head % CAP) * 2 + 1])    # was empty
     ports.regs[q, TAIL] = tail
     ports.cnt[p, TX_PKTS] += sent
     ports.cnt[p, TX_BYTES] += nbytes
@@ -83,6 +147,8 @@ def mem_rx_burst(ports, pool, p, now, out, maxn):
         n += 1
         head += 1
     ports.regs[p, HEAD] = head
+    if n:
+        _arr_set(ports, p, ports.lists[p, (head % CAP) * 2 + 1] if head < tail else INF)
     ports.cnt[p, RX_PKTS] += n
     ports.cnt[p, RX_BYTES] += nbytes
     return n
@@ -93,6 +159,36 @@ def mem_rx_pending(ports, p, now):
     """Has a frame arrived at p by `now` that nobody has taken yet?"""
     head = ports.regs[p, HEAD]
     return head < ports.regs[p, TAIL] and ports.lists[p, (head % CAP) * 2 + 1] <= now
+
+
+@hot
+def mem_next_arrival(ports):
+    """The earliest due time in the arrivals heap (INF: none)."""
+    return ports.regs[ports.arr[1], NEXT_AT] if ports.arr[0] > 0 else INF
+
+
+@hot
+def mem_due_ports(ports, now, out):
+    """The ports in the arrivals heap with a frame due by `now`, into out
+    (their subtree at the top of the heap); returns how many."""
+    H = ports.arr
+    n = 0
+    if H[0] == 0 or ports.regs[H[1], NEXT_AT] > now:
+        return 0
+    out[0] = 1                            # a stack of heap places, then the answer
+    top = 1
+    while top > 0:
+        top -= 1
+        i = out[top]
+        out[out.shape[0] - 1 - n] = H[i]
+        n += 1
+        for c in (2 * i, 2 * i + 1):
+            if c <= H[0] and ports.regs[H[c], NEXT_AT] <= now:
+                out[top] = c
+                top += 1
+    for k in range(n):                    # the answer to the front
+        out[k] = out[out.shape[0] - 1 - k]
+    return n
 
 
 @hot

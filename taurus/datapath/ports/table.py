@@ -6,10 +6,11 @@ import numpy as np
 from .capture import no_capture
 from .common import N_COUNTERS, N_LIST, N_REGS
 
-Ports = namedtuple("Ports", ["kind", "regs", "lists", "cnt", "cap"])
+Ports = namedtuple("Ports", ["kind", "regs", "lists", "cnt", "cap", "arr"])
 """kind int32[P]; regs int64[P, N_REGS]; lists int64[P, N_LIST];
 cnt uint64[P, N_COUNTERS] (usually a view on shared memory); cap the
-capture block (capture.py; an engine's is in its capture segment)."""
+capture block (capture.py; an engine's is in its capture segment); arr
+int64[P + 2] the memory links' arrivals heap (memlink.py)."""
 
 
 def make_ports(kinds, counters=None) -> Ports:
@@ -20,4 +21,4 @@ def make_ports(kinds, counters=None) -> Ports:
     return Ports(kind=np.asarray(kinds, np.int32),
                  regs=np.zeros((n, N_REGS), np.int64),
                  lists=np.zeros((n, N_LIST), np.int64),
-                 cnt=cnt, cap=no_capture(n))
+                 cnt=cnt, cap=no_capture(n), arr=np.zeros(n + 2, np.int64))

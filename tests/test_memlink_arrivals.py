@@ -1,0 +1,47 @@
+"""The memory links' arrivals heap (ports/memlink.py): whatever the sends
+and receives, its top is the earliest first frame of any link, and the
+ports it names as due are exactly those whose first frame is due."""
+import numpy as np
+
+from taurus.datapath.mbuf import make_pool, mbuf_alloc, mbuf_free
+from taurus.datapath.ports.common import INF, MEM
+from taurus.datapath.ports.memlink import (CAP, HEAD, TAIL, mem_due_ports, mem_next_arrival,
+                                           mem_rx_burst, mem_tx_burst, memlink_connect)
+from taurus.datapath.ports.table import make_ports
+
+
+def _first_due(ports, p):
+    h, t = ports.regs[p, HEAD], ports.regs[p, TAIL]
+    return int(ports.lists[p, (h % CAP) * 2 + 1]) if h < t else INF
+
+
+def test_the_heap_names_the_earliest_and_every_due_port():
+    rng = np.random.default_rng(7)
+    n = 24
+    ports, pool = make_ports([MEM] * n), make_pool(4096, buf_size=256)
+    for a in range(0, n, 2):
+        memlink_connect(ports, a, a + 1, delay_ns=int(rng.integers(0, 3000)),
+                        rate_bps=int(rng.choice([0, 10**9, 10**10])))
+    out = np.empty(2 * n + 2, np.int64)
+    buf = np.empty(64, np.int32)
+    now = 0
+    for _ in range(3000):
+        p = int(rng.integers(n))
+        if rng.random() < 0.5:
+            k = int(rng.integers(1, 8))
+            for j in range(k):
+                buf[j] = mbuf_alloc(pool)
+                pool.length[buf[j]] = 100
+            sent = mem_tx_burst(ports, pool, p, now, buf, k)
+            for j in range(sent, k):
+                mbuf_free(pool, buf[j])
+        else:
+            got = mem_rx_burst(ports, pool, p, now, buf, int(rng.integers(1, 8)))
+            for j in range(got):
+                mbuf_free(pool, buf[j])
+        if rng.random() < 0.3:
+            now += int(rng.integers(0, 2000))
+        firsts = [_first_due(ports, q) for q in range(n)]
+        assert mem_next_arrival(ports) == min(firsts)
+        due = sorted(out[:mem_due_ports(ports, now, out)].tolist())
+        assert due == [q for q in range(n) if firsts[q] <= now]
