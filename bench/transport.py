@@ -355,8 +355,9 @@ class TransportBench:
 def round_keys(r, rows):
     """The rows of round r: raw and shared 8 flows back to back (order
     alternating between rounds), then the others."""
-    pair = ["raw", RATIO_KEY] if r % 2 == 0 else [RATIO_KEY, "raw"]
-    if rows == "ratio":
+    base = "raw-xsk" if rows == "xsk" else "raw"
+    pair = [base, RATIO_KEY] if r % 2 == 0 else [RATIO_KEY, base]
+    if rows in ("ratio", "xsk"):
         return pair
     return pair + ["raw-xsk", ("shared", 1), ("per-host", 1), ("per-host", 8)]
 
@@ -372,8 +373,9 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="3 rounds of 1 s")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=1.5)
-    ap.add_argument("--rows", choices=("all", "ratio"), default="all",
-                    help="ratio: only raw and shared 8 flows (the ratio's rows)")
+    ap.add_argument("--rows", choices=("all", "ratio", "xsk"), default="all",
+                    help="ratio: only raw and shared 8 flows (the ratio's rows); "
+                         "xsk: only raw-xsk and shared 8 flows")
     ap.add_argument("--cpu", type=int, default=None,
                     help="core of this process (raw loop and engine); default the last allowed")
     ap.add_argument("--json", default=None)
@@ -424,7 +426,16 @@ def main(argv=None) -> int:
         print(f"{r['test']:10} {r['flows']:5d} {r['mpps']:7.3f} {r['wire_gbps']:9.2f} "
               f"{r['goodput_gbps']:12.2f} {r['cpu_per_gbps']:10.3f} {r['cores']:5.2f} "
               f"{r['mpps_core']:9.3f} {int(r['retx']):6d}")
-    raw, ours = runs["raw"], runs[RATIO_KEY]
+    ours = runs[RATIO_KEY]
+    if "raw-xsk" in runs:
+        xr = [o["mpps_core"] / w["mpps_core"] if w["mpps_core"] else 0.0
+              for o, w in zip(ours, runs["raw-xsk"])]
+    if "raw" not in runs:       # --rows xsk
+        print("per round, shared 8 flows / raw-xsk per core: "
+              + " ".join(f"{x:.2f}" for x in xr))
+        print(f"shared 8 flows / raw-xsk per core: {spread(xr)}")
+        return 0
+    raw = runs["raw"]
     ratios = [o["mpps"] / w["mpps"] if w["mpps"] else 0.0 for o, w in zip(ours, raw)]
     per_core = [o["mpps_core"] / w["mpps_core"] if w["mpps_core"] else 0.0
                 for o, w in zip(ours, raw)]
@@ -438,8 +449,6 @@ def main(argv=None) -> int:
         print(f"engine per host, 8 flows: {statistics.median(ph):.2f} of raw "
               f"({int(rows[-1]['retx'])} retransmissions)")
     if "raw-xsk" in runs:
-        xr = [o["mpps_core"] / w["mpps_core"] if w["mpps_core"] else 0.0
-              for o, w in zip(ours, runs["raw-xsk"])]
         print(f"shared 8 flows / raw-xsk per core: {spread(xr)}")
     print(f"transport/raw per core: {spread(per_core)}")
     if args.json:

@@ -22,6 +22,11 @@ def test_the_ratio_rows_are_adjacent_and_alternate_first():
     assert "raw" not in others and tb.RATIO_KEY not in others
 
 
+def test_the_xsk_rows_are_raw_xsk_and_the_ratio_row_alternating():
+    assert tb.round_keys(0, "xsk") == ["raw-xsk", tb.RATIO_KEY]
+    assert tb.round_keys(1, "xsk") == [tb.RATIO_KEY, "raw-xsk"]
+
+
 def test_the_ratio_is_a_median_of_rounds_with_its_range():
     assert tb.spread([0.9, 0.5, 1.1]) == "0.90 (median of 3 rounds, range 0.50-1.10)"
 
