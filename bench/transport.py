@@ -379,6 +379,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu", type=int, default=None,
                     help="core of this process (raw loop and engine); default the last allowed")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--perf-map", action="store_true",
+                    help="after each row, name the loaded Numba code in /tmp/perf-<pid>.map "
+                         "(bench/perfmap.py) for perf record -p <pid>")
     ap.add_argument("--receiver", nargs=5, metavar=("PREFIX", "ENGINE", "FLOWS", "SETTINGS", "CPU"),
                     help=argparse.SUPPRESS)             # internal: the per-host child
     args = ap.parse_args(argv)
@@ -405,6 +408,9 @@ def main(argv=None) -> int:
                 else:
                     row = b.transport(key[1], args.seconds, key[0] == "per-host")
                 log(f"round {r + 1}: {row}")
+                if args.perf_map:
+                    import perfmap
+                    log(f"perf map: {perfmap.write_perf_map()} functions, pid {os.getpid()}")
                 runs.setdefault(key, []).append(row)
     finally:
         b.t.down()

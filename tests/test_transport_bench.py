@@ -39,3 +39,14 @@ def test_the_engine_core_is_an_allowed_one_and_the_receiver_another():
     assert tb.pick_cpus(allowed[0])[0] == allowed[0]
     with pytest.raises(SystemExit, match="not one of the allowed cores"):
         tb.pick_cpus(max(allowed) + 1000)
+
+
+def test_the_perf_map_names_numba_code_by_its_python_name():
+    spec = importlib.util.spec_from_file_location("bench_perfmap",
+                                                  os.path.join(HERE, "bench", "perfmap.py"))
+    pm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pm)
+    name = "_ZN6taurus8datapath7devices3nic2rx7rx_dataB4v445B40c8tJTIeFIjxB2IKSgI4E5404ByRef"
+    assert pm.short_name(name) == "taurus.datapath.devices.nic.rx.rx_data"
+    assert pm.short_name("cfunc." + name) == "cfunc.taurus.datapath.devices.nic.rx.rx_data"
+    assert pm.short_name("not_mangled") == "not_mangled"
