@@ -6,6 +6,8 @@ measured in the same run.
     sudo python bench/transport.py            # ~2.5 min (+ compiling on a new cache)
     sudo python bench/transport.py --quick    # 3 rounds of 1 s
     sudo python bench/transport.py --rows ratio --rounds 15   # raw and shared 8 only
+    sudo python bench/transport.py --rows xsk --rounds 9      # raw-xsk and shared 8 only
+    sudo python bench/transport.py --perf-map                 # name the Numba code for perf
     sudo python bench/transport.py --json out.json
 
 Topology (namespaces taurus-bench-<pid>-tp-*, removed at the end, also on
