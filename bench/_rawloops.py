@@ -73,6 +73,58 @@ def _kick_result(r, st):
 
 # ---------------------------------------------------------------- AF_XDP
 
+@nb.njit(cache=True, inline="always")
+def _tx_rings(r):
+    """The views xdp_raw_tx's half needs of the port with registers r: TX
+    descriptors (as u64 and u32), TX producer/consumer, completion ring and
+    its producer/consumer."""
+    mask = r[TX_MASK]
+    cmask = r[COMP_MASK]
+    return (u64_view(r[TX_DESC], 2 * (mask + 1)), u32_view(r[TX_DESC], 4 * (mask + 1)),
+            u32_view(r[TX_PROD], 1), u32_view(r[TX_CONS], 1),
+            u64_view(r[COMP_DESC], cmask + 1), u32_view(r[COMP_PROD], 1),
+            u32_view(r[COMP_CONS], 1))
+
+
+@nb.njit(cache=True, inline="always")
+def _tx_pass(rings, mask, cmask, lst, length, burst, fd, tail, chead, top, st):
+    """One pass of the raw TX loop: reap completions back onto the free
+    stack lst[:top], post up to `burst` of its frames, kick if anything is
+    unsent.  Returns (tail, seen, chead, top, posted, reaped)."""
+    desc64, desc32, txprod, txcons, comp, cprod, ccons = rings
+    prod = np.int64(load_acquire_u32(cprod, 0))
+    done = (prod - chead) & M32
+    if done:
+        for k in range(done):
+            lst[top] = np.int64(comp[(chead + k) & cmask])
+            top += 1
+        chead = (chead + done) & M32
+        store_release_u32(ccons, 0, chead)
+    seen = np.int64(load_acquire_u32(txcons, 0))
+    n = mask + 1 - ((tail - seen) & M32)
+    if n > burst:
+        n = burst
+    if n > top:
+        n = top
+    if n > 0:
+        for k in range(n):
+            top -= 1
+            s = tail & mask
+            desc64[2 * s] = lst[top]
+            desc32[4 * s + 2] = length
+            desc32[4 * s + 3] = 0
+            tail += 1
+        tail &= M32
+        store_release_u32(txprod, 0, tail)
+    else:
+        n = 0
+    if seen != tail:
+        _kick_result(kick_tx(fd), st)
+    else:
+        st[S_IDLE] += 1
+    return tail, seen, chead, top, n, done
+
+
 @nb.njit(cache=True)
 def xdp_raw_tx(ports, p, length, burst, clk, dur_ns, stop, st):
     """Post pre-filled UMEM frames (the port's free TX stack) on the TX ring,
@@ -82,14 +134,8 @@ def xdp_raw_tx(ports, p, length, burst, clk, dur_ns, stop, st):
     r = ports.regs[p]
     fd = r[FD]
     mask = r[TX_MASK]
-    desc64 = u64_view(r[TX_DESC], 2 * (mask + 1))
-    desc32 = u32_view(r[TX_DESC], 4 * (mask + 1))
-    txprod = u32_view(r[TX_PROD], 1)
-    txcons = u32_view(r[TX_CONS], 1)
     cmask = r[COMP_MASK]
-    comp = u64_view(r[COMP_DESC], cmask + 1)
-    cprod = u32_view(r[COMP_PROD], 1)
-    ccons = u32_view(r[COMP_CONS], 1)
+    rings = _tx_rings(r)
     lst = ports.lists[p]
     tail = r[TX_TAIL]
     seen = r[TX_SEEN]
@@ -103,36 +149,10 @@ def xdp_raw_tx(ports, p, length, burst, clk, dur_ns, stop, st):
         if (it & CHECK) == 0 and _over(clk, end, stop):
             break
         it += 1
-        prod = np.int64(load_acquire_u32(cprod, 0))
-        done = (prod - chead) & M32
-        if done:
-            for k in range(done):
-                lst[top] = np.int64(comp[(chead + k) & cmask])
-                top += 1
-            reaped += done
-            chead = (chead + done) & M32
-            store_release_u32(ccons, 0, chead)
-        seen = np.int64(load_acquire_u32(txcons, 0))
-        n = mask + 1 - ((tail - seen) & M32)
-        if n > burst:
-            n = burst
-        if n > top:
-            n = top
-        if n > 0:
-            for k in range(n):
-                top -= 1
-                s = tail & mask
-                desc64[2 * s] = lst[top]
-                desc32[4 * s + 2] = length
-                desc32[4 * s + 3] = 0
-                tail += 1
-            tail &= M32
-            store_release_u32(txprod, 0, tail)
-            sent += n
-        if seen != tail:
-            _kick_result(kick_tx(fd), st)
-        else:
-            st[S_IDLE] += 1
+        tail, seen, chead, top, n, done = _tx_pass(rings, mask, cmask, lst, length, burst, fd,
+                                                   tail, chead, top, st)
+        sent += n
+        reaped += done
     r[TX_TAIL] = tail
     r[TX_SEEN] = seen
     r[COMP_HEAD] = chead
@@ -205,14 +225,8 @@ def xdp_raw_txrx(ports, p, q, length, burst, clk, dur_ns, stop, st, rst):
     r = ports.regs[p]
     fd = r[FD]
     mask = r[TX_MASK]
-    desc64 = u64_view(r[TX_DESC], 2 * (mask + 1))
-    desc32 = u32_view(r[TX_DESC], 4 * (mask + 1))
-    txprod = u32_view(r[TX_PROD], 1)
-    txcons = u32_view(r[TX_CONS], 1)
     cmask = r[COMP_MASK]
-    comp = u64_view(r[COMP_DESC], cmask + 1)
-    cprod = u32_view(r[COMP_PROD], 1)
-    ccons = u32_view(r[COMP_CONS], 1)
+    rings = _tx_rings(r)
     lst = ports.lists[p]
     tail = r[TX_TAIL]
     seen = r[TX_SEEN]
@@ -256,37 +270,10 @@ def xdp_raw_txrx(ports, p, q, length, burst, clk, dur_ns, stop, st, rst):
             store_release_u32(rxcons, 0, head)
             store_release_u32(fillprod, 0, ftail)
             got += avail
-        # send: as xdp_raw_tx
-        prod = np.int64(load_acquire_u32(cprod, 0))
-        done = (prod - chead) & M32
-        if done:
-            for k in range(done):
-                lst[top] = np.int64(comp[(chead + k) & cmask])
-                top += 1
-            reaped += done
-            chead = (chead + done) & M32
-            store_release_u32(ccons, 0, chead)
-        seen = np.int64(load_acquire_u32(txcons, 0))
-        n = mask + 1 - ((tail - seen) & M32)
-        if n > burst:
-            n = burst
-        if n > top:
-            n = top
-        if n > 0:
-            for k in range(n):
-                top -= 1
-                s = tail & mask
-                desc64[2 * s] = lst[top]
-                desc32[4 * s + 2] = length
-                desc32[4 * s + 3] = 0
-                tail += 1
-            tail &= M32
-            store_release_u32(txprod, 0, tail)
-            sent += n
-        if seen != tail:
-            _kick_result(kick_tx(fd), st)
-        else:
-            st[S_IDLE] += 1
+        tail, seen, chead, top, n, done = _tx_pass(rings, mask, cmask, lst, length, burst, fd,
+                                                   tail, chead, top, st)
+        sent += n
+        reaped += done
     r[TX_TAIL] = tail
     r[TX_SEEN] = seen
     r[COMP_HEAD] = chead

@@ -6,6 +6,8 @@ measured in the same run.
     sudo python bench/transport.py            # ~2.5 min (+ compiling on a new cache)
     sudo python bench/transport.py --quick    # 3 rounds of 1 s
     sudo python bench/transport.py --rows ratio --rounds 15   # raw and shared 8 only
+    sudo python bench/transport.py --rows xsk --rounds 9      # raw-xsk and shared 8 only
+    sudo python bench/transport.py --perf-map                 # name the Numba code for perf
     sudo python bench/transport.py --json out.json
 
 Topology (namespaces taurus-bench-<pid>-tp-*, removed at the end, also on
@@ -355,8 +357,9 @@ class TransportBench:
 def round_keys(r, rows):
     """The rows of round r: raw and shared 8 flows back to back (order
     alternating between rounds), then the others."""
-    pair = ["raw", RATIO_KEY] if r % 2 == 0 else [RATIO_KEY, "raw"]
-    if rows == "ratio":
+    base = "raw-xsk" if rows == "xsk" else "raw"
+    pair = [base, RATIO_KEY] if r % 2 == 0 else [RATIO_KEY, base]
+    if rows in ("ratio", "xsk"):
         return pair
     return pair + ["raw-xsk", ("shared", 1), ("per-host", 1), ("per-host", 8)]
 
@@ -372,11 +375,15 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="3 rounds of 1 s")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=1.5)
-    ap.add_argument("--rows", choices=("all", "ratio"), default="all",
-                    help="ratio: only raw and shared 8 flows (the ratio's rows)")
+    ap.add_argument("--rows", choices=("all", "ratio", "xsk"), default="all",
+                    help="ratio: only raw and shared 8 flows (the ratio's rows); "
+                         "xsk: only raw-xsk and shared 8 flows")
     ap.add_argument("--cpu", type=int, default=None,
                     help="core of this process (raw loop and engine); default the last allowed")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--perf-map", action="store_true",
+                    help="after each row, name the loaded Numba code in /tmp/perf-<pid>.map "
+                         "(bench/perfmap.py) for perf record -p <pid>")
     ap.add_argument("--receiver", nargs=5, metavar=("PREFIX", "ENGINE", "FLOWS", "SETTINGS", "CPU"),
                     help=argparse.SUPPRESS)             # internal: the per-host child
     args = ap.parse_args(argv)
@@ -403,6 +410,9 @@ def main(argv=None) -> int:
                 else:
                     row = b.transport(key[1], args.seconds, key[0] == "per-host")
                 log(f"round {r + 1}: {row}")
+                if args.perf_map:
+                    import perfmap
+                    log(f"perf map: {perfmap.write_perf_map()} functions, pid {os.getpid()}")
                 runs.setdefault(key, []).append(row)
     finally:
         b.t.down()
@@ -424,7 +434,16 @@ def main(argv=None) -> int:
         print(f"{r['test']:10} {r['flows']:5d} {r['mpps']:7.3f} {r['wire_gbps']:9.2f} "
               f"{r['goodput_gbps']:12.2f} {r['cpu_per_gbps']:10.3f} {r['cores']:5.2f} "
               f"{r['mpps_core']:9.3f} {int(r['retx']):6d}")
-    raw, ours = runs["raw"], runs[RATIO_KEY]
+    ours = runs[RATIO_KEY]
+    if "raw-xsk" in runs:
+        xr = [o["mpps_core"] / w["mpps_core"] if w["mpps_core"] else 0.0
+              for o, w in zip(ours, runs["raw-xsk"])]
+    if "raw" not in runs:       # --rows xsk
+        print("per round, shared 8 flows / raw-xsk per core: "
+              + " ".join(f"{x:.2f}" for x in xr))
+        print(f"shared 8 flows / raw-xsk per core: {spread(xr)}")
+        return 0
+    raw = runs["raw"]
     ratios = [o["mpps"] / w["mpps"] if w["mpps"] else 0.0 for o, w in zip(ours, raw)]
     per_core = [o["mpps_core"] / w["mpps_core"] if w["mpps_core"] else 0.0
                 for o, w in zip(ours, raw)]
@@ -438,8 +457,6 @@ def main(argv=None) -> int:
         print(f"engine per host, 8 flows: {statistics.median(ph):.2f} of raw "
               f"({int(rows[-1]['retx'])} retransmissions)")
     if "raw-xsk" in runs:
-        xr = [o["mpps_core"] / w["mpps_core"] if w["mpps_core"] else 0.0
-              for o, w in zip(ours, runs["raw-xsk"])]
         print(f"shared 8 flows / raw-xsk per core: {spread(xr)}")
     print(f"transport/raw per core: {spread(per_core)}")
     if args.json:

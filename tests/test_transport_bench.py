@@ -22,6 +22,11 @@ def test_the_ratio_rows_are_adjacent_and_alternate_first():
     assert "raw" not in others and tb.RATIO_KEY not in others
 
 
+def test_the_xsk_rows_are_raw_xsk_and_the_ratio_row_alternating():
+    assert tb.round_keys(0, "xsk") == ["raw-xsk", tb.RATIO_KEY]
+    assert tb.round_keys(1, "xsk") == [tb.RATIO_KEY, "raw-xsk"]
+
+
 def test_the_ratio_is_a_median_of_rounds_with_its_range():
     assert tb.spread([0.9, 0.5, 1.1]) == "0.90 (median of 3 rounds, range 0.50-1.10)"
 
@@ -34,3 +39,14 @@ def test_the_engine_core_is_an_allowed_one_and_the_receiver_another():
     assert tb.pick_cpus(allowed[0])[0] == allowed[0]
     with pytest.raises(SystemExit, match="not one of the allowed cores"):
         tb.pick_cpus(max(allowed) + 1000)
+
+
+def test_the_perf_map_names_numba_code_by_its_python_name():
+    spec = importlib.util.spec_from_file_location("bench_perfmap",
+                                                  os.path.join(HERE, "bench", "perfmap.py"))
+    pm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pm)
+    name = "_ZN6taurus8datapath7devices3nic2rx7rx_dataB4v445B40c8tJTIeFIjxB2IKSgI4E5404ByRef"
+    assert pm.short_name(name) == "taurus.datapath.devices.nic.rx.rx_data"
+    assert pm.short_name("cfunc." + name) == "cfunc.taurus.datapath.devices.nic.rx.rx_data"
+    assert pm.short_name("not_mangled") == "not_mangled"

@@ -90,6 +90,16 @@ def prefetch(typingctx, addr):
     return types.none(addr), codegen
 
 
+@nb.njit(cache=True, inline="always", _nrt=False)
+def prefetch_bytes(addr, n):
+    """prefetch every cache line of the n bytes at a raw address."""
+    a = addr & ~np.int64(63)
+    end = addr + n
+    while a < end:
+        prefetch(a)
+        a += 64
+
+
 def _atomic_load(width):
     @intrinsic
     def load_acquire(typingctx, arr, idx):

@@ -7,6 +7,7 @@ from ...hot import hot  # compiled without reference counting (the hot path)
 from ...ccguard import cc_watch
 from ...report import report_timer_commands
 
+from ...lowlevel import prefetch_bytes
 from ...mbuf import mbuf_free
 from ...ports.dispatch import port_rx_burst
 from ...wire import spec as S
@@ -73,6 +74,12 @@ def nic_poll(E, d, now):
     k = port_rx_burst(E.ports, E.pool, E.nic.nr[n, NR_PORT], now, E.burst, E.burst.shape[0])
     for j in range(k):
         i = E.burst[j]
+        if j + 1 < k:
+            # The next frame's body (xdp_rx_burst fetched its headers): the
+            # kernel wrote it a window's worth of frames ago, and rx_data
+            # copies it out.
+            nx = E.burst[j + 1]
+            prefetch_bytes(E.pool.data[nx].ctypes.data + 128, E.pool.length[nx] - 128)
         nic_rx_frame(E, n, i, now)
         mbuf_free(E.pool, i)
     work = (k + sq_poll(E, n, now) + probe_commands(E, n, now) + report_timer_commands(E, n, now)

@@ -28,7 +28,7 @@ import numpy as np
 
 from ...wheel import wheel_armed, wheel_cancel, wheel_schedule
 from ...ccshm import CTL_PROBE_DOORBELL, EV_INT
-from ...lowlevel import copy_bytes
+from ...lowlevel import copy_bytes, prefetch_bytes
 from ...ports.dispatch import port_rx_pending
 from ...wire import spec as S
 from ...wire.codec import set_field, write_prologue, zero_bytes
@@ -121,6 +121,10 @@ def _ring_get(ring, base, cap, off, dst, do, ln):
     r, d = ring.ctypes.data + base, dst.ctypes.data + do
     copy_bytes(d, r + s, a)         # memcpy: a byte loop costs ~3 cycles a byte
     copy_bytes(d + a, r, ln - a)
+    # The flow's next segment, read when the scheduler comes back to it: the
+    # app wrote it long ago, so fetch it now rather than stall on it then.
+    nx = (off + ln) % cap
+    prefetch_bytes(r + nx, min(ln, cap - nx))
 
 
 @hot
