@@ -5,20 +5,24 @@ The initiator (sender) closes: once its app asked (OP_CLOSE, or the
 target's REQ_CLOSE) and everything posted is acknowledged, tx.send_one
 sends a CONTROL CLOSE carrying the next PSN (FL_NXT, never used for data).
 The target answers with a plain ACK whose cack_psn is that PSN once every
-PSN before it arrived, and frees its receive PDC; the ACK frees the
+PSN before it arrived, and closes its receive PDC; the ACK frees the
 sender's flow (ack.rx_ack).  A lost CLOSE or ACK is repaired by the
-sender's RTO (a CLOSE for a PDC already freed is answered again: closing is
-idempotent); after NR_RETRIES unanswered CLOSEs the flow is freed anyway
+sender's RTO (a CLOSE for a PDC already closed is answered again: closing
+is idempotent); after NR_RETRIES unanswered CLOSEs the flow is freed anyway
 (counted as close_fail).  A flow that never sent anything is freed at once.
 The target asks the initiator to close with a CONTROL REQ_CLOSE
 (OP_REQ_CLOSE); the initiator closes once its data is acknowledged.
 
-Freed rows (state.py): a receive PDC leaves the PDC hash (backward-shift
-delete) and the active-sender table (LEAVE reason 0) and goes on the free
-list M_RP_FREE, keeping its receive ring and ACK timer; a flow becomes
-FS_CLOSED, keeping its send ring and timers, until setup.add_flow reuses
-it.  So a host opening and closing connections keeps every per-connection
-table bounded by the connections open at once.
+Closed and freed rows (state.py): a closed receive PDC leaves the
+active-sender table (LEAVE reason 0) and waits (RP_CLOSED), taking no more
+data, with its hash entry, so late duplicates of its connection's packets
+are dropped; the sender's next connection on the same PDC id (a later
+start PSN, rx._pdc_of) frees it: it leaves the PDC hash (backward-shift
+delete) and goes on the free list M_RP_FREE, keeping its receive ring and
+ACK timer.  A flow becomes FS_CLOSED, keeping its send ring and timers,
+until setup.add_flow reuses it.  So a host opening and closing connections
+keeps every per-connection table bounded by the connections open at once
+(a receiver: by the PDC ids its senders use).
 """
 from ...hot import hot  # compiled without reference counting (the hot path)
 from ...wheel import wheel_cancel
@@ -33,7 +37,7 @@ from .state import (C_DROP_PSN_OOR, C_DROP_WRONG_PDC, C_FLOW_CLOSE, C_PDC_CLOSE,
                     FL_PEER_MAC, FL_EV, FL_NXT, FL_RPDC, FL_SCHED, FL_STATE, FL_T_PACE, FL_T_RTO,
                     FS_ACTIVE, FS_CLOSED, M_FL_CLOSED, M_NRP, M_RP_FREE, RP_BUFCAP, RP_BUFOFF,
                     RP_EV, RP_FREE_NEXT, RP_GEN, RP_NIC, RP_NXT, RP_PEER_IP, RP_PEER_MAC,
-                    RP_PEER_PDC, RP_T_ACK, SCH_TIMED, SCH_IDLE, psn_recon, rx_forget)
+                    RP_PEER_PDC, RP_T_ACK, RP_CLOSED, SCH_TIMED, SCH_IDLE, psn_recon, rx_forget)
 
 
 @hot
@@ -54,15 +58,27 @@ def flow_free(E, n, f):
 
 
 @hot
-def pdc_free(E, n, r, now):
-    """Receive PDC r is closed: it leaves the active-sender table (LEAVE
-    reason 0) and the PDC hash; its row goes on the free list with its ring
-    and ACK timer."""
+def pdc_close(E, n, r, now):
+    """Receive PDC r's CLOSE arrived: it leaves the active-sender table
+    (LEAVE reason 0), its ACK timer stops, and it waits closed (RP_CLOSED,
+    state.py) for the sender's next connection on its PDC id."""
     N = E.nic
     rp = N.rp
     rx_cc_close(E, n, r, now)
     if rp[r, RP_T_ACK] > 0:
         wheel_cancel(E.wheel, rp[r, RP_T_ACK] - 1)
+    rp[r, RP_CLOSED] = 1
+    N.ncnt[n, C_PDC_CLOSE] += 1
+
+
+@hot
+def pdc_free(E, n, r, now):
+    """Receive PDC r's row is freed (closed first if it is not): it leaves
+    the PDC hash and goes on the free list with its ring and ACK timer."""
+    N = E.nic
+    rp = N.rp
+    if rp[r, RP_CLOSED] == 0:
+        pdc_close(E, n, r, now)
     rx_forget(N, n, rp[r, RP_PEER_IP], rp[r, RP_PEER_PDC])
     off, cap, t, gen = rp[r, RP_BUFOFF], rp[r, RP_BUFCAP], rp[r, RP_T_ACK], rp[r, RP_GEN]
     for c in range(rp.shape[1]):
@@ -73,7 +89,6 @@ def pdc_free(E, n, r, now):
         N.rs_msg[r, k] = 0
     rp[r, RP_FREE_NEXT] = N.meta[M_RP_FREE]
     N.meta[M_RP_FREE] = r
-    N.ncnt[n, C_PDC_CLOSE] += 1
 
 
 @hot
@@ -137,8 +152,8 @@ def rx_close(E, n, i, now):
 
 @hot
 def _target_close(E, N, n, i, d, now):
-    """We are the target: free the PDC once every PSN before the CLOSE's
-    arrived, and acknowledge the CLOSE (again, if it is freed already)."""
+    """We are the target: close the PDC once every PSN before the CLOSE's
+    arrived, and acknowledge the CLOSE (again, if it is closed already)."""
     r = d[D_DPDCID]
     src = d[D_IP_SRC]
     buf = E.pool.data[i]
@@ -146,12 +161,12 @@ def _target_close(E, N, n, i, d, now):
     ev = get_field(buf, d[D_PDS_OFF] - S.UDP_SIZE, S.UDP_SPORT)
     open_ = (0 < r <= N.meta[M_NRP] and N.rp[r, RP_NIC] == n + 1
              and N.rp[r, RP_PEER_IP] == src and N.rp[r, RP_PEER_PDC] == d[D_SPDCID])
-    if open_:
+    if open_ and N.rp[r, RP_CLOSED] == 0:
         p = psn_recon(d[D_PSN], N.rp[r, RP_NXT])
         if p != N.rp[r, RP_NXT]:                 # data still missing: its sender repairs it
             N.ncnt[n, C_DROP_PSN_OOR] += 1
             return
-        pdc_free(E, n, r, now)
+        pdc_close(E, n, r, now)
     _close_ack(E, n, mac, src, ev, d[D_PSN], r, d[D_SPDCID], now)
 
 
