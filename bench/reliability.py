@@ -1,12 +1,13 @@
-"""Reliability under bad input, faults, hostile shared memory, kills and
-flow churn (bench/README.md).  Each part prints its figures; the last line:
+"""Reliability under bad input, faults, hostile shared memory, kills, flow
+churn and a long run under load (bench/README.md).  Each part prints its
+figures; the last line (its churn figure from the load part when it ran):
 
     reliability: F frames fuzzed, 0 crashes; B MiB through faults, 0 bytes lost;
     K kills, 0 leaks; churn C flows, RSS growth R%
 
     sudo python bench/reliability.py            # the full run
     sudo python bench/reliability.py --quick    # the CI-sized one
-    python bench/reliability.py --parts fuzz,synflood,faults,shm,churn   # no root: virtual time
+    python bench/reliability.py --parts fuzz,synflood,faults,shm,churn,load   # no root: virtual time
     python bench/reliability.py --quick --boundscheck --no-xdp   # every access bounds-checked
 
 A crash (a Numba segfault) ends the process, so it shows as the missing
@@ -27,16 +28,19 @@ import reliab_churn  # noqa: E402
 import reliab_faults  # noqa: E402
 import reliab_fuzz  # noqa: E402
 import reliab_kills  # noqa: E402
+import reliab_load  # noqa: E402
 import reliab_shm  # noqa: E402
 import reliab_synflood  # noqa: E402
 
-PARTS = ("fuzz", "synflood", "faults", "shm", "kills", "churn")
+PARTS = ("fuzz", "synflood", "faults", "shm", "kills", "churn", "load")
 SIZES = {  # quick / full
     "fuzz_frames": (20_000, 1_000_000), "xdp_frames": (3_000, 100_000),
     "fault_bytes": (1 << 20, 8 << 20), "fault_flows": (2, 4),
     "shm_seconds": (3.0, 30.0), "agent_kills": (2, 10), "app_kills": (2, 10),
     "engine_kills": (2, 10), "churn_flows": (5_000, 100_000),
     "syn_frames": (2_000, 50_000), "syn_pdc_rows": (256, 4096),
+    "load_long": (1_000, 10_000), "load_churn": (5_000, 100_000), "load_wall_s": (0.0, 600.0),
+    "load_concurrent": (128, 256), "load_max_wall_s": (None, 600.0),
 }
 
 
@@ -53,6 +57,7 @@ def main(argv=None):
     ap.add_argument("--hang-s", type=float, default=1800.0,
                     help="a part that runs longer than this is a hang (stack dump, exit)")
     ap.add_argument("--json", default=None, help="write every figure here")
+    ap.add_argument("--progress", action="store_true", help="the load part prints its samples")
     a = ap.parse_args(argv)
     if a.boundscheck and os.environ.get("NUMBA_BOUNDSCHECK") != "1":
         from taurus.numba_cache import cache_dir
@@ -120,6 +125,12 @@ def main(argv=None):
             tot["leaks"] += len(r["leaks"])
     if "churn" in parts:
         r = part("flow churn", lambda: reliab_churn.run(n["churn_flows"], seed=a.seed))
+        tot["churn"], tot["rss"] = r["flows"], r["rss_growth_pct"]
+    if "load" in parts:      # the last line's churn figure: this part's when it ran
+        r = part("load: long flows and churn", lambda: reliab_load.run(
+            n["load_long"], n["load_churn"], wall_s=n["load_wall_s"],
+            concurrent=n["load_concurrent"], seed=a.seed, progress=a.progress,
+            max_wall_s=n["load_max_wall_s"]))
         tot["churn"], tot["rss"] = r["flows"], r["rss_growth_pct"]
     print(f"(all parts: {time.monotonic() - t_all:.0f} s)")
     if a.json:

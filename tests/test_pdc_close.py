@@ -118,3 +118,27 @@ def test_100k_short_flows_keep_every_table_bounded():
         assert int(eng.E.nic.nr[n2, NR_RX_ACTIVE]) == 0
         assert np.count_nonzero(eng.E.nic.rs_bits) == 0
     assert time.monotonic() - t0 < 60
+
+
+def test_closed_pdcs_give_their_rows_up_when_the_tables_are_full():
+    """Closed receive PDCs wait for their sender's next connection on the
+    same PDC id; with the tables full of them, a SYN from another sender
+    takes the row of one silent for pdc_linger_ns (close.py)."""
+    eng, d1, d2 = _pair(2)
+    with eng:
+        fs = [add_flow(eng, d1, MAC2, IP2, buf_bytes=8192) for _ in range(2)]
+        for f in fs:
+            nic_post(eng, d1, f, b"a" * 3000)
+            nic_close(eng, d1, f)
+        eng.run_for(200_000)
+        assert all(flow_closed(eng, f) for f in fs)
+        use = nic_table_use(eng)
+        assert use["pdcs_closed"] == 2 and use["pdc_rows"] == 2, use
+        eng.run_until(eng.now() + 2_000_000, stop_idle=False)   # past the linger (8 x 200 us)
+        g = add_flow(eng, d2, MAC1, IP1, buf_bytes=8192)      # the other way: a new sender
+        nic_post(eng, d2, g, b"b" * 3000)
+        eng.run_for(200_000)
+        assert flow_done(eng, g) and nic_delivered(eng, d1, IP2, g) == b"b" * 3000
+        assert nic_counters(eng, d2)["pdc_idle_close"] == 1      # the row was d2's
+        use = nic_table_use(eng)
+        assert use["pdcs"] == 1 and use["pdcs_closed"] == 1 and use["pdc_rows"] == 2, use

@@ -177,6 +177,7 @@ class Agent:
         return EXIT_ENGINE_GONE if self.gone is not None else 0
 
     def _busy(self, busy, nap: int, until: int) -> None:
+        self.handler.forget_reused()        # the busy loop sets up only unseen flows
         try:
             busy.run(self.messages, nap, until)
         finally:

@@ -6,8 +6,10 @@ per-flow overrides, compiled or plain Python -- runs through one path,
   from the config) and its state and parameter tables, one row per flow of
   the engine; the decision table ``D`` (algorithm.DECISION_DTYPE) is one,
   shared by every class (a flow has one algorithm).
-- A flow is set up on its first record: the per-flow override if
-  configured, else the default algorithm.  Its state row is zeroed, its
+- A flow is set up on its first record (and again at the first record of
+  a new connection on its row, as a closed flow's row is reused:
+  forget_reused): the per-flow override if configured, else the default
+  algorithm.  Its state row is zeroed, its
   ``D`` row holds the rate and cwnd in the context table (so an algorithm
   can go on from them after an agent restart), its parameter row is the
   class's Params plus mss, line rate and the cwnd bound; then ``init`` runs,
@@ -49,8 +51,8 @@ from taurus.cc_algorithms.algorithm import (D_HOST_CPU, D_HOST_MBA, DECISION_DTY
                                            class_periods, event_mask, param_row)
 from taurus.cc_algorithms.runtime import Runtime
 from taurus.datapath.ccevents import EVENT_NAMES
-from taurus.datapath.ccshm import (COUNT, CTL_DEFAULT_MASK, EV_HOST, EVENT, FL_CC_ACTIVE, FLOW,
-                                   REC_WIDTH, T_FIRST, T_LAST, V0)
+from taurus.datapath.ccshm import (COUNT, CTL_DEFAULT_MASK, CTL_OPENED, EV_HOST, EVENT,
+                                   FL_CC_ACTIVE, FLOW, REC_WIDTH, T_FIRST, T_LAST, V0)
 
 from .busyloop import BusyLoop
 from .fastpath import (NEW_FLOWS, OVERLOAD, READY, ApplyArrays, FastArrays, _new_flows, _poll,
@@ -128,6 +130,8 @@ class AlgorithmHandler:
         self.Dn = plain(self.D)                    # for the agent's compiled steps
         self.Dx = self.Dn if self.jit else self.D  # for the drains
         self.known = np.zeros(n, np.bool_)         # flows seen
+        self.conn = np.zeros(n, np.int64)          # ... the connection (cc.conn) set up
+        self.opened = -1                           # cc's CTL_OPENED when last compared
         self.falg = np.full(n, -1, np.int64)       # ... their class (-1: none, setup failed)
         self.fmask = np.zeros(n, np.int64)         # ... the events it binds (HOST too)
         w = cc.ring.capacity + 1
@@ -137,7 +141,7 @@ class AlgorithmHandler:
         self.hostbuf = np.empty(n, np.int64)       # flows with host actions to take
         self.host_flows = []                       # flows whose algorithm binds HOST
         self.faults = {}            # (algorithm, what) -> count
-        self.c = dict(flows=0, calls=0, unbound=0, no_algorithm=0, host=0)
+        self.c = dict(flows=0, calls=0, unbound=0, no_algorithm=0, host=0, reused=0)
         self._host_last = {}        # host action -> the value last applied
         self.busy = None            # the compiled busy loop (busyloop.py), once warmed
 
@@ -200,8 +204,31 @@ class AlgorithmHandler:
         self.fault(a.name, "drain raised", repr(exc))
 
     # ---- flows ------------------------------------------------------------
+    def forget_reused(self) -> None:
+        """Rows of closed flows that carry a new connection now (the engine
+        bumped their ``conn`` and CTL_OPENED) are flows not seen yet: set up
+        afresh at their first record, not run on the old connection's state
+        and filters.  One compare per step while no connection opened."""
+        o = int(self.cc.ctl[CTL_OPENED])
+        if o == self.opened:
+            return
+        self.opened = o
+        stale = np.flatnonzero(self.known & (self.cc.conn != self.conn))
+        if len(stale) == 0:
+            return
+        self.known[stale] = False
+        self.falg[stale] = -1
+        self.fmask[stale] = 0
+        W = self.filter
+        W.last[stale], W.isset[stale], W.stage[stale] = -1, False, 0.0
+        if self.host_flows:
+            gone = set(stale.tolist())
+            self.host_flows = [f for f in self.host_flows if f not in gone]
+        self.c["reused"] += len(stale)
+
     def _setup(self, f: int) -> bool:
         self.known[f] = True
+        self.conn[f] = self.cc.conn[f]
         conf = self.per_flow.get(f, self.default)
         a = conf.alg
         cc, D = self.cc, self.D
@@ -243,6 +270,7 @@ class AlgorithmHandler:
         """Poll the message handler ``m`` and deliver what it drained: one
         compiled call for the poll and the selection when nothing unusual
         happens, then the drains and the decisions."""
+        self.forget_reused()
         cc = self.cc
         status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
             m._prod, m._cons, m._rec, m.ctl, m.bpa, m.st, m.n, m._cap, m.batch_max, now_ns,

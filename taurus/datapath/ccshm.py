@@ -26,6 +26,8 @@ segment per engine named ``<engine name>-cc`` (see CcShm, segment_name):
    timer_ns (agent -> engine: the period of the flow's TIMER events, ns; 0:
    none) and ev, ev_n (the entropy decision: ev_n 0 use ev, n > 0 spray over
    ev .. ev+n-1, -1 rotate; the engine sets ev_n back to 0 after a rotation).
+   conn (engine -> agent): how many connections the row has carried (a
+   closed flow's row is reused: CTL_OPENED below).
    Each value is one aligned int64, so readers never see a torn value; the
    agent bumps ``version`` after writing a flow's row.  A rate or cwnd of 0
    means "no limit from CC" (the port's line rate and the receive window
@@ -85,7 +87,7 @@ FL_NATIVE = 4           # the algorithm runs compiled in the engine (native mode
  CTL_PROBE_CMD, CTL_DEFAULT_MASK, CTL_GAPS, CTL_MAX_NICS, CTL_CAPACITY,
  CTL_RTT_INIT_NS, CTL_PROBE_PKTS, CTL_PROBE_NS, CTL_SEG_SHORT, CTL_PROBE_DOORBELL,
  CTL_TIMER_DOORBELL, CTL_NATIVE_CALLS, CTL_NATIVE_FAULTS, CTL_NATIVE_REJECTED,
- CTL_NATIVE_CLAMPED) = range(30)
+ CTL_NATIVE_CLAMPED, CTL_OPENED) = range(31)
 N_CTL = 32
 MAGIC = 0x5441555243430001  # "TAURCC" v1
 """BATCH_BYTES / DEADLINE_NS: message-level aggregation (publish the pending
@@ -113,7 +115,11 @@ that NIC that binds it with a period (report.py: report_timer_commands).  A
 flow's TIMER also starts at its first reported signal, and at set_flow_mode.
 NATIVE_*: native mode (ccnative.py): handler calls, calls whose handler
 raised (the flow keeps its last decision), decision values rejected (not a
-finite number) and clamped (out of the flow's bounds)."""
+finite number) and clamped (out of the flow's bounds).
+OPENED: connections opened on this NIC (nic/setup.py: add_flow, which first
+bumps the flow row's ``conn``): a closed flow's row is reused by a later
+connection, so an agent that sees OPENED change sets up afresh every row
+whose ``conn`` differs from the one it set up (agent/handler.py)."""
 
 DEFAULTS = {CTL_BATCH_BYTES: 512, CTL_DEADLINE_NS: 10_000, CTL_HB_TIMEOUT_NS: 100_000_000,
             CTL_FALLBACK_RATE: 1_000_000_000, CTL_BACKPRESSURE: 1, CTL_AGGREGATE: 1,
@@ -127,7 +133,7 @@ SEG_ID, SEG_TYPES, SEG_MOFF, SEG_MMASK, SEG_MVAL, SEG_OFF, SEG_LEN = range(7)
 SEG_W = 8
 
 _COLUMNS = ("rate", "cwnd", "credit", "flags", "version", "updated_ns",
-            "event_mask", "owner", "srtt", "probe", "timer_ns", "ev", "ev_n")
+            "event_mask", "owner", "srtt", "probe", "timer_ns", "ev", "ev_n", "conn")
 
 RingSet = namedtuple("RingSet", ["prod", "cons", "rec"])
 """Every NIC's report ring, for the engine: prod/cons uint64[K, 8], rec

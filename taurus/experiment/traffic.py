@@ -22,10 +22,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from taurus.cc_algorithms.native import pipe_credit
+from taurus.datapath.devices.nic.setup import MAX_PDC_ROWS
 from taurus.datapath.devices.nic.state import GEN_CHUNK
 from taurus.tools.workload import SizeCdf, poisson_arrivals
 
 from .schema import Experiment, ExperimentError, Traffic
+
+MAX_PLAN_FLOWS = MAX_PDC_ROWS - 2
+"""Flows a plan may have: the runner gives each its own flow row (row 0 and
+one spare are not flows)."""
 
 SEND_RING = 5 * GEN_CHUNK
 """A generated flow's send buffer: it keeps 4 messages of GEN_CHUNK posted
@@ -141,6 +146,10 @@ def build_plan(x: Experiment) -> Plan:
                         r.resp_flow = add(tr, "rpc-resp", r.server, c, tr.start, stop,
                                           n * tr.response, len(rpcs)).id
                     rpcs.append(r)
+    if len(flows) > MAX_PLAN_FLOWS:
+        raise ExperimentError(x.source, "traffic", f"the plan has {len(flows)} flows, more than "
+                              f"a run holds ({MAX_PLAN_FLOWS}: each is a PDC, whose id is 16 "
+                              f"bits on the wire); lower parallel, load or the duration")
     for f in flows:     # an RPC's messages are posted one at a time: a ring holds one
         if not f.generated:
             f.ring = rpcs[f.rpc].request if f.kind == "rpc-req" else rpcs[f.rpc].response

@@ -5,36 +5,50 @@ The initiator (sender) closes: once its app asked (OP_CLOSE, or the
 target's REQ_CLOSE) and everything posted is acknowledged, tx.send_one
 sends a CONTROL CLOSE carrying the next PSN (FL_NXT, never used for data).
 The target answers with a plain ACK whose cack_psn is that PSN once every
-PSN before it arrived, and frees its receive PDC; the ACK frees the
+PSN before it arrived, and closes its receive PDC; the ACK frees the
 sender's flow (ack.rx_ack).  A lost CLOSE or ACK is repaired by the
-sender's RTO (a CLOSE for a PDC already freed is answered again: closing is
-idempotent); after NR_RETRIES unanswered CLOSEs the flow is freed anyway
+sender's RTO (a CLOSE for a PDC already closed is answered again: closing
+is idempotent); after NR_RETRIES unanswered CLOSEs the flow is freed anyway
 (counted as close_fail).  A flow that never sent anything is freed at once.
 The target asks the initiator to close with a CONTROL REQ_CLOSE
 (OP_REQ_CLOSE); the initiator closes once its data is acknowledged.
 
-Freed rows (state.py): a receive PDC leaves the PDC hash (backward-shift
-delete) and the active-sender table (LEAVE reason 0) and goes on the free
-list M_RP_FREE, keeping its receive ring and ACK timer; a flow becomes
-FS_CLOSED, keeping its send ring and timers, until setup.add_flow reuses
-it.  So a host opening and closing connections keeps every per-connection
-table bounded by the connections open at once.
+Closed and freed rows (state.py): a closed receive PDC leaves the
+active-sender table (LEAVE reason 0) and waits (RP_CLOSED), taking no more
+data, with its hash entry, so late duplicates of its connection's packets
+are dropped; the sender's next connection on the same PDC id (a later
+start PSN, rx._pdc_of) frees it: it leaves the PDC hash (backward-shift
+delete) and goes on the free list M_RP_FREE, keeping its receive ring and
+ACK timer.  A flow becomes FS_CLOSED, keeping its send ring and timers,
+until setup.add_flow reuses it.  So a host opening and closing connections
+keeps every per-connection table bounded by the connections open at once
+(a receiver: by the PDC ids its senders use).
 
 Idle receive PDCs (pdc_reclaim): a SYN from a new source opens a PDC, and
 one that nobody closes would hold its row for ever (a SYN flood from random
-sources fills the tables).  When the tables are full, a new PDC takes the
-row of the PDC idle longest, if it has received nothing for at least
-``pdc_idle_ns`` (counted as pdc_idle_close); otherwise the new one is
-refused (drop_no_pdc) and its sender's RTO repeats the SYN.
+sources fills the tables); a closed PDC whose sender never opens another
+connection on its PDC id would wait for ever too.  When the tables are
+full, a new PDC takes the row of the PDC silent longest among those silent
+for at least ``pdc_idle_ns`` (open: no data) or ``pdc_linger_ns`` (closed:
+nothing since its CLOSE), counted as pdc_idle_close; otherwise the new one
+is refused (drop_no_pdc) and its sender's RTO repeats the SYN.
+
 pdc_idle_ns = NR_RETRIES x MAX_BACKOFF x max(NR_RTO_INIT, NR_RTO_MIN)
 (15 x 1024 x 200 us = 3.07 s by default) is longer than a sender whose RTO
 is at most the initial one retransmits before it gives up (about 1.4 s),
-so a PDC silent that long has no live sender with anything in flight, and
-what it holds out of order will never be completed.  Only under pressure:
-a PDC whose sender was merely quiet (its app sent nothing) keeps its row
-while there is room; if it was reclaimed, that sender's next packet is
-refused (drop_wrong_pdc) until its RTO gives up, and delivered bytes its
-app had not read are gone (the row's RP_GEN changed).
+so an open PDC silent that long has no live sender with anything in
+flight, and what it holds out of order will never be completed.  Only
+under pressure: a PDC whose sender was merely quiet (its app sent nothing)
+keeps its row while there is room; if it was reclaimed, that sender's next
+packet is refused (drop_wrong_pdc) until its RTO gives up, and delivered
+bytes its app had not read are gone (the row's RP_GEN changed).
+
+pdc_linger_ns = CLOSED_LINGER_RTOS x max(NR_RTO_INIT, NR_RTO_MIN) (8 x
+200 us = 1.6 ms by default): a sender closes once every packet it sent is
+acknowledged, so a late duplicate of a closed connection is a copy the
+network held for longer than 8 of the sender's RTOs (which are meant to
+cover the path's round trip); a receiver busy with short connections gets
+its closed PDCs' rows back that soon, not after pdc_idle_ns.
 """
 from ...hot import hot  # compiled without reference counting (the hot path)
 from ...wheel import wheel_cancel
@@ -51,7 +65,7 @@ from .state import (C_PDC_IDLE_CLOSE, MAX_BACKOFF, NR_RETRIES, NR_RTO_INIT, NR_R
                     FL_PEER_MAC, FL_EV, FL_NXT, FL_RPDC, FL_SCHED, FL_STATE, FL_T_PACE, FL_T_RTO,
                     FS_ACTIVE, FS_CLOSED, M_FL_CLOSED, M_NRP, M_RP_FREE, RP_BUFCAP, RP_BUFOFF,
                     RP_EV, RP_FREE_NEXT, RP_GEN, RP_NIC, RP_NXT, RP_PEER_IP, RP_PEER_MAC,
-                    RP_PEER_PDC, RP_T_ACK, SCH_TIMED, SCH_IDLE, psn_recon, rx_forget)
+                    RP_PEER_PDC, RP_T_ACK, RP_CLOSED, SCH_TIMED, SCH_IDLE, psn_recon, rx_forget)
 
 
 @hot
@@ -72,15 +86,28 @@ def flow_free(E, n, f):
 
 
 @hot
-def pdc_free(E, n, r, now):
-    """Receive PDC r is closed: it leaves the active-sender table (LEAVE
-    reason 0) and the PDC hash; its row goes on the free list with its ring
-    and ACK timer."""
+def pdc_close(E, n, r, now):
+    """Receive PDC r's CLOSE arrived: it leaves the active-sender table
+    (LEAVE reason 0), its ACK timer stops, and it waits closed (RP_CLOSED,
+    state.py) for the sender's next connection on its PDC id."""
     N = E.nic
     rp = N.rp
     rx_cc_close(E, n, r, now)
     if rp[r, RP_T_ACK] > 0:
         wheel_cancel(E.wheel, rp[r, RP_T_ACK] - 1)
+    rp[r, RP_CLOSED] = 1
+    rp[r, RP_LAST_T] = now               # silent since (pdc_reclaim)
+    N.ncnt[n, C_PDC_CLOSE] += 1
+
+
+@hot
+def pdc_free(E, n, r, now):
+    """Receive PDC r's row is freed (closed first if it is not): it leaves
+    the PDC hash and goes on the free list with its ring and ACK timer."""
+    N = E.nic
+    rp = N.rp
+    if rp[r, RP_CLOSED] == 0:
+        pdc_close(E, n, r, now)
     rx_forget(N, n, rp[r, RP_PEER_IP], rp[r, RP_PEER_PDC])
     off, cap, t, gen = rp[r, RP_BUFOFF], rp[r, RP_BUFCAP], rp[r, RP_T_ACK], rp[r, RP_GEN]
     for c in range(rp.shape[1]):
@@ -91,7 +118,6 @@ def pdc_free(E, n, r, now):
         N.rs_msg[r, k] = 0
     rp[r, RP_FREE_NEXT] = N.meta[M_RP_FREE]
     N.meta[M_RP_FREE] = r
-    N.ncnt[n, C_PDC_CLOSE] += 1
 
 
 @hot
@@ -102,22 +128,35 @@ def pdc_idle_ns(N, n):
                                                            N.nr[n, NR_RTO_MIN], 1)
 
 
+CLOSED_LINGER_RTOS = 8
+"""A closed receive PDC waits out late duplicates this many of its NIC's
+initial RTOs before pdc_reclaim may take its row (see the module doc)."""
+
+
+@hot
+def pdc_linger_ns(N, n):
+    """How long a closed receive PDC of NIC n must have been silent before
+    pdc_reclaim may free it."""
+    return CLOSED_LINGER_RTOS * max(N.nr[n, NR_RTO_INIT], N.nr[n, NR_RTO_MIN], 1)
+
+
 @hot
 def pdc_reclaim(E, n, now):
     """The receive PDC tables are full (a SYN for NIC n found no row): free
-    the PDC idle longest whose ring fits NIC n, if it has been idle for
-    pdc_idle_ns of its own NIC.  True if one was freed (its row heads the
-    free list).  Runs only when the tables are full: a scan of the rows in
-    use."""
+    the PDC silent longest whose ring fits NIC n, if it has been silent for
+    pdc_linger_ns (closed) or pdc_idle_ns (open) of its own NIC.  True if
+    one was freed (its row heads the free list).  Runs only when the tables
+    are full: a scan of the rows in use."""
     N = E.nic
     rp = N.rp
     cap = N.nr[n, NR_RXCAP]
     best, oldest = 0, now
     for r in range(1, N.meta[M_NRP] + 1):
         k = rp[r, RP_NIC] - 1
-        if (k >= 0 and rp[r, RP_BUFCAP] == cap and rp[r, RP_LAST_T] < oldest
-                and now - rp[r, RP_LAST_T] >= pdc_idle_ns(N, k)):
-            best, oldest = r, rp[r, RP_LAST_T]
+        if k >= 0 and rp[r, RP_BUFCAP] == cap and rp[r, RP_LAST_T] < oldest:
+            wait = pdc_linger_ns(N, k) if rp[r, RP_CLOSED] != 0 else pdc_idle_ns(N, k)
+            if now - rp[r, RP_LAST_T] >= wait:
+                best, oldest = r, rp[r, RP_LAST_T]
     if best == 0:
         return False
     k = rp[best, RP_NIC] - 1
@@ -187,8 +226,8 @@ def rx_close(E, n, i, now):
 
 @hot
 def _target_close(E, N, n, i, d, now):
-    """We are the target: free the PDC once every PSN before the CLOSE's
-    arrived, and acknowledge the CLOSE (again, if it is freed already)."""
+    """We are the target: close the PDC once every PSN before the CLOSE's
+    arrived, and acknowledge the CLOSE (again, if it is closed already)."""
     r = d[D_DPDCID]
     src = d[D_IP_SRC]
     buf = E.pool.data[i]
@@ -196,12 +235,12 @@ def _target_close(E, N, n, i, d, now):
     ev = get_field(buf, d[D_PDS_OFF] - S.UDP_SIZE, S.UDP_SPORT)
     open_ = (0 < r <= N.meta[M_NRP] and N.rp[r, RP_NIC] == n + 1
              and N.rp[r, RP_PEER_IP] == src and N.rp[r, RP_PEER_PDC] == d[D_SPDCID])
-    if open_:
+    if open_ and N.rp[r, RP_CLOSED] == 0:
         p = psn_recon(d[D_PSN], N.rp[r, RP_NXT])
         if p != N.rp[r, RP_NXT]:                 # data still missing: its sender repairs it
             N.ncnt[n, C_DROP_PSN_OOR] += 1
             return
-        pdc_free(E, n, r, now)
+        pdc_close(E, n, r, now)
     _close_ack(E, n, mac, src, ev, d[D_PSN], r, d[D_SPDCID], now)
 
 

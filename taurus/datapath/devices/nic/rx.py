@@ -39,7 +39,7 @@ from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D
                          D_PDS_NEXT, D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
-from .close import pdc_reclaim
+from .close import pdc_free, pdc_reclaim
 from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .host import host_admit
 from .rxcc import rx_cc_data, rx_cc_event
@@ -55,7 +55,8 @@ from .state import (C_RX_UE, C_TX_CNP, C_TX_WINDOW_ADV, NR_CNP_GAP, NR_LASTHOP_D
                         RP_TARGET, RP_TRIG, RP_TS, RP_TSSEQ, RP_GEN, TK_ACK, TK_SHIFT, cq_push,
                         RP_HOPS, RP_INT_H0, RP_INT_N,
                         M_YIELD_RX, NR_HOST_BW, NR_HOST_DELAY, NR_RX_TICK, NR_RX_TICKS,
-                        NR_RX_TTIMER, RP_JOINED, RP_LAST_T, psn_recon, rx_lookup)
+                        NR_RX_TTIMER, RP_JOINED, RP_LAST_T, RP_START, RP_CLOSED, psn_recon,
+                        rx_lookup)
 
 
 @hot
@@ -298,6 +299,18 @@ def _pdc_of(E, n, i, now):
         if r == 0:
             N.ncnt[n, C_DROP_NO_PDC] += 1
             return 0
+        start = (d[D_PSN] - (d[D_DPDCID] & 0xFFF)) & 0xFFFFFFFF
+        if N.rp[r, RP_NIC] != 0 and (start != N.rp[r, RP_START] or N.rp[r, RP_CLOSED] != 0):
+            # a closed connection, or another on the sender's PDC id (state.py: RP_START)
+            later = (start - N.rp[r, RP_START]) & 0xFFFFFFFF
+            if later == 0 or later >= 0x80000000:
+                N.ncnt[n, C_DROP_WRONG_PDC] += 1     # a late packet of a closed or older one
+                return 0
+            pdc_free(E, n, r, now)                 # a newer one: the old PDC is stale
+            r = rx_lookup(N, n, src, d[D_SPDCID], True)
+            if r == 0:
+                N.ncnt[n, C_DROP_NO_PDC] += 1
+                return 0
         if N.rp[r, RP_NIC] == 0:             # new: our start is psn - psn_offset
             rp = N.rp
             buf = E.pool.data[i]
@@ -310,6 +323,7 @@ def _pdc_of(E, n, i, now):
             rp[r, RP_CREDIT] = N.nr[n, NR_INIT_CREDIT]
             rp[r, RP_GEN] += 1
             rp[r, RP_LAST_T] = now
+            rp[r, RP_START] = start
             if rp[r, RP_T_ACK] > 0:          # a reused row keeps its timer (close.py)
                 E.wheel.owner[rp[r, RP_T_ACK] - 1] = N.nr[n, NR_DEV]
             else:
@@ -319,7 +333,8 @@ def _pdc_of(E, n, i, now):
         return r
     r = d[D_DPDCID]
     if (r <= 0 or r > N.meta[M_NRP] or N.rp[r, RP_NIC] != n + 1
-            or N.rp[r, RP_PEER_IP] != src or N.rp[r, RP_PEER_PDC] != d[D_SPDCID]):
+            or N.rp[r, RP_PEER_IP] != src or N.rp[r, RP_PEER_PDC] != d[D_SPDCID]
+            or N.rp[r, RP_CLOSED] != 0):
         N.ncnt[n, C_DROP_WRONG_PDC] += 1
         return 0
     return r

@@ -45,7 +45,8 @@ from .state import (N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR
                         FL_TXCAP, FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND,
                         RP_BUFCAP, OP_READ, OP_CLOSE, OP_REQ_CLOSE, FS_CLOSED, FL_SCHED,
                         M_FL_CLOSED, M_NRP, RP_GEN, FL_CLOSING, CL_NONE, RP_NIC, RP_PEER_IP,
-                        RP_PEER_PDC, REQ_CREDIT, REQ_NIC, REQ_PEER_IP, REQ_PID, REQ_RESULT,
+                        RP_PEER_PDC, RP_CLOSED, REQ_CREDIT, REQ_NIC, REQ_PEER_IP, REQ_PID,
+                        REQ_RESULT,
                         REQ_STATE, RQ_ASKED, RQ_DONE, RQ_FAILED, RQ_FREE,
                         M_NFL, M_NNIC, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY,
                         NR_ACK_EVERY,
@@ -89,6 +90,11 @@ def ip_int(ip) -> int:
     return ip if isinstance(ip, int) else int(ipaddress.IPv4Address(ip))
 
 
+MAX_PDC_ROWS = 1 << 16
+"""Rows of the flow and receive PDC tables (row 0 unused): their indices are
+the PDC ids (spdcid / dpdcid), 16 bits on the wire."""
+
+
 def nic_reserve(eng, max_flows: int | None = None, win: int = 256, tx_bytes: int = 64 << 20,
                 rx_bytes: int = 64 << 20, msgs: int = 256, cq: int = 4096,
                 sq: int = 1024) -> None:
@@ -100,6 +106,9 @@ def nic_reserve(eng, max_flows: int | None = None, win: int = 256, tx_bytes: int
         raise ValueError("nic_reserve must come before the first add_nic")
     old = eng.E.nic
     F = old.fl.shape[0] if max_flows is None else max_flows + 1
+    if F > MAX_PDC_ROWS:
+        raise ValueError(f"nic_reserve: at most {MAX_PDC_ROWS - 1} flows, not {F - 1}: a PDC id "
+                         f"(a flow or receive PDC row) is 16 bits on the wire")
     seg = NicShm.create(eng.name + "-nic", max_ports=old.nr.shape[0], max_flows=F, win=win,
                         tx_bytes=tx_bytes, rx_bytes=rx_bytes, msgs=msgs, cq=cq, sq=sq)
     eng.install("nic", seg.state, handle=seg)     # closed (and unlinked) with the engine
@@ -244,7 +253,7 @@ def nic_hog(eng, d: int, share: float, start_ns: int, stop_ns: int) -> None:
 
 def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int = 0,
              credit: bool = False, init_credit: int | None = None, buf_bytes: int = 1 << 20,
-             start_psn: int = 0, ev: int | None = None, rwnd_bytes: int | None = None,
+             start_psn: int | None = None, ev: int | None = None, rwnd_bytes: int | None = None,
              shared_ring: bool = False) -> int:
     """A sending flow (one PDC + one CCC) from NIC `d` to a peer.  rate_bps
     (0: unpaced) and cwnd_bytes (0: none) fill its CC context row; credit:
@@ -253,13 +262,18 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
     one ring of that size shared by every flow asking for it (generated
     flows, whose bytes nobody reads: nic_generate); rwnd_bytes: the
     receiver's ring capacity (default: this NIC's rx_buf_bytes; NICs are
-    configured alike)."""
+    configured alike).  start_psn: its first PSN; by default 0 on a new row
+    and, on the row of a closed flow, one past the last connection's CLOSE:
+    the receiver tells a new connection on the same PDC id from late packets
+    of the old one by it (state.py: RP_START)."""
     N = eng.E.nic
     n = int(eng.E.devs.regs[d, 0])
     rwnd = int(N.nr[n, NR_RXCAP]) if rwnd_bytes is None else int(rwnd_bytes)
     if buf_bytes < 1 or rwnd < N.nr[n, NR_MSS]:
         raise ValueError("buf_bytes must be >= 1 and rwnd_bytes >= the MSS")
     f, off, cap, tp, tr = _reuse_flow(eng, d, buf_bytes)
+    if start_psn is None:
+        start_psn = int(N.fl[f, FL_NXT]) + 1 if f else 0
     eng.nics.app_flows.pop(f, None)             # a reused row belongs to no app yet
     if f == 0:
         f = int(N.meta[M_NFL]) + 1
@@ -357,15 +371,20 @@ def flow_closed(eng, f: int) -> bool:
 
 def nic_table_use(eng) -> dict:
     """How full the per-connection tables are: sending flow rows in use
-    (open or closing), allocated and closed; receive PDC rows open and
-    allocated; PDC hash entries."""
+    (open or closing), allocated and closed; receive PDC rows open, closed
+    and waiting for their sender's next connection (close.py), and
+    allocated; PDC hash entries of open PDCs."""
     N = eng.E.nic
     nfl, nrp = int(N.meta[M_NFL]), int(N.meta[M_NRP])
     st = N.fl[1:nfl + 1, FL_STATE]
+    rp = N.rp[1:nrp + 1]
+    live = rp[:, RP_NIC] != 0
+    waiting = live & (rp[:, RP_CLOSED] != 0)
     return {"flows": int(np.count_nonzero((st != FS_CLOSED) & (st != 0))), "flow_rows": nfl,
             "flows_closed": int(N.meta[M_FL_CLOSED]),
-            "pdcs": int(np.count_nonzero(N.rp[1:nrp + 1, RP_NIC])), "pdc_rows": nrp,
-            "hash": int(np.count_nonzero(N.hkey))}
+            "pdcs": int(np.count_nonzero(live & ~waiting)),
+            "pdcs_closed": int(np.count_nonzero(waiting)), "pdc_rows": nrp,
+            "hash": int(np.count_nonzero(N.hkey)) - int(np.count_nonzero(waiting))}
 
 
 CC_MODES = ("static", "agent", "per-event", "native")
@@ -383,6 +402,8 @@ def _register_cc(eng, n: int, f: int) -> None:
     cc.rate[f] = cc.cwnd[f] = cc.credit[f] = cc.flags[f] = cc.timer_ns[f] = 0
     cc.ev[f] = cc.ev_n[f] = 0            # no entropy decision: the flow's own EV
     cc.delivered[f] = 0                  # a reused row counts its new connection's messages
+    cc.conn[f] += 1                      # a new connection on this row: the agent sets it
+    cc.ctls[n, C.CTL_OPENED] += 1        # up afresh (agent/handler.py: forget_reused)
 
 
 def set_flow_mode(eng, f: int, mode: str, alg: int = -1, event_mask: int | None = None,
@@ -518,7 +539,8 @@ def nic_post(eng, d: int, f: int, data, msg_id: int | None = None) -> int:
 
 
 def rx_pdc(eng, d, src_ip, f):
-    """The receive PDC of flow f of src_ip at NIC d, or 0 while none.  One
+    """The receive PDC of flow f of src_ip at NIC d, or 0 while none (or
+    closed: its data is gone with the connection).  One
     found is remembered while its row still holds that connection (a lookup
     from Python costs microseconds of argument checks; a sink asks every
     run chunk); a closed PDC's row is reused (close.py)."""
@@ -534,7 +556,7 @@ def rx_pdc(eng, d, src_ip, f):
         r = int(rx_lookup(N, n, ip_int(src_ip), f, False))
         if r:
             eng.nics.rx_pdc[key] = r
-    return r or 0
+    return r if r and N.rp[r, RP_CLOSED] == 0 else 0
 
 
 def _unread(eng, r):

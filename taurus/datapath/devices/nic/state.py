@@ -169,6 +169,16 @@ RP_HOPS: switch hops of the last data packet (64 - its TTL), echoed in the
 ACK's probe field.  RP_INT_N: 1 + the INT hop records of the last data
 packet that asked for INT (0: none to reflect); RP_INT_H0 .. + INT_MAX_HOPS
 - 1: those records, 8 wire bytes each as one big-endian word."""
+RP_START, RP_CLOSED = 46, 47   # after the INT records (RP_INT_H0 + INT_MAX_HOPS)
+"""RP_START: the low 32 bits of the connection's first PSN (its SYN's PSN -
+psn_offset).  RP_CLOSED: 1 once its CLOSE arrived (close.py): the PDC takes
+no more data but keeps its hash entry and start, so a late duplicate of
+the connection's packets (a retransmission overtaken by the CLOSE) is
+dropped, not taken as a new connection.  A sender's PDC id is its flow
+row, reused by its later connections, each starting past the last one's
+PSNs (setup.add_flow): a SYN with a later start than RP_START is a new
+connection on that id, and the old PDC's row is freed for it
+(rx._pdc_of)."""
 N_RP = 48
 
 # ---- meta ----
