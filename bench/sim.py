@@ -1,7 +1,7 @@
 """How fast virtual time runs: simulated seconds, Gbit and packet-hops per
 wall second, the wall time split engine / runner+agent, peak RSS.
 
-    python bench/sim.py [--quick] [--only dumbbell,fat-tree,many-flows,fairness] [--json OUT]
+    python bench/sim.py [--quick] [--only dumbbell,fat-tree,many-flows,fairness,memory] [--json OUT]
 
 Cases (each `taurus run` in its own process, so its peak RSS is its own):
   dumbbell    examples/dctcp_dumbbell.toml for 1 simulated second (quick:
@@ -15,7 +15,11 @@ Cases (each `taurus run` in its own process, so its peak RSS is its own):
   fairness    10,000 long flows from 2 senders through a 10 Gbit/s dumbbell
               bottleneck for 1 s, DCTCP in the agent: each flow's goodput
               against its max-min share of what the bottleneck carried, and
-              the agent's CPU (quick: 200 flows through 1 Gbit/s for 0.3 s).
+              the agent's CPU (quick: 200 flows through 1 Gbit/s for 0.3 s);
+              the exit status is 1 when any flow is off it by more than 10%;
+  memory      the fairness dumbbell with 1,000 and with 10,000 flows for
+              10 ms: `memory: X KiB per flow` from the two peak RSS, and the
+              static per-flow share of the tables sized by the flow count.
 A packet-hop is one frame sent by one port (a switch egress or a NIC), so
 a data packet over the dumbbell's 3 links and its ACK back make 6.
 The last line: `sim: dumbbell X sim-s per wall-s (native), fat-tree Y M
@@ -36,6 +40,12 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 def _experiment(name: str, quick: bool) -> tuple[str, list[str]]:
     """(TOML text or a file path, --set overrides)."""
+    if name.startswith("memory-"):   # the fairness dumbbell with n flows for 10 ms
+        n = int(name.split("-")[1])
+        spec, _ = _experiment("fairness", False)
+        spec = spec.replace('duration = "1s"', 'duration = "10ms"').replace(
+            'warmup = "300ms"', 'warmup = "0ms"').replace('sample = "10ms"', 'sample = "1ms"')
+        return spec.replace("parallel = 5000", f"parallel = {n // 2}"), []
     if name.startswith("dumbbell"):
         mode = name.split("-")[1]
         return (os.path.join(ROOT, "examples", "dctcp_dumbbell.toml"),
@@ -113,6 +123,24 @@ parallel = {n // 16}
 ''' for i in range(1, 17)), [])
 
 
+def static_bytes_per_flow() -> dict:
+    """Bytes each flow adds to the tables sized by the flow count: the NIC
+    state (flow, PDC, CC-context and signal rows, send and receive windows,
+    message queue, the PDC hash) and the agent contract's shared memory (CC
+    columns, periods, delivered events)."""
+    import numpy as np
+    from taurus.datapath.ccshm import _layout
+    from taurus.datapath.devices.nic.state import nic_shapes
+
+    def nic(f):
+        return sum(int(np.prod(s)) * np.dtype(d).itemsize for _, s, d in nic_shapes(1, f)
+                   if s is not None)
+    f0, f1 = 10_001, 20_001
+    return {"nic": (nic(f1) - nic(f0)) / (f1 - f0),
+            "cc_shm": (_layout(1, f1, 1 << 14)["size"] - _layout(1, f0, 1 << 14)["size"])
+            / (f1 - f0)}
+
+
 def run_case(name: str, quick: bool, out: str) -> dict:
     spec, sets = _experiment(name, quick)
     path = spec
@@ -140,7 +168,7 @@ def run_case(name: str, quick: bool, out: str) -> dict:
     bits = sum(f["bytes"] for f in s["flows"]) * 8
     loop = s["loop_wall_s"]
     fair = {}
-    if name == "fairness":       # each flow against its max-min share of what was carried
+    if name.startswith("fairness"):  # each flow against its max-min share of what was carried
         g = [f["goodput_bps"] for f in s["flows"]]
         share = sum(g) / len(g)
         dev = [abs(x / share - 1) for x in g]
@@ -158,13 +186,15 @@ def run_case(name: str, quick: bool, out: str) -> dict:
             "peak_rss_mb": ru.ru_maxrss / 1024}
 
 
-CASES = ("dumbbell-native", "dumbbell-agent", "fat-tree", "many-flows", "fairness")
+CASES = ("dumbbell-native", "dumbbell-agent", "fat-tree", "many-flows", "fairness",
+         "memory-1000", "memory-10000")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="", help="comma-separated: dumbbell, fat-tree, many-flows")
+    ap.add_argument("--only", default="",
+                    help="comma-separated: dumbbell, fat-tree, many-flows, fairness, memory")
     ap.add_argument("--json", metavar="OUT")
     a = ap.parse_args(argv)
     want = [c for c in CASES if not a.only or any(c.startswith(w) for w in a.only.split(","))]
@@ -188,6 +218,13 @@ def main(argv=None) -> int:
               f"{r['share_mbps']:.3f} Mbit/s, {100 * r['within_10pct']:.1f}% of flows within 10% "
               f"of it (worst {100 * r['worst_dev']:.1f}%), Jain {r['jain']:.4f}, agent CPU "
               f"{r['agent_cpu_s']:.1f} s")
+    if "peak_rss_mb" in res.get("memory-1000", {}) and "peak_rss_mb" in res.get("memory-10000", {}):
+        st = static_bytes_per_flow()
+        per = (res["memory-10000"]["peak_rss_mb"] - res["memory-1000"]["peak_rss_mb"]) * 1024 / 9000
+        res["memory"] = {"kib_per_flow": per, "static_nic_b": st["nic"], "static_cc_shm_b": st["cc_shm"]}
+        print(f"memory: {per:.1f} KiB per flow (peak RSS, 10,000 vs 1,000 flows); of it static "
+              f"tables {st['nic'] / 1024:.2f} KiB NIC state + {st['cc_shm'] / 1024:.2f} KiB "
+              f"agent shared memory")
     print("loop s: the run's event loop (setup and results excluded); engine: of it in the "
           "compiled engine; outside: the runner's and agent's share; agent: its CPU seconds")
     if a.json:
@@ -201,6 +238,11 @@ def main(argv=None) -> int:
           f"(native), fat-tree {g('fat-tree', 'mhops_per_wall_s', '{:.3f}')} M packet-hops/s, "
           f"{'1k' if a.quick else '10k'} flows {g('many-flows', 'mhops_per_wall_s', '{:.3f}')} "
           f"M packet-hops/s")
+    fair = res.get("fairness", {})
+    if fair.get("within_10pct", 1.0) < 1.0:     # the case asserts every flow
+        print(f"fairness: FAILED, {fair['flows'] - round(fair['within_10pct'] * fair['flows'])} "
+              "flows off their share by more than 10%")
+        return 1
     return 0 if all("error" not in r for r in res.values()) else 1
 
 

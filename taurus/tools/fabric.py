@@ -53,11 +53,22 @@ def _switch_config(topo: Topology, sw: str, ports: list[int], real: bool, overri
     return cfg
 
 
+def _state_opts(topo: Topology, opts: dict) -> dict:
+    """Switch state sizes: unless given, each queue holds as many frames as
+    the largest link buffer fits at 1 KB a frame (at least 4,096, at most
+    65,536), so that a byte budget, not the frame ring, limits a deep
+    buffer (10,000 flows of one packet each need a 10,000-frame queue)."""
+    if "qcap" not in opts:
+        frames = max((lk.buffer or 0 for lk in topo.links), default=0) // 1024
+        opts = {**opts, "qcap": min(1 << 16, max(4096, 1 << max(0, frames - 1).bit_length()))}
+    return opts
+
+
 def attach_switches(eng: Engine, topo: Topology, port_kind: str = "auto",
                     port_overrides: dict | None = None, **state_opts) -> dict:
     """Open the ports and add one switch device per topology switch; returns
     {switch: [engine port indices]} (in the switch's interface order)."""
-    eng.reserve_switches(**state_opts)
+    eng.reserve_switches(**_state_opts(topo, state_opts))
     placed = {}
     for sw in topo.switches:
         ports = [eng.add_port(i.name, i.name, netns=topo.ns_of(sw), kind=port_kind)
@@ -76,7 +87,7 @@ def build_virtual(eng: Engine, topo: Topology, host_factory=open_end,
                   port_overrides: dict | None = None, **state_opts) -> dict:
     """Build `topo` on memory links; returns {"switches": {name: device},
     "ports": {iface: engine port}, "hosts": {host: host_factory result}}."""
-    eng.reserve_switches(**state_opts)
+    eng.reserve_switches(**_state_opts(topo, state_opts))
     ports, hosts = {}, {}
     for lk in topo.links:
         a, b = eng.add_mem_link(lk.a_iface, lk.b_iface)
