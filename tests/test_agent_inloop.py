@@ -14,9 +14,9 @@ from taurus.experiment.runner import Runner
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _run(tmp_path, tag, example, sets, in_loop):
+def _run(tmp_path, tag, example, sets, in_loop, cls=Runner):
     x = schema.load(os.path.join(ROOT, "examples", example), ["outputs.plots=false"] + sets)
-    r = Runner(x)
+    r = cls(x)
     r.agents_in_loop = in_loop
     r.build()
     try:
@@ -55,3 +55,24 @@ def test_the_loop_steps_the_agents_as_python_does(tmp_path, example, sets):
     assert py["agent"]["hosts"] == loop["agent"]["hosts"]     # every count, every host
     assert loop_steps > 0
     assert loop_returns < py_returns / 4, (loop_returns, py_returns)
+
+
+class _Opens(Runner):
+    """Bumps each agent's CTL_OPENED at every sample time, as the engine
+    does when a closed flow's row carries a new connection."""
+    live_samples = True
+
+    def _on_sample(self):
+        from taurus.datapath.ccshm import CTL_OPENED
+        for a in self.agents.values():
+            a.cc.ctl[CTL_OPENED] += 1
+
+
+def test_a_reused_row_hands_the_step_to_python(tmp_path):
+    sets = ['experiment.duration="1ms"', 'experiment.warmup="0s"']
+    po, py, _, _ = _run(tmp_path, "python", "dctcp_dumbbell.toml", sets, False, _Opens)
+    lo, loop, _, steps = _run(tmp_path, "loop", "dctcp_dumbbell.toml", sets, True, _Opens)
+    assert steps > 0
+    for name in ("flow_series.csv", "fct.csv"):
+        assert _rows(po, name) == _rows(lo, name), name
+    assert py["agent"]["hosts"] == loop["agent"]["hosts"]

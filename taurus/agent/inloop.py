@@ -28,7 +28,7 @@ from numba.extending import intrinsic
 
 from taurus.datapath.byref import at_intrinsic, pin, unpin
 from taurus.datapath.ccnative import _call_entry
-from taurus.datapath.ccshm import CTL_HEARTBEAT_NS, FLOW
+from taurus.datapath.ccshm import CTL_HEARTBEAT_NS, CTL_OPENED, FLOW
 from taurus.datapath.lowlevel import monotonic_ns
 
 from .fastpath import NEW_FLOWS, OVERLOAD, READY, _poll, apply_write, discard
@@ -40,17 +40,20 @@ done but the drain was capped (step again at the next grid point); Python
 must finish it (``InLoop.finish``)."""
 (R_STATUS, R_SLOT, R_LEN, R_OCC, R_SEL, R_FLOWS, R_FAULTS, R_DFAULTS, R_HOST, N_RES) = range(10)
 K_CALLS, K_UNBOUND, K_NO_ALG, K_STEPS, K_NS = range(5)
+NOT_POLLED = -1.0
 A_ENTRY, A_ST, A_ST_LEN, A_PAR, A_PAR_LEN = range(5)
 A_W = 8
 """Rows of ``tab``, one per algorithm class: its native entry's address,
 then the address and float64 length of its state and parameter tables."""
 
 InLoopArrays = namedtuple("InLoopArrays", "fmask falg known out astart faults hostbuf D D64 "
-                          "tab cfault res cnt ts")
+                          "tab cfault res cnt ts opened")
 """The algorithm handler's arrays the step reads (handler.py), the decision
 table as int64 rows (``D64``: the native entry's view of a flow's ``D``
 row), the classes (``tab``), faulted records per class, the last step's
-result and the counts the step keeps for Python (``res``, ``cnt``)."""
+result and the counts the step keeps for Python (``res``, ``cnt``), and
+the engine's CTL_OPENED the handler last saw (``opened``: when a closed
+flow's row carries a new connection, Python's step sets it up afresh)."""
 StepArgs = namedtuple("StepArgs", "poll fast apply write")
 """PollArrays, InLoopArrays, ApplyArrays, WriteArrays."""
 
@@ -97,6 +100,9 @@ def _drain(F, rec, lo, hi, a):
 def _step_on(A, now):
     """One step on the agent's arrays ``A`` (a ByRef to StepArgs)."""
     M, F, X, W = A.poll, A.fast, A.apply, A.write
+    if M.ctl[CTL_OPENED] != F.opened[0]:
+        F.res[R_STATUS] = NOT_POLLED   # a row was reused: the whole step in Python
+        return PYTHON
     status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
         M.prod, M.cons, M.ring, M.ctl, M.bp, M.st, M.n, M.cap, M.batch_max, now, M.owner,
         M.nic, M.last_t, M.scratch, M.copy, F.fmask, F.falg, F.known, F.out, F.astart)
@@ -189,9 +195,12 @@ class InLoop:
         self.res = np.zeros(N_RES, np.float64)
         self.cnt = np.zeros(5, np.int64)
         self.cfault = np.zeros(n, np.int64)
+        h.forget_reused()
+        self.opened = np.array([h.opened], np.int64)
         fast = InLoopArrays(h.fmask, h.falg, h.known, h.out, h.astart, h.dfaults, h.hostbuf,
                             h.Dn, h.Dn.view(np.int64).reshape(len(h.Dn), -1), self.tab,
-                            self.cfault, self.res, self.cnt, np.zeros(2, np.int64))
+                            self.cfault, self.res, self.cnt, np.zeros(2, np.int64),
+                            self.opened)
         self._args = StepArgs(m.poll_arrays(), fast, h.apply_arrays(),
                               h.filter.write_arrays(h.cc))
         t = nb.typeof(self._args)
@@ -212,6 +221,10 @@ class InLoop:
         """Do what the step left to Python (it returned PYTHON), then release."""
         h, m = self.h, self.m
         status, i, k, occ, nsel, nu, nf, nd, nh = self.res[:R_HOST + 1].tolist()
+        if status == NOT_POLLED:
+            self.agent.step(now_ns)
+            self.opened[0] = h.opened
+            return
         m.occupancy = occ
         try:
             if status == READY:
@@ -237,6 +250,7 @@ class InLoop:
         c["calls"] += calls
         c["unbound"] += unbound
         c["no_algorithm"] += no_alg
+        self.opened[0] = self.h.opened     # as Python's own steps left it
         return ns / 1e9
 
     def stepped(self) -> None:
