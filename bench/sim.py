@@ -129,6 +129,8 @@ def static_bytes_per_flow() -> dict:
     message queue, the PDC hash) and the agent contract's shared memory (CC
     columns, periods, delivered events)."""
     import numpy as np
+    if ROOT not in sys.path:        # run as `python bench/sim.py`: the package beside bench/
+        sys.path.insert(0, ROOT)
     from taurus.datapath.ccshm import _layout
     from taurus.datapath.devices.nic.state import nic_shapes
 
