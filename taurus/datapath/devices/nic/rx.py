@@ -39,7 +39,7 @@ from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D
                          D_PDS_NEXT, D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
-from .close import pdc_free, pdc_reclaim
+from .close import pdc_free, pdc_linger_ns, pdc_reclaim
 from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .host import host_admit
 from .rxcc import rx_cc_data, rx_cc_event
@@ -303,7 +303,10 @@ def _pdc_of(E, n, i, now):
         if N.rp[r, RP_NIC] != 0 and (start != N.rp[r, RP_START] or N.rp[r, RP_CLOSED] != 0):
             # a closed connection, or another on the sender's PDC id (state.py: RP_START)
             later = (start - N.rp[r, RP_START]) & 0xFFFFFFFF
-            if later == 0 or later >= 0x80000000:
+            # A closed PDC silent past its linger is no late duplicate's: its
+            # sender restarted (a new process's rows start their PSNs again).
+            gone = N.rp[r, RP_CLOSED] != 0 and now - N.rp[r, RP_LAST_T] >= pdc_linger_ns(N, n)
+            if (later == 0 or later >= 0x80000000) and not gone:
                 N.ncnt[n, C_DROP_WRONG_PDC] += 1     # a late packet of a closed or older one
                 return 0
             pdc_free(E, n, r, now)                 # a newer one: the old PDC is stale
