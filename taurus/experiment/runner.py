@@ -68,8 +68,11 @@ MAX_BUFFERS = 8 << 30           # bytes of RPC send rings a plan may ask for
 SINK_WINDOW = 1 << 30           # the receive window a sink shows its senders (never binds)
 
 
-class Stopped(Exception):
-    """SIGINT or SIGTERM arrived during the run."""
+class Stopped(BaseException):
+    """SIGINT or SIGTERM arrived during the run.  A BaseException, as
+    KeyboardInterrupt is: code that recovers from errors with ``except
+    Exception`` (Numba's compiler, which the first run calls mid-build, among
+    them) must not swallow a stop."""
 
 
 class Runner:
@@ -98,6 +101,7 @@ class Runner:
         self.now = 0
         self.complete = False
         self.error = ""
+        self.stop_requested = ""        # SIGINT/SIGTERM seen (its name)
         self.agent_cpu_s = 0.0
         self.engine_s = 0.0             # wall seconds inside run_until (the rest is Python)
         self.loop_s = 0.0
@@ -302,6 +306,8 @@ class Runner:
         wall0 = time.monotonic()
         last_bar = 0.0
         while self.now < x.duration:
+            if self.stop_requested:
+                raise Stopped(self.stop_requested)
             while nxt < len(order) and flows[order[nxt]].start <= self.now:
                 k = order[nxt]
                 nxt += 1
@@ -575,15 +581,19 @@ def _rate_or(v, default):
     return default if v is None else _rate0(v)
 
 
-def _stop_handler(main_pid: int):
+def _stop_handler(main_pid: int, r: "Runner"):
     """SIGINT/SIGTERM end the run in this process.  pyroute2 forks helpers
     (namespace work) that inherit the handler and are sent SIGTERM when
     done: there the handler must exit at once, never unwind through our
-    cleanup (which would tear down the parent's namespaces)."""
+    cleanup (which would tear down the parent's namespaces).  The stop is
+    also recorded on the runner, whose loop raises it again: a handler that
+    runs inside a callback (a weakref's, or ctypes' during a compile) has
+    its exception printed and dropped by Python."""
     def handler(signum, frame):
         if os.getpid() != main_pid:
             os._exit(128 + signum)
-        raise Stopped(signal.Signals(signum).name)
+        r.stop_requested = signal.Signals(signum).name
+        raise Stopped(r.stop_requested)
     return handler
 
 
@@ -596,7 +606,7 @@ def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress
     from .results import write_results
     os.makedirs(out_dir, exist_ok=True)
     r = Runner(x, clock, progress, port_kind)
-    handler = _stop_handler(os.getpid())
+    handler = _stop_handler(os.getpid(), r)
     # signals reach only the main thread (a sweep's worker threads run
     # without: their process's own handling stops them)
     main = threading.current_thread() is threading.main_thread()
