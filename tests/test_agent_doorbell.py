@@ -47,7 +47,8 @@ def test_records_pushed_while_asleep_are_handled_within_the_bound(dp):
     def producer():
         try:
             for i in range(2):
-                assert until(lambda: ring.cons[SLEEP] != 0), "the agent never blocked"
+                # the first wait comes after the busy loop's compile
+                assert until(lambda: ring.cons[SLEEP] != 0, 120), "the agent never blocked"
                 time.sleep(0.02)                              # well inside its wait
                 t = time.monotonic()
                 dp.push([record(1, C.EV_ACK, 1 + i, (4096, 1, i, 0))])

@@ -22,10 +22,13 @@ def _run(tmp_path, tag, example, sets, in_loop, cls=Runner):
     try:
         r.run()
         assert bool(r.in_loop) == in_loop
-        steps = sum(il.steps for il in r.in_loop)
+        loops = list(r.in_loop)
+        steps = sum(il.steps for il in loops)
         snap = r.snapshot()
     finally:
-        r.teardown()
+        errors = r.teardown()
+    assert errors == []                 # the steps handed back, their arguments unpinned
+    assert all(il.args == 0 for il in loops)
     out = str(tmp_path / tag)
     os.makedirs(out)
     return out, write_results(r, snap, out), r.steps, steps

@@ -28,15 +28,15 @@ from taurus.datapath.lowlevel import monotonic_ns, nap
 from taurus.datapath.shmring import BELL, TAIL
 
 from .doorbell import OUTCOMES, bell_wait
-from .fastpath import READY, ApplyArrays, FastArrays, _poll, apply_write, discard
+from .fastpath import (R_DFAULTS, R_FAULTS, R_HOST, R_STATUS, READY, ApplyArrays, FastArrays,
+                       apply_write, discard, poll_into)
 from .filters import WriteArrays
 from .messages import S_MORE, S_TAIL_AFTER, PollArrays, _release
 from .pacing import cadence_sparse, cadence_update
 
-# The last step's result (res, float64) and the counts the loop keeps (cnt).
-(R_STATUS, R_SLOT, R_LEN, R_OCC, R_SEL, R_FLOWS, R_FAULTS, R_DFAULTS, R_HOST, R_STEPS,
- N_RES) = range(11)
-K_CALLS, K_UNBOUND, K_NO_ALG = range(3)
+# The last step's result (res, float64; fastpath's layout, then the loop's
+# own) and the counts the loop keeps (cnt: fastpath's K_*).
+R_STEPS, N_RES = range(9, 11)
 NO_REST, NAP, BELL_WAIT = range(3)
 
 LoopArrays = namedtuple("LoopArrays", "res cnt ts gen bells cad bell_on slack_ns")
@@ -80,20 +80,12 @@ def make_loop(drain):
                           L.bells)
             now = monotonic_ns(L.ts)
             M.ctl[CTL_HEARTBEAT_NS] = now
-            status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
-                M.prod, M.cons, M.ring, M.ctl, M.bp, M.st, M.n, M.cap, M.batch_max, now, M.owner,
-                M.nic, M.last_t, M.scratch, M.copy, F.fmask, F.falg, F.known, F.out, F.astart)
             res = L.res
-            res[R_STATUS], res[R_SLOT], res[R_LEN], res[R_OCC] = status, i, k, occ
-            res[R_SEL], res[R_FLOWS] = nsel, nu
-            res[R_FAULTS] = res[R_DFAULTS] = res[R_HOST] = 0
+            status, nsel, nu = poll_into(M, F, res, L.cnt, now)
             res[R_STEPS] += 1
             if status != READY:
                 return                    # nothing found, or Python's turn
-            L.cnt[K_UNBOUND] += unbound
-            L.cnt[K_NO_ALG] += no_alg
             if nu > 0:
-                L.cnt[K_CALLS] += nsel
                 out = F.out
                 nd = drain(F.S, F.P, F.D, M.copy, out[0][:nsel], F.faults)
                 if nd > 0:

@@ -119,6 +119,31 @@ def _poll(prod, cons, ring, ctl, bp, st, n, cap, batch_max, now, owner, nic, las
     return READY, i, k, occ, sel, nu, unbound, no_alg
 
 
+# A step's result (res, float64) and the counts (cnt) the compiled loops
+# keep for Python (busyloop.py, inloop.py): each appends its own after these.
+(R_STATUS, R_SLOT, R_LEN, R_OCC, R_SEL, R_FLOWS, R_FAULTS, R_DFAULTS, R_HOST) = range(9)
+K_CALLS, K_UNBOUND, K_NO_ALG = range(3)
+
+
+@nb.njit(cache=True, nogil=True)
+def poll_into(M, F, res, cnt, now):
+    """_poll on a handler's PollArrays ``M`` and selection arrays ``F``, its
+    outcome written to ``res`` and counted in ``cnt``; returns (status,
+    records taken, distinct flows)."""
+    status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
+        M.prod, M.cons, M.ring, M.ctl, M.bp, M.st, M.n, M.cap, M.batch_max, now, M.owner,
+        M.nic, M.last_t, M.scratch, M.copy, F.fmask, F.falg, F.known, F.out, F.astart)
+    res[R_STATUS], res[R_SLOT], res[R_LEN], res[R_OCC] = status, i, k, occ
+    res[R_SEL], res[R_FLOWS] = nsel, nu
+    res[R_FAULTS] = res[R_DFAULTS] = res[R_HOST] = 0
+    if status == READY:
+        cnt[K_UNBOUND] += unbound
+        cnt[K_NO_ALG] += no_alg
+        if nu > 0:
+            cnt[K_CALLS] += nsel
+    return status, nsel, nu
+
+
 @nb.njit(cache=True, nogil=True)
 def discard(D, faults, nf):
     """A flow whose handler raised loses this drain's decisions (a half-made

@@ -31,15 +31,16 @@ from taurus.datapath.ccnative import _call_entry
 from taurus.datapath.ccshm import CTL_HEARTBEAT_NS, CTL_OPENED, FLOW
 from taurus.datapath.lowlevel import monotonic_ns
 
-from .fastpath import NEW_FLOWS, OVERLOAD, READY, _poll, apply_write, discard
+from .fastpath import (K_NO_ALG, NEW_FLOWS, OVERLOAD, R_DFAULTS, R_FAULTS, R_HOST, R_OCC,
+                       R_STATUS, READY, apply_write, discard, poll_into)
 from .messages import S_MORE, _release
 
 DONE, MORE, PYTHON = 0, 1, 2
 """A step's outcome, as the engine reads it (datapath/vagents.py): done;
 done but the drain was capped (step again at the next grid point); Python
 must finish it (``InLoop.finish``)."""
-(R_STATUS, R_SLOT, R_LEN, R_OCC, R_SEL, R_FLOWS, R_FAULTS, R_DFAULTS, R_HOST, N_RES) = range(10)
-K_CALLS, K_UNBOUND, K_NO_ALG, K_STEPS, K_NS = range(5)
+N_RES = R_HOST + 1                  # res: fastpath's layout
+K_STEPS, K_NS = range(K_NO_ALG + 1, K_NO_ALG + 3)   # cnt: fastpath's, then ours
 NOT_POLLED = -1.0
 A_ENTRY, A_ST, A_ST_LEN, A_PAR, A_PAR_LEN = range(5)
 A_W = 8
@@ -103,23 +104,14 @@ def _step_on(A, now):
     if M.ctl[CTL_OPENED] != F.opened[0]:
         F.res[R_STATUS] = NOT_POLLED   # a row was reused: the whole step in Python
         return PYTHON
-    status, i, k, occ, nsel, nu, unbound, no_alg = _poll(
-        M.prod, M.cons, M.ring, M.ctl, M.bp, M.st, M.n, M.cap, M.batch_max, now, M.owner,
-        M.nic, M.last_t, M.scratch, M.copy, F.fmask, F.falg, F.known, F.out, F.astart)
-    res = F.res
-    res[R_STATUS], res[R_SLOT], res[R_LEN], res[R_OCC] = status, i, k, occ
-    res[R_SEL], res[R_FLOWS] = nsel, nu
-    res[R_FAULTS] = res[R_DFAULTS] = res[R_HOST] = 0
     F.cnt[K_STEPS] += 1
+    status, nsel, nu = poll_into(M, F, F.res, F.cnt, now)
     if status != READY:
         if status == NEW_FLOWS or status == OVERLOAD:
             return PYTHON              # new flows or overload: the handler's Python path
         _release(M.cons, M.st)         # nothing, or nothing valid
         return MORE if M.st[S_MORE] else DONE
-    F.cnt[K_UNBOUND] += unbound
-    F.cnt[K_NO_ALG] += no_alg
     if nu > 0:
-        F.cnt[K_CALLS] += nsel
         nd = 0
         for a in range(F.tab.shape[0]):
             lo, hi = F.astart[a], F.astart[a + 1]
@@ -129,7 +121,7 @@ def _step_on(A, now):
                              W.stage, W.isset, W.lo, W.hi, W.last, W.n, W.rate, W.cwnd,
                              W.credit, W.version, W.updated_ns, now, W.faults)
         if nd > 0 or nf > 0 or nh > 0:
-            res[R_DFAULTS], res[R_FAULTS], res[R_HOST] = nd, nf, nh
+            F.res[R_DFAULTS], F.res[R_FAULTS], F.res[R_HOST] = nd, nf, nh
             return PYTHON              # logged, or acted on the host, there
     _release(M.cons, M.st)
     return MORE if M.st[S_MORE] else DONE

@@ -691,7 +691,8 @@ class Engine:
         if steps and not clock_is_virtual(self.clk):
             raise ValueError("agents step inside the loop only on the virtual clock")
         self.ctl[VAG_N] = 0
-        self.E.vag[:len(steps)] = steps
+        if steps:
+            self.E.vag[:len(steps)] = steps
         self.ctl[VAG_STEP] = grid_ns
         self.ctl[VAG_DUE] = 0
         self.ctl[VAG_N] = len(steps)
