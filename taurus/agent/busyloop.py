@@ -13,8 +13,9 @@ or ``until`` passes (stats, signals, samplers, the nap's refresh).  A rest is
 the nap, or, when the engine publishes less often than a nap lasts
 (pacing.Cadence), a wait on the doorbell (doorbell.bell_wait).
 
-Numba cannot cache a closure, so the loop compiles (its callees come from
-the cache) when the agent starts, before it announces itself.
+The loop is a closure over the algorithm's drain, cached on disk like the
+algorithm's own calls (its cell names the drain by the algorithm's source
+key: cc_algorithms/runtime.py), so an agent starts without compiling it.
 """
 import time
 from collections import namedtuple
@@ -65,7 +66,7 @@ def _rest(st, ctl, cad, bell_on, nap_ns, slack_ns):
 
 def make_loop(drain):
     """The busy loop compiled around one algorithm class's ``drain``."""
-    @nb.njit(nogil=True)
+    @nb.njit(nogil=True, cache=True)
     def loop(args, nap_ns, until_ns):
         A = byref(LoopArgs(PollArrays(*args[0]), FastArrays(*args[1]), ApplyArrays(*args[2]),
                            WriteArrays(*args[3]), LoopArrays(*args[4])))   # fields read in place

@@ -233,6 +233,7 @@ class Runtime:
         self.dispatch._set_uuid(f"taurus-cc-{self.key}")
         self.setup = njit(_make_setup(init, self.key))
         self.drain = njit(_make_drain(self.dispatch))
+        self.drain._set_uuid(f"taurus-cc-drain-{self.key}")   # agent/busyloop.py closes over it
         self._entry = nb.njit(NATIVE_SIG, cache=True)(
             _make_entry(self.dispatch, self.state_dtype, self.param_dtype))
 
