@@ -105,3 +105,37 @@ def test_late_bucket_bounds_invert_the_bucket():
         lo, hi = late_bucket_bounds(i)
         assert i < LATE_BUCKETS and lo <= v < hi
         assert hi - lo <= max(1, v // 4)              # at most a quarter of the value wide
+
+
+def test_lower_bound_keeps_expiry_and_next_due_exact():
+    """Random arming, re-arming, cancelling, expiring and next-due queries
+    (the wheel's lower bound short-cuts both): next_due is always the
+    earliest armed due time, and an expiry fires exactly the timers due
+    (also when `out` is too small for them)."""
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        w = make_wheel(capacity=128, n_slots=64, shift=4)
+        ids = [wheel_alloc(w, 0, i) for i in range(100)]
+        armed, now = {}, 0
+        out = np.zeros(int(rng.integers(1, 20)), np.int32)
+        for _ in range(1000):
+            r = rng.random()
+            if r < 0.4:         # near, far (rotations away) or already past
+                t = ids[rng.integers(len(ids))]
+                due = now + int(rng.choice([rng.integers(-20, 20), rng.integers(0, 3000)]))
+                wheel_schedule(w, t, due)
+                armed[t] = due
+            elif r < 0.5:
+                t = ids[rng.integers(len(ids))]
+                wheel_cancel(w, t)
+                armed.pop(t, None)
+            elif r < 0.8:
+                assert wheel_next_due(w) == min(armed.values(), default=INF)
+            else:
+                now += int(rng.integers(0, 40))
+                n = out.shape[0]
+                while n == out.shape[0]:
+                    n = wheel_expire(w, now, out, out.shape[0])
+                    for t in out[:n]:
+                        assert armed.pop(int(t)) <= now
+                assert all(d > now for d in armed.values())

@@ -24,6 +24,7 @@ from collections import namedtuple
 
 import numba as nb
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .byref import pin, unpin
 from .pinned import STATE_T, at_collect, at_inject, at_pktgen_start, state_at
@@ -51,7 +52,7 @@ from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_repor
                      report_timer)
 from .shm import Shm
 from .vagents import VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_step
-from .hot import hot
+from .hot import hot, hot_stage
 from . import watchdog
 from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
 from .wheel import LATE_MAX, make_wheel, wheel_alloc, wheel_expire, wheel_next_due
@@ -121,13 +122,42 @@ def _quiet_kind(kind):
     return kind == NIC or kind == SWITCH or kind == L2FWD or kind == PKTGEN
 
 
+@hot_stage
+def _set_due(due, d):
+    due[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
+
+
+@hot_stage
+def _all_due(due):
+    for k in range(due.shape[0]):
+        due[k] = ~np.uint64(0)      # bits past the last device too: _due_from stops at nd
+
+
+@hot
+def _due_from(due, d, nd):
+    """The first device from d on that is due (nd: none): a bitmap of 64
+    devices a word, so a pass over hundreds of quiet devices costs a few
+    words, not a test per device."""
+    k = d >> 6
+    if k >= due.shape[0]:
+        return nd
+    word = due[k] & (~np.uint64(0) << np.uint64(d & 63))
+    while word == 0:
+        k += 1
+        if k >= due.shape[0]:
+            return nd
+        word = due[k]
+    r = (k << 6) + np.int64(trailing_zeros(word))
+    return r if r < nd else nd
+
+
 @hot
 def _mark_arrived(E, now, pdev, arrived, due):
     """Mark due the devices with a frame due at one of their ports."""
     for k in range(mem_due_ports(E.ports, now, arrived)):
         d = pdev[arrived[k]]
         if d >= 0:
-            due[d] = True
+            _set_due(due, d)
 
 
 @nb.njit(cache=True)
@@ -170,7 +200,8 @@ def _loop(E, until, chunk_ns):
     # run is the one polling every device every pass gives, and an engine
     # of many quiet devices pays for the busy ones.
     nd = E.ctl[NDEVS]
-    due = np.ones(nd, np.bool_)
+    due = np.empty(max(1, (nd + 63) >> 6), np.uint64)      # a bit per device
+    _all_due(due)
     skip = virtual and E.ctl[POLL_ALL] == 0
     # Skipping, the devices with a frame due are found at the top of the
     # memory links' arrivals heap (memlink.py; virtual: memory links only),
@@ -202,7 +233,7 @@ def _loop(E, until, chunk_ns):
             if vagents_step(E, now) >= 0:
                 reason = R_AGENT          # one needs Python (vagents.py)
                 break
-            due[:] = True                 # a decision may free a flow on any NIC
+            _all_due(due)                 # a decision may free a flow on any NIC
         work = 0
         n = wheel_expire(E.wheel, now, E.expired, E.expired.shape[0])
         for k in range(n):
@@ -210,23 +241,27 @@ def _loop(E, until, chunk_ns):
             owner = E.wheel.owner[t]
             if owner == OWNER_REPORT:
                 report_timer(E, E.wheel.arg[t], now)
-                due[:] = True    # a decision may free a flow on any NIC
+                _all_due(due)    # a decision may free a flow on any NIC
             else:
                 device_timer(E, owner, t, now)
                 if 0 <= owner < nd:
-                    due[owner] = True
+                    _set_due(due, owner)
         work += n
         if skip:
             _mark_arrived(E, now, pdev, arrived, due)
-        for d in range(nd):
-            if due[d]:
-                sent_now = E.ports.arr[E.ports.arr.shape[0] - 1]
-                w = device_poll(E, d, now)
-                if skip and E.ports.arr[E.ports.arr.shape[0] - 1] != sent_now:
-                    _mark_arrived(E, now, pdev, arrived, due)    # due on arrival: later devices see it
-                polls += 1
-                work += w
-                due[d] = w > 0 or not skip or not _quiet_kind(E.devs.kind[d])
+        d = _due_from(due, 0, nd)
+        while d < nd:
+            sent_now = E.ports.arr[E.ports.arr.shape[0] - 1]
+            w = device_poll(E, d, now)
+            if skip and E.ports.arr[E.ports.arr.shape[0] - 1] != sent_now:
+                _mark_arrived(E, now, pdev, arrived, due)    # due on arrival: later devices see it
+            polls += 1
+            work += w
+            if skip and w == 0 and _quiet_kind(E.devs.kind[d]):
+                due[d >> 6] &= ~(np.uint64(1) << np.uint64(d & 63))
+            else:
+                _set_due(due, d)
+            d = _due_from(due, d + 1, nd)
         if not virtual:                      # virtual: memory links only, which need no service
             for p in range(E.ctl[NPORTS]):
                 if E.ports.kind[p] != MEM:

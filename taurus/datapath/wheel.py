@@ -13,6 +13,14 @@ Timers are pre-allocated ids.  Each has an owner (a device index) and an
 argument (e.g. a flow or port), so the engine can dispatch expiries.
 Expiry order is deterministic: by slot, then in arming order.
 
+Under the virtual clock the engine expires and asks for the next due time
+at every pass, often many passes within one slot; ``meta[LB]`` is a lower
+bound on every armed timer's due time (exact when ``meta[LB_EXACT]`` is 1),
+so an expiry before it returns at once and ``wheel_next_due`` returns it
+without a scan while it is exact.  Arming lowers it; disarming the timer
+that sets it makes it inexact; an expiry leaves it at the earliest timer of
+the slot it ended in or that slot's end.
+
 Lateness: each expiry adds how late it fired (now minus its due time, or
 minus its arming time when it was armed with a due time already past: that
 wait is the device's choice, not the engine's) to a log-linear histogram,
@@ -25,12 +33,13 @@ from collections import namedtuple
 
 import numba as nb
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .ports.common import INF
 
 Wheel = namedtuple("Wheel", ["due", "nxt", "prv", "slot", "owner", "arg",
                              "head", "tail", "occ", "meta", "ref", "late"])
-SHIFT, NSLOTS, LAST, ARMED, NEXT_ID, LATE_MAX = range(6)
+SHIFT, NSLOTS, LAST, ARMED, NEXT_ID, LATE_MAX, LB, LB_EXACT = range(8)
 LATE_BUCKETS = 256          # late_bucket of any int64 lateness is below this
 
 
@@ -99,6 +108,8 @@ def _unlink(w, t):
         w.occ[s >> 6] &= ~(np.uint64(1) << np.uint64(s & 63))
     w.slot[t] = -1
     w.meta[ARMED] -= 1
+    if w.due[t] <= w.meta[LB]:
+        w.meta[LB_EXACT] = 0      # the earliest may be gone: LB stays a lower bound
 
 
 @nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
@@ -133,6 +144,8 @@ def wheel_schedule(w, t, due):
         w.occ[s >> 6] |= np.uint64(1) << np.uint64(s & 63)
     w.tail[s] = t
     w.meta[ARMED] += 1
+    if due < w.meta[LB]:
+        w.meta[LB] = due          # the earliest now (exact if LB was)
 
 
 @nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
@@ -142,8 +155,8 @@ def wheel_expire(w, now, out, maxn):
     last = w.meta[LAST]
     if now < last:
         return 0
-    if w.meta[ARMED] == 0:
-        w.meta[LAST] = now
+    if w.meta[ARMED] == 0 or now < w.meta[LB]:
+        w.meta[LAST] = now        # nothing is due yet
         return 0
     shift = w.meta[SHIFT]
     mask = w.meta[NSLOTS] - 1
@@ -153,6 +166,9 @@ def wheel_expire(w, now, out, maxn):
         steps = w.meta[NSLOTS]
     n = 0
     k = 0
+    # Timers left armed in the slots scanned are due after now: those of
+    # now's slot count for LB, the others belong to a later rotation.
+    lb = ((now >> shift) + 1) << shift
     while k < steps:
         s = (first + k) & mask
         word = w.occ[s >> 6]
@@ -163,10 +179,15 @@ def wheel_expire(w, now, out, maxn):
             t = w.head[s]
             while t >= 0:
                 nx = w.nxt[t]
-                if w.due[t] <= now:
+                if w.due[t] > now:
+                    if w.due[t] < lb:
+                        lb = w.due[t]
+                else:
                     if n == maxn:
                         # Out of room: resume from this slot next time.
                         w.meta[LAST] = max(last, (first + k) << shift)
+                        w.meta[LB] = 0
+                        w.meta[LB_EXACT] = 0
                         return n
                     _unlink(w, t)
                     out[n] = t
@@ -178,6 +199,8 @@ def wheel_expire(w, now, out, maxn):
                 t = nx
         k += 1
     w.meta[LAST] = now
+    w.meta[LB] = lb
+    w.meta[LB_EXACT] = 0
     return n
 
 
@@ -186,6 +209,16 @@ def wheel_next_due(w):
     """The earliest due time of any armed timer (INF when none)."""
     if w.meta[ARMED] == 0:
         return INF
+    if w.meta[LB_EXACT] != 0:
+        return w.meta[LB]
+    best = _next_due(w)
+    w.meta[LB] = best
+    w.meta[LB_EXACT] = 1
+    return best
+
+
+@nb.njit(cache=True, _nrt=False)
+def _next_due(w):
     shift = w.meta[SHIFT]
     nslots = w.meta[NSLOTS]
     mask = nslots - 1
@@ -193,21 +226,26 @@ def wheel_next_due(w):
     k = 0
     while k < nslots:
         s = (base + k) & mask
-        word = w.occ[s >> 6]
-        if word == 0 and (s & 63) == 0:
-            k += 64
+        word = w.occ[s >> 6] >> np.uint64(s & 63)
+        if word == 0:
+            k += 64 - (s & 63)      # the rest of this word's slots are empty
             continue
-        if (word >> np.uint64(s & 63)) & np.uint64(1):
-            # Only timers of this rotation count here; later rounds come later.
-            round_end = (base + k + 1) << shift
-            best = INF
-            t = w.head[s]
-            while t >= 0:
-                if w.due[t] < round_end and w.due[t] < best:
-                    best = w.due[t]
-                t = w.nxt[t]
-            if best < INF:
-                return best
+        z = np.int64(trailing_zeros(word))
+        if z > 0:                   # on to the next occupied slot of this word
+            k += z
+            if k >= nslots:
+                break
+            s = (base + k) & mask
+        # Only timers of this rotation count here; later rounds come later.
+        round_end = (base + k + 1) << shift
+        best = INF
+        t = w.head[s]
+        while t >= 0:
+            if w.due[t] < round_end and w.due[t] < best:
+                best = w.due[t]
+            t = w.nxt[t]
+        if best < INF:
+            return best
         k += 1
     best = INF  # every armed timer is more than one rotation away
     for s in range(nslots):

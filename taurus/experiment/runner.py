@@ -53,7 +53,8 @@ from taurus.datapath.devices.nic.state import (CQ_RX, CQ_TX, CX_CWND, CX_RATE, F
                                               FL_SRTT, SG_ECN, SG_UE)
 from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
-from taurus.tools.fabric import attach_switches, build_virtual, nic_host
+from taurus.datapath.poolsize import pool_frames
+from taurus.tools.fabric import attach_switches, build_virtual, nic_host, real_port_opts, real_ports
 from taurus.tools.pcap import Capture
 
 from . import fidelity
@@ -179,7 +180,9 @@ class Runner:
         pfc = {h for h in topo.hosts if self.clock == "virtual" and pfc_facing(topo, h)}
         nports = 2 * len(topo.links) + 2 + 2 * len(pfc)
         self.native = self._native_table(nflows + 2)
-        self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2,
+        # real ports lend pool frames to the kernel: a pool sized by their number
+        frames = pool_frames(real_ports(topo) if self.clock == "wall" else 0)
+        self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2, n_frames=frames,
                                 max_nics=len(topo.hosts), max_ports=max(64, nports),
                                 max_devices=max(32, len(topo.hosts) + len(topo.switches)
                                                 + len(pfc) + 2),
@@ -202,7 +205,8 @@ class Runner:
             self.nics = {}
             for h in topo.hosts:
                 i = topo.ifaces_of(h)[0]
-                p = eng.add_port(i.name, i.name, netns=topo.ns_of(h), kind=self.port_kind)
+                p = eng.add_port(i.name, i.name, netns=topo.ns_of(h), kind=self.port_kind,
+                                 **real_port_opts(topo))
                 # The engine pauses while Python acts between slices: an RTO
                 # shorter than a few steps would fire on ACKs waiting in the ring.
                 self.nics[h] = eng.add_nic(p, topo.mac_of(h), topo.ip_of(h),

@@ -19,11 +19,16 @@
   (`netns_nic_host`: the transport NIC), so one engine carries hosts and
   fabric over real packets.
 
+On real ports, each port lends at most `real_port_opts(topo)`'s RX frames
+(datapath/poolsize.py: fewer as the topology's link ends multiply), and an
+engine for the whole topology sizes its pool with `poolsize.pool_frames`.
+
 Per-port features come from the topology (switch table, overridden by the
 link's; datapath/devices/switch/config.py documents them).
 """
 from taurus.datapath.devices.switch import config as F
 from taurus.datapath.engine import Engine
+from taurus.datapath.poolsize import rx_frames as rx_frames_for
 from taurus.datapath.ports import memlink
 from taurus.tools.topology import Topology
 
@@ -64,14 +69,26 @@ def _state_opts(topo: Topology, opts: dict) -> dict:
     return opts
 
 
+def real_ports(topo: Topology) -> int:
+    """Engine ports the whole topology takes on namespaces: one per link end."""
+    return 2 * len(topo.links)
+
+
+def real_port_opts(topo: Topology) -> dict:
+    """Engine.add_port options of a real port of `topo`: its AF_XDP fill
+    depth, from the number of ports the topology opens (poolsize.py)."""
+    return {"xdp": {"rx_frames": rx_frames_for(real_ports(topo))}}
+
+
 def attach_switches(eng: Engine, topo: Topology, port_kind: str = "auto",
                     port_overrides: dict | None = None, **state_opts) -> dict:
     """Open the ports and add one switch device per topology switch; returns
     {switch: [engine port indices]} (in the switch's interface order)."""
     eng.reserve_switches(**_state_opts(topo, state_opts))
     placed = {}
+    opts = real_port_opts(topo)
     for sw in topo.switches:
-        ports = [eng.add_port(i.name, i.name, netns=topo.ns_of(sw), kind=port_kind)
+        ports = [eng.add_port(i.name, i.name, netns=topo.ns_of(sw), kind=port_kind, **opts)
                  for i in topo.ifaces_of(sw)]
         eng.add_switch(ports, _switch_config(topo, sw, ports, True, port_overrides), name=sw)
         placed[sw] = ports
@@ -123,7 +140,8 @@ def build_netns(eng: Engine, topo: Topology, host_factory=open_end, port_kind: s
     hosts = {}
     for h in topo.hosts:
         i = topo.ifaces_of(h)[0]
-        ports[i.name] = p = eng.add_port(i.name, i.name, netns=topo.ns_of(h), kind=port_kind)
+        ports[i.name] = p = eng.add_port(i.name, i.name, netns=topo.ns_of(h), kind=port_kind,
+                                         **real_port_opts(topo))
         hosts[h] = host_factory(eng, topo, h, p)
     return {"switch_ports": placed, "ports": ports, "hosts": hosts}
 

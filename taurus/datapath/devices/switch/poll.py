@@ -4,7 +4,9 @@ the package docstring (switch/__init__.py)."""
 import numba as nb
 import numpy as np
 
+from ...ports.common import MEM
 from ...ports.dispatch import port_rx_burst
+from ...ports.memlink import mem_rx_pending
 from ...hot import hot
 from .ingress import ingress
 from .egress import delay_in, port_run
@@ -37,6 +39,8 @@ def switch_poll(E, d, now):
     work = 0
     for k in range(E.devs.nports[d]):
         p = np.int64(E.devs.ports[d, k])
+        if E.ports.kind[p] == MEM and not mem_rx_pending(E.ports, p, now):
+            continue      # asked inline: most ports of a polled switch have nothing
         n = port_rx_burst(E.ports, E.pool, p, now, burst, burst.shape[0])
         if n == 0:
             continue
