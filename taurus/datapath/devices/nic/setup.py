@@ -27,6 +27,7 @@ ask for connections through its request rows, which ``nic_service`` answers
 (the engine calls it between run chunks).  What only Python needs (the
 segment, neighbours, read marks) is the engine's ``nics`` (NicTables).
 """
+import functools
 import ipaddress
 import os
 
@@ -87,7 +88,14 @@ def mac_int(mac) -> int:
 
 
 def ip_int(ip) -> int:
-    return ip if isinstance(ip, int) else int(ipaddress.IPv4Address(ip))
+    return ip if isinstance(ip, int) else _ip_str_int(ip)
+
+
+@functools.lru_cache(maxsize=4096)
+def _ip_str_int(ip: str) -> int:
+    """Parsed once: an app between run chunks names its peers by string
+    (rx_pdc), and ipaddress takes microseconds a call."""
+    return int(ipaddress.IPv4Address(ip))
 
 
 MAX_PDC_ROWS = 1 << 16
