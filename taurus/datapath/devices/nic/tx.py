@@ -270,18 +270,20 @@ def _ack_req(E, N, n, f, p):
     flow then gets NR_ACK_REQ ACKs per window however much the receiver
     coalesces (TCP's every-other-segment ACK, per window rather than per
     segment), so coalescing by count and delay can be coarse without
-    stalling the window.  The window: the congestion window, or the
-    receiver's (its ring) where that is smaller or there is none."""
+    stalling the window.  The window: the least of what bounds the bytes in
+    flight, the congestion window, the receiver's (its ring), the flow's
+    send ring and its PSN window."""
     k = N.nr[n, NR_ACK_REQ]
     if k <= 0:
         return False
-    w = cc_cwnd(E, f, N.ctx[f, CX_CWND])
-    rw = N.fl[f, FL_RWND]
-    if w <= 0 or (0 < rw < w):
-        w = rw
-    if w <= 0:
-        return False
-    step = max(np.int64(1), w // (k * N.nr[n, NR_MSS]))
+    mss = N.nr[n, NR_MSS]
+    w = min(N.fl[f, FL_TXCAP], N.sl_state.shape[1] * mss)
+    cwnd = cc_cwnd(E, f, N.ctx[f, CX_CWND])
+    if 0 < cwnd < w:
+        w = cwnd
+    if 0 < N.fl[f, FL_RWND] < w:
+        w = N.fl[f, FL_RWND]
+    step = max(np.int64(1), w // (k * mss))
     return (p - N.fl[f, FL_START]) % step == 0
 
 
