@@ -126,7 +126,7 @@ def add_perf_parser(sub, cc_table=None) -> None:
                    help="server: ACK every N data packets (NIC default 4) ...")
     p.add_argument("--ack-delay-us", type=float, default=None, metavar="US",
                    help="... or this long after the first unACKed one (NIC default 2); "
-                        "bench/transport.py uses 64 and 1000 for bulk, with --ack-requests 2")
+                        "16 and 200 for bulk (README)")
     p.add_argument("--ack-requests", type=int, default=None, metavar="N",
                    help="server: a window-limited flow asks for N ACKs per window (the AR "
                         "flag), so coarse coalescing never stalls it (NIC default 0: off)")
