@@ -126,7 +126,10 @@ def add_perf_parser(sub, cc_table=None) -> None:
                    help="server: ACK every N data packets (NIC default 4) ...")
     p.add_argument("--ack-delay-us", type=float, default=None, metavar="US",
                    help="... or this long after the first unACKed one (NIC default 2); "
-                        "bench/transport.py uses 16 and 200 for bulk")
+                        "16 and 200 for bulk (README)")
+    p.add_argument("--ack-requests", type=int, default=None, metavar="N",
+                   help="server: a window-limited flow asks for N ACKs per window (the AR "
+                        "flag), so coarse coalescing never stalls it (NIC default 0: off)")
     cap = p.add_argument_group("capture")
     cap.add_argument("--pcap", default=None, metavar="FILE",
                      help="capture the engine's ports into this pcapng file: -s for its "
@@ -479,6 +482,8 @@ def serve(args, t) -> int:
         nic["ack_every"] = args.ack_every
     if args.ack_delay_us is not None:
         nic["ack_delay_ns"] = round(args.ack_delay_us * 1000)
+    if args.ack_requests is not None:
+        nic["ack_requests"] = args.ack_requests
     tab, ids = native_table([x for x in (args.congestion, args.receiver_cc) if x])
     eng = build_engine(t, name, args.port_kind, xdp_mode=args.xdp_mode, native=tab, **nic)
     with eng:

@@ -27,6 +27,7 @@ ask for connections through its request rows, which ``nic_service`` answers
 (the engine calls it between run chunks).  What only Python needs (the
 segment, neighbours, read marks) is the engine's ``nics`` (NicTables).
 """
+import functools
 import ipaddress
 import os
 
@@ -49,7 +50,7 @@ from .state import (N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR
                         REQ_RESULT,
                         REQ_STATE, RQ_ASKED, RQ_DONE, RQ_FAILED, RQ_FREE,
                         M_NFL, M_NNIC, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY,
-                        NR_ACK_EVERY,
+                        NR_ACK_EVERY, NR_ACK_REQ,
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
                         NR_RXCAP, NR_SINK, NR_TXTIMER, FL_GEN_END, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
@@ -87,7 +88,14 @@ def mac_int(mac) -> int:
 
 
 def ip_int(ip) -> int:
-    return ip if isinstance(ip, int) else int(ipaddress.IPv4Address(ip))
+    return ip if isinstance(ip, int) else _ip_str_int(ip)
+
+
+@functools.lru_cache(maxsize=4096)
+def _ip_str_int(ip: str) -> int:
+    """Parsed once: an app between run chunks names its peers by string
+    (rx_pdc), and ipaddress takes microseconds a call."""
+    return int(ipaddress.IPv4Address(ip))
 
 
 MAX_PDC_ROWS = 1 << 16
@@ -122,7 +130,7 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
             credit_window: int = 65536, rx_buf_bytes: int = 1 << 20, dupthresh: int = 3,
             budget: int = 32, name: str | None = None, host_bw: int = 0,
             host_buffer: int = 256 << 10, host_sample_ns: int = 10_000,
-            cnp_gap_ns: int = 50_000, last_hop_dscp: int = 47) -> int:
+            cnp_gap_ns: int = 50_000, last_hop_dscp: int = 47, ack_requests: int = 0) -> int:
     """A host NIC on engine port `port`; returns its device index.
     ``host_bw`` > 0 models the host behind it (bit/s into memory through a
     ``host_buffer``-byte buffer, HOST samples every ``host_sample_ns``:
@@ -132,7 +140,11 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     before the first RTT sample.  ``cnp_gap_ns``: the least time between
     two CNPs this NIC sends one sender (DCQCN's 50 us); ``last_hop_dscp``:
     the DSCP of a packet its last switch trimmed (switch config
-    trim.last_hop_dscp), NACKed TRIMMED_LASTHOP."""
+    trim.last_hop_dscp), NACKed TRIMMED_LASTHOP.  ``ack_requests`` > 0: a
+    window-limited flow asks for that many ACKs per window (the AR flag,
+    tx.py: _ack_req), so the peer's ``ack_every`` / ``ack_delay_ns`` may
+    coalesce more than a window holds; 0 (the default) leaves ACKs to the
+    peer's coalescing (and AR at the end of each message)."""
     if not eng.nics.reserved:
         nic_reserve(eng)
     N = eng.E.nic
@@ -143,6 +155,8 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
         raise ValueError(f"mss must be in 64..{eng.E.pool.data.shape[1] - DATA_HDR}")
     if ack_every < 1 or ack_delay_ns < 0 or budget < 1 or dupthresh < 1:
         raise ValueError("ack_every, budget, dupthresh >= 1 and ack_delay_ns >= 0 required")
+    if ack_requests < 0:
+        raise ValueError("ack_requests >= 0 required")
     if cnp_gap_ns < 0 or not 0 <= last_hop_dscp < 64:
         raise ValueError("cnp_gap_ns >= 0 and last_hop_dscp in 0..63 required")
     d = eng.add_device(NIC, [port], name)
@@ -154,7 +168,7 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     r[NR_RTO_MIN], r[NR_RTO_INIT], r[NR_RETRIES] = rto_min_ns, rto_init_ns, max_retries
     r[NR_INIT_CREDIT], r[NR_CREDIT_WIN], r[NR_RXCAP] = init_credit, credit_window, rx_buf_bytes
     r[NR_DUPTHRESH], r[NR_BUDGET] = dupthresh, budget
-    r[NR_CNP_GAP], r[NR_LASTHOP_DSCP] = cnp_gap_ns, last_hop_dscp
+    r[NR_CNP_GAP], r[NR_LASTHOP_DSCP], r[NR_ACK_REQ] = cnp_gap_ns, last_hop_dscp, ack_requests
     if rx_buf_bytes < mss:
         raise ValueError("rx_buf_bytes must hold at least one MSS")
     eng.nics.shm.set_name(n, name or f"nic{n}")

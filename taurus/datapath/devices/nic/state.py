@@ -68,7 +68,12 @@ NR_SINK = 42
 """NR_SINK: 1 = an app that discards what it receives (gen.py): delivered
 bytes are consumed at once and never copied; NR_RXCAP is then only the
 receive window."""
-N_NR = 43
+NR_ACK_REQ = 43
+"""NR_ACK_REQ: ACK requests per window (tx.py: _data_pds): a window-limited
+sender sets AR on every (window / NR_ACK_REQ / MSS)-th new packet, so a
+receiver that coalesces more than that still ACKs NR_ACK_REQ times per
+window; 0 = off."""
+N_NR = 44
 
 # ---- per NIC counters (ncnt): drops are named by cause ----
 NIC_COUNTERS = (

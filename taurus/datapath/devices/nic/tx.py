@@ -44,7 +44,7 @@ from .state import (MAX_BACKOFF, C_CLOSE_FAIL, CL_SENT, CL_WANTED, FL_CLOSING, C
                         FL_RQ_NEXT, FL_RTO, FL_SCHED, FL_SENT_OFF, FL_START, FL_STATE, FL_EV,
                         FL_T_PACE, FL_T_RTO, FL_TXCAP, FL_TXOFF, FL_UNA, FL_RWND, FL_WBLOCK,
                         FL_WEND, FL_USES_CREDIT, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_EV_I, FS_ACTIVE,
-                        FS_FAILED, NR_ACK_DELAY, NR_BUDGET, NR_LINE, NR_MSS, NR_PORT,
+                        FS_FAILED, NR_ACK_DELAY, NR_ACK_REQ, NR_BUDGET, NR_LINE, NR_MSS, NR_PORT,
                         NR_RETRIES, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE,
                         SCH_QUEUED, SCH_TIMED,
                         SG_FIRST_T, SL_INFL, SL_LOST, SL_RETX)
@@ -208,7 +208,7 @@ def _data_frame(E, n, f, p, slo, ln, retx, now):
         t = req & 0xF
         frame_csig(N, buf, t, req >> 4, csig_start(t, req >> 4))
     off = slo & SLO_OFF
-    _data_pds(E, N, f, buf, q, p, slo, off, ln, cc, retx)
+    _data_pds(E, N, n, f, buf, q, p, slo, off, ln, cc, retx)
     set_field(buf, pr, S.PROBE_MODE, S.PROBE_DATA)
     set_field(buf, pr, S.PROBE_TS, now & PROBE_TS_MASK)
     set_field(buf, pr, S.PROBE_SEQ, p & 0xFF)
@@ -234,7 +234,7 @@ def _int_ask(E, i, buf, total):
 
 
 @hot_stage
-def _data_pds(E, N, f, buf, q, p, slo, off, ln, cc, retx):
+def _data_pds(E, N, n, f, buf, q, p, slo, off, ln, cc, retx):
     """The PDS request: RUD_REQ, or RUD_CC_REQ with the backlog for a credit
     flow; SYN with pdc_info until the receiver's PDC id is known; NP when
     the flow's algorithm binds CNP (the receiver is its notification point)."""
@@ -246,7 +246,7 @@ def _data_pds(E, N, f, buf, q, p, slo, off, ln, cc, retx):
         flags |= S.F_RETX
     # Ask for an immediate ACK where waiting for coalescing would stall us:
     # end of a message, a retransmission, or the last posted byte.
-    if retx or (slo & SLO_EOM) != 0 or off + ln >= N.fl[f, FL_POSTED]:
+    if retx or (slo & SLO_EOM) != 0 or off + ln >= N.fl[f, FL_POSTED] or _ack_req(E, N, n, f, p):
         flags |= S.F_AR
     if syn:
         flags |= S.F_SYN
@@ -262,6 +262,29 @@ def _data_pds(E, N, f, buf, q, p, slo, off, ln, cc, retx):
         units = (backlog + S.CREDIT_UNIT_BYTES - 1) // S.CREDIT_UNIT_BYTES
         set_field(buf, q, S.RUD_CC_REQ_CCC_ID, f & 0xFF)
         set_field(buf, q, S.RUD_CC_REQ_CREDIT_TARGET, min(units, 0xFFFFFF))
+
+
+@hot_stage
+def _ack_req(E, N, n, f, p):
+    """Every (window / NR_ACK_REQ)-th packet asks for an ACK: a window-limited
+    flow then gets NR_ACK_REQ ACKs per window however much the receiver
+    coalesces (TCP's every-other-segment ACK, per window rather than per
+    segment), so coalescing by count and delay can be coarse without
+    stalling the window.  The window: the least of what bounds the bytes in
+    flight, the congestion window, the receiver's (its ring), the flow's
+    send ring and its PSN window."""
+    k = N.nr[n, NR_ACK_REQ]
+    if k <= 0:
+        return False
+    mss = N.nr[n, NR_MSS]
+    w = min(N.fl[f, FL_TXCAP], N.sl_state.shape[1] * mss)
+    cwnd = cc_cwnd(E, f, N.ctx[f, CX_CWND])
+    if 0 < cwnd < w:
+        w = cwnd
+    if 0 < N.fl[f, FL_RWND] < w:
+        w = N.fl[f, FL_RWND]
+    step = max(np.int64(1), w // (k * mss))
+    return (p - N.fl[f, FL_START]) % step == 0
 
 
 @hot_stage
