@@ -5,10 +5,12 @@ import time
 import numpy as np
 
 from taurus.cc_algorithms.native import NativeTable
+from taurus.datapath.devices.nic.close import CLOSED_LINGER_RTOS
 from taurus.datapath.devices.nic.setup import (add_flow, add_nic, flow_closed, flow_done,
                                                nic_close, nic_counters, nic_delivered, nic_post,
                                                nic_req_close, nic_table_use, rx_pdc)
-from taurus.datapath.devices.nic.state import NR_RX_ACTIVE
+from taurus.datapath.devices.nic.state import (NR_RTO_INIT, NR_RTO_MIN, NR_RX_ACTIVE, RP_CLOSED,
+                                               RP_LAST_T)
 from taurus.datapath.engine import Engine
 from taurus.datapath.wheel import NEXT_ID
 from test_cc_receiver import EqualShare
@@ -142,3 +144,40 @@ def test_closed_pdcs_give_their_rows_up_when_the_tables_are_full():
         assert nic_counters(eng, d2)["pdc_idle_close"] == 1      # the row was d2's
         use = nic_table_use(eng)
         assert use["pdcs"] == 1 and use["pdcs_closed"] == 1 and use["pdc_rows"] == 2, use
+
+
+def test_a_restarted_sender_reconnects_to_a_long_lived_receiver():
+    """A sender process that restarts starts its rows' PSNs at 0 again, so
+    its SYN on the PDC id of a connection the receiver closed has the same
+    start as that one's: a late duplicate of it looks the same.  While the
+    closed PDC has been silent less than pdc_linger_ns the SYN is dropped
+    (drop_wrong_pdc) and the closed PDC stays; once it has been silent that
+    long, the SYN (repeated by the sender's RTO) opens the new connection
+    (rx._pdc_of)."""
+    eng, d1, d2 = _pair(8)
+    N = eng.E.nic
+    with eng:
+        f = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=0)
+        nic_post(eng, d1, f, b"old" * 1000)
+        nic_close(eng, d1, f)
+        eng.run_for(200_000)
+        assert flow_closed(eng, f) and nic_table_use(eng)["pdcs_closed"] == 1
+        (r,) = np.flatnonzero(N.rp[:, RP_CLOSED])
+        n2 = int(eng.E.devs.regs[d2, 0])
+        linger = CLOSED_LINGER_RTOS * int(max(N.nr[n2, NR_RTO_INIT], N.nr[n2, NR_RTO_MIN]))
+        quiet_until = int(N.rp[r, RP_LAST_T]) + linger
+        dropped = nic_counters(eng, d2)["drop_wrong_pdc"]
+        g = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=0)   # the new process
+        assert g == f                                    # the same row: the same PDC id
+        nic_post(eng, d1, g, b"new" * 1000)
+        eng.run_until(quiet_until - 1, stop_idle=False)  # within the linger: a late duplicate
+        c2 = nic_counters(eng, d2)
+        assert c2["drop_wrong_pdc"] > dropped and c2["pdc_open"] == 1, c2
+        use = nic_table_use(eng)
+        assert use["pdcs"] == 0 and use["pdcs_closed"] == 1, use
+        assert nic_delivered(eng, d2, IP1, g) == b""
+        eng.run_until(quiet_until + 10_000_000, stop_idle=False)    # the RTO repeats it
+        assert flow_done(eng, g) and nic_delivered(eng, d2, IP1, g) == b"new" * 1000
+        c1, c2 = nic_counters(eng, d1), nic_counters(eng, d2)
+        assert c2["pdc_open"] == 2 and c1["rto_fail"] == 0, (c1, c2)
+        assert nic_table_use(eng)["pdc_rows"] == 1       # the closed PDC's row, reused
