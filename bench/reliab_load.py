@@ -19,11 +19,12 @@ from the end of the warm-up, the first tenth of the churn and of
 `wall_s`, to the end; every preallocated table is touched once before the
 run (prefault), so the figure shows growth, not a table's pages mapped as
 the run first reaches them: the per-flow send and receive slots fill over
-each flow's first 256 packets, minutes of wall time at 10,000 flows); every table's occupancy against its capacity
-(sending flow rows, receive PDC rows, the PDC hash, report rings, the
-timing wheel's timers, the frame pool, CC context rows, NIC submission /
-completion queues); every NIC, switch port and agent counter, which must
-never decrease (a wrapped or corrupted counter would).  A churn that
+each flow's first 256 packets, minutes of wall time at 10,000 flows);
+every table's occupancy against its capacity (sending flow rows,
+receive PDC rows, the PDC hash, report rings, the timing wheel's timers,
+the frame pool, CC context rows, NIC submission / completion queues);
+every NIC, switch port and agent counter, which must never decrease (a
+wrapped or corrupted counter would).  A churn that
 finishes no flow for STALL_NS ends the run (its open flows are `stuck`).
 At the end every long flow stops sending and what is in flight drains:
 every long flow must have moved data, the churn's rows must be free, no
