@@ -16,14 +16,24 @@ draining its report ring after every slice, as the runner does):
 
 Sampled every `sample_slices` slices: the process's RSS (its growth is
 from the end of the warm-up, the first tenth of the churn and of
-`wall_s`, to the end); every table's occupancy against its capacity
-(sending flow rows, receive PDC rows, the PDC hash, report rings, the
-timing wheel's timers, the frame pool, CC context rows, NIC submission /
-completion queues); every NIC, switch port and agent counter, which must
-never decrease (a wrapped or corrupted counter would).  A churn that
+`wall_s`, to the end; every preallocated table is touched once before the
+run (prefault), so the figure shows growth, not a table's pages mapped as
+the run first reaches them: the per-flow send and receive slots fill over
+each flow's first 256 packets, minutes of wall time at 10,000 flows);
+every table's occupancy against its capacity (sending flow rows,
+receive PDC rows, the PDC hash, report rings, the timing wheel's timers,
+the frame pool, CC context rows, NIC submission / completion queues);
+every NIC, switch port and agent counter, which must never decrease (a
+wrapped or corrupted counter would).  A churn that
 finishes no flow for STALL_NS ends the run (its open flows are `stuck`).
-At the end the streams stop and what is in flight drains: every long flow
-must have moved data, the churn's rows must be free, no frame held.
+At the end every long flow stops sending and what is in flight drains:
+every long flow must have moved data, the churn's rows must be free, no
+frame held.  Stopping a generated stream (nic_generate_stop) posts no more,
+but what it posted stays to be sent, up to its send ring (SEND_RING, 320
+KiB) a flow: 10,000 flows sharing the leaves' 40 Gbit/s of uplinks would
+take seconds of virtual time, with one packet a flow standing in the uplink
+queues meanwhile.  So each is also paced to a standstill (static, 1 bit/s),
+and what is in the network drains within DRAIN_NS.
 """
 import time
 
@@ -49,6 +59,27 @@ def topology():
         "leaf_spine": {"leaves": LEAVES, "spines": 2, "hosts_per_leaf": PER_LEAF,
                        "switch": {"ecn": {"k": "65KB"}}}},
         "defaults": {"rate": "10Gbit", "delay": "1us", "buffer": "8MB"}})
+
+
+def prefault(eng):
+    """Touch every page of the engine's preallocated arrays (a byte of
+    each page or-ed with 0) but the NICs' byte rings, which apps fill as
+    they use them: RSS then starts at what those tables will take."""
+    seen = set()
+
+    def walk(x):
+        if isinstance(x, np.ndarray):
+            if x.size and x.ctypes.data not in seen and x.flags.writeable \
+                    and x.flags.c_contiguous:
+                seen.add(x.ctypes.data)
+                u = x.reshape(-1).view(np.uint8)
+                u[::4096] |= 0
+        elif isinstance(x, tuple):
+            for k, v in (x._asdict().items() if hasattr(x, "_asdict") else enumerate(x)):
+                if k not in ("txbuf", "rxbuf"):
+                    walk(v)
+    walk(eng.E)
+    return len(seen)
 
 
 def _hosts():
@@ -218,7 +249,7 @@ def _agents(eng, nics, hosts, line_rate):
 def run(long_flows=10_000, churn_flows=100_000, wall_s=600.0, concurrent=128, msg=16 << 10,
         sample_slices=500, seed=1, log=print, progress=False, max_wall_s=None):
     from taurus.datapath.devices.nic import setup as NS
-    from taurus.datapath.devices.nic.state import FL_ACKED_OFF
+    from taurus.datapath.devices.nic.state import FL_ACKED_OFF, FL_POSTED, FL_SENT_OFF
     from taurus.datapath.engine import Engine
     from taurus.tools.fabric import build_virtual, nic_host
     topo = topology()
@@ -249,6 +280,7 @@ def run(long_flows=10_000, churn_flows=100_000, wall_s=600.0, concurrent=128, ms
             NS.nic_generate(eng, f)
             longs.append(f)
         longs = np.array(longs, np.int64)
+        prefault(eng)
         tables, counters = Tables(eng), Counters(eng, nics, ports, agents)
         churn = Churn(eng, topo, nics, churn_hosts, churn_flows, concurrent, msg, seed)
         samples = []
@@ -284,8 +316,13 @@ def run(long_flows=10_000, churn_flows=100_000, wall_s=600.0, concurrent=128, ms
                         and s["wall_s"] >= wall_s / 10:        # the warm-up: a tenth
                     rss0, warm_at = s["rss"], len(samples) - 1
         stuck = sorted(churn.open)
-        for f in longs:                         # the streams end: what is in flight drains
+        fl = eng.E.nic.fl
+        unsent = int((fl[longs, FL_POSTED] - fl[longs, FL_SENT_OFF]).sum())
+        for f in longs:                 # the streams stop sending: what is in flight drains
             NS.nic_generate_stop(eng, int(f))
+            NS.set_flow_mode(eng, int(f), "static")
+            NS.set_flow_cc(eng, int(f), rate_bps=1)
+        drain_t0 = eng.now()
         for _ in range(DRAIN_NS // SLICE_NS):
             if eng.frames_in_use() == 0:
                 break
@@ -293,6 +330,7 @@ def run(long_flows=10_000, churn_flows=100_000, wall_s=600.0, concurrent=128, ms
             NS.nic_completions(eng)
             for a in agents.values():
                 a.step(eng.now())
+        drain_ns = eng.now() - drain_t0
         end = sample()
         acked = eng.E.nic.fl[longs, FL_ACKED_OFF]
         if rss0 is None:
@@ -310,6 +348,7 @@ def run(long_flows=10_000, churn_flows=100_000, wall_s=600.0, concurrent=128, ms
              churn_mib=churn.bytes / 2**20, long_flows=long_flows,
              long_min_mib=float(acked.min()) / 2**20, long_total_gib=float(acked.sum()) / 2**30,
              long_idle=int(np.count_nonzero(acked == 0)),
+             long_unsent_mib=unsent / 2**20, drain_ms=drain_ns / 1e6,
              wall_s=time.monotonic() - t0, sim_s=end["sim_ms"] / 1e3, slices=slices,
              rss_mib=end["rss"] / 2**20, rss_growth_pct=100.0 * (end["rss"] - rss0) / rss0,
              warm_sample=warm_at, peak=cap,
@@ -331,6 +370,8 @@ def fmt(r):
             f"peak use/capacity: {peak}\n"
             f"  at the end: flows open {r['end']['flows_open']}, "
             f"PDCs open {r['end']['pdcs_open']}, "
-            f"frames held {r['end']['frames']}; {len(r['stuck'])} churn flows stuck; "
+            f"frames held {r['end']['frames']} after {r['drain_ms']:.1f} ms of drain (the "
+            f"long flows stopped with {r['long_unsent_mib']:.0f} MiB posted, unsent); "
+            f"{len(r['stuck'])} churn flows stuck; "
             f"{r['counters']} counters, "
             f"{len(r['counter_errors'])} went backwards")

@@ -5,10 +5,12 @@ import time
 import numpy as np
 
 from taurus.cc_algorithms.native import NativeTable
+from taurus.datapath.devices.nic.close import CLOSED_LINGER_RTOS
 from taurus.datapath.devices.nic.setup import (add_flow, add_nic, flow_closed, flow_done,
                                                nic_close, nic_counters, nic_delivered, nic_post,
                                                nic_req_close, nic_table_use, rx_pdc)
-from taurus.datapath.devices.nic.state import NR_RX_ACTIVE
+from taurus.datapath.devices.nic.state import (FL_START, NR_RTO_INIT, NR_RTO_MIN, NR_RX_ACTIVE,
+                                               RP_CLOSED, RP_LAST_T, RP_NIC)
 from taurus.datapath.engine import Engine
 from taurus.datapath.wheel import NEXT_ID
 from test_cc_receiver import EqualShare
@@ -142,3 +144,88 @@ def test_closed_pdcs_give_their_rows_up_when_the_tables_are_full():
         assert nic_counters(eng, d2)["pdc_idle_close"] == 1      # the row was d2's
         use = nic_table_use(eng)
         assert use["pdcs"] == 1 and use["pdcs_closed"] == 1 and use["pdc_rows"] == 2, use
+
+
+
+def _closed_conn(eng, d1, start):
+    """A connection from d1 to d2 starting at PSN `start`, closed; its flow
+    row (the PDC id), the receiver's closed PDC row, and when that PDC's
+    linger ends."""
+    N = eng.E.nic
+    f = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=start)
+    nic_post(eng, d1, f, b"old" * 1000)
+    nic_close(eng, d1, f)
+    eng.run_for(200_000)
+    assert flow_closed(eng, f) and nic_table_use(eng)["pdcs_closed"] == 1
+    (r,) = np.flatnonzero(N.rp[:, RP_CLOSED])
+    n2 = int(N.rp[r, RP_NIC]) - 1
+    linger = CLOSED_LINGER_RTOS * int(max(N.nr[n2, NR_RTO_INIT], N.nr[n2, NR_RTO_MIN]))
+    return f, r, int(N.rp[r, RP_LAST_T]) + linger
+
+
+def test_a_restarted_sender_reconnects_to_a_long_lived_receiver():
+    """A restarted sender process starts its rows at another first PSN
+    (setup.first_psn).  On the PDC id of a connection the receiver closed,
+    its SYN with an earlier start is dropped (drop_wrong_pdc) while the
+    closed PDC has been silent less than pdc_linger_ns, and opens the new
+    connection (repeated by the sender's RTO) once it has been silent that
+    long (rx._pdc_of); one with a later start opens it at once."""
+    eng, d1, d2 = _pair(8)
+    with eng:
+        f, r, quiet_until = _closed_conn(eng, d1, 5000)
+        dropped = nic_counters(eng, d2)["drop_wrong_pdc"]
+        g = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=0)   # the new process
+        assert g == f                                    # the same row: the same PDC id
+        nic_post(eng, d1, g, b"new" * 1000)
+        eng.run_until(quiet_until - 1, stop_idle=False)  # within the linger
+        c2 = nic_counters(eng, d2)
+        assert c2["drop_wrong_pdc"] > dropped and c2["pdc_open"] == 1, c2
+        use = nic_table_use(eng)
+        assert use["pdcs"] == 0 and use["pdcs_closed"] == 1, use
+        assert nic_delivered(eng, d2, IP1, g) == b""
+        eng.run_until(quiet_until + 10_000_000, stop_idle=False)    # the RTO repeats it
+        assert flow_done(eng, g) and nic_delivered(eng, d2, IP1, g) == b"new" * 1000
+        c1, c2 = nic_counters(eng, d1), nic_counters(eng, d2)
+        assert c2["pdc_open"] == 2 and c1["rto_fail"] == 0, (c1, c2)
+        assert nic_table_use(eng)["pdc_rows"] == 1       # the closed PDC's row, reused
+        nic_close(eng, d1, g)
+        eng.run_for(200_000)
+        h = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=1 << 20)  # a later start
+        nic_post(eng, d1, h, b"next" * 100)
+        eng.run_for(200_000)                             # within the linger: at once
+        assert flow_done(eng, h) and nic_delivered(eng, d2, IP1, h) == b"next" * 100
+        assert nic_counters(eng, d2)["pdc_open"] == 3
+
+
+def test_a_late_copy_of_a_closed_connection_is_dropped_however_late():
+    """A SYN with the closed connection's own start PSN is a copy of its
+    packets, however late: dropped (drop_wrong_pdc), the closed PDC stays
+    and nothing is delivered, long past pdc_linger_ns."""
+    eng, d1, d2 = _pair(8)
+    with eng:
+        f, r, quiet_until = _closed_conn(eng, d1, 0)
+        dropped = nic_counters(eng, d2)["drop_wrong_pdc"]
+        g = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=0)   # its start again
+        nic_post(eng, d1, g, b"dup" * 1000)
+        eng.run_until(quiet_until + 10_000_000, stop_idle=False)
+        c2 = nic_counters(eng, d2)
+        assert c2["drop_wrong_pdc"] > dropped and c2["pdc_open"] == 1, c2
+        use = nic_table_use(eng)
+        assert use["pdcs"] == 0 and use["pdcs_closed"] == 1, use
+        assert nic_delivered(eng, d2, IP1, g) == b""
+
+
+def test_a_new_row_starts_at_psn_0_in_virtual_time_and_at_random_on_the_wall_clock():
+    """setup.first_psn: a run in virtual time repeats exactly; on the wall
+    clock each engine (a sender process) draws its rows' first PSN."""
+    starts = []
+    for clock in ("virtual", "wall", "wall"):
+        eng = Engine(clock=clock, max_flows=4)
+        with eng:
+            eng.reserve_nics(max_flows=2, tx_bytes=1 << 16, rx_bytes=1 << 16)
+            a, _ = eng.add_mem_link("h1", "h2")
+            d = add_nic(eng, a, MAC1, IP1)
+            f = add_flow(eng, d, MAC2, IP2, buf_bytes=4096)
+            starts.append(int(eng.E.nic.fl[f, FL_START]))
+    assert starts[0] == 0
+    assert starts[1] != starts[2] and all(0 <= s < 1 << 31 for s in starts)

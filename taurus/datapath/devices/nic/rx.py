@@ -303,10 +303,11 @@ def _pdc_of(E, n, i, now):
         if N.rp[r, RP_NIC] != 0 and (start != N.rp[r, RP_START] or N.rp[r, RP_CLOSED] != 0):
             # a closed connection, or another on the sender's PDC id (state.py: RP_START)
             later = (start - N.rp[r, RP_START]) & 0xFFFFFFFF
-            # A closed PDC silent past its linger is no late duplicate's: its
-            # sender restarted (a new process's rows start their PSNs again).
+            # The same start: a copy of the connection's packets, however late.
+            # An earlier one on a PDC closed and silent past its linger: a
+            # sender that restarted with another first PSN (setup.first_psn).
             gone = N.rp[r, RP_CLOSED] != 0 and now - N.rp[r, RP_LAST_T] >= pdc_linger_ns(N, n)
-            if (later == 0 or later >= 0x80000000) and not gone:
+            if later == 0 or (later >= 0x80000000 and not gone):
                 N.ncnt[n, C_DROP_WRONG_PDC] += 1     # a late packet of a closed or older one
                 return 0
             pdc_free(E, n, r, now)                 # a newer one: the old PDC is stale

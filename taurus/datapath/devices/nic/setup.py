@@ -60,6 +60,7 @@ from .shm import NicShm
 from ..table import NIC
 from ...pinned import at_gen_refill, at_timer_start, at_wake_flow
 from ...wheel import wheel_alloc, wheel_cancel, wheel_schedule
+from ...clock import clock_is_virtual
 from ...wire.desc import status_counts
 
 DATA_HDR = (S.ETH_SIZE + S.IPV4_SIZE + S.UDP_SIZE + S.RUD_CC_REQ_SIZE + S.PROBE_SIZE
@@ -77,6 +78,7 @@ class NicTables:
         self.rx_pdc = {}    # (device, src ip, flow) -> receive PDC, once found
         self.gen_rings = {}  # ring size -> offset of the send ring generated flows share
         self.app_flows = {}  # flow -> pid of the app it was opened for (nic_service)
+        self.isn = None      # the first PSN of this engine's new flow rows (first_psn)
 
     @property
     def reserved(self) -> bool:
@@ -276,10 +278,10 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
     one ring of that size shared by every flow asking for it (generated
     flows, whose bytes nobody reads: nic_generate); rwnd_bytes: the
     receiver's ring capacity (default: this NIC's rx_buf_bytes; NICs are
-    configured alike).  start_psn: its first PSN; by default 0 on a new row
-    and, on the row of a closed flow, one past the last connection's CLOSE:
-    the receiver tells a new connection on the same PDC id from late packets
-    of the old one by it (state.py: RP_START)."""
+    configured alike).  start_psn: its first PSN; by default first_psn on a
+    new row and, on the row of a closed flow, one past the last connection's
+    CLOSE: the receiver tells a new connection on the same PDC id from late
+    packets of the old one by it (state.py: RP_START)."""
     N = eng.E.nic
     n = int(eng.E.devs.regs[d, 0])
     rwnd = int(N.nr[n, NR_RXCAP]) if rwnd_bytes is None else int(rwnd_bytes)
@@ -287,7 +289,7 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
         raise ValueError("buf_bytes must be >= 1 and rwnd_bytes >= the MSS")
     f, off, cap, tp, tr = _reuse_flow(eng, d, buf_bytes)
     if start_psn is None:
-        start_psn = int(N.fl[f, FL_NXT]) + 1 if f else 0
+        start_psn = int(N.fl[f, FL_NXT]) + 1 if f else first_psn(eng)
     eng.nics.app_flows.pop(f, None)             # a reused row belongs to no app yet
     if f == 0:
         f = int(N.meta[M_NFL]) + 1
@@ -320,6 +322,19 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
         A.flow_alg[f] = -1
     _register_cc(eng, n, f)
     return f
+
+
+def first_psn(eng) -> int:
+    """The first PSN of the engine's new flow rows: 0 in virtual time (a run
+    repeats exactly); on the wall clock one drawn at random per engine, as
+    TCP draws its ISN, so that a receiver that outlives a sender process
+    tells the next process's connections from late copies of the last one's
+    on the same PDC ids (rx._pdc_of).  Below 2**31: a flow's 32-bit wire
+    PSN wraps only after 2**31 packets."""
+    t = eng.nics
+    if t.isn is None:
+        t.isn = 0 if clock_is_virtual(eng.clk) else int.from_bytes(os.urandom(4), "little") >> 1
+    return t.isn
 
 
 def _tx_ring(eng, n: int, shared: bool) -> int:

@@ -104,9 +104,10 @@ tx_window_adv: window edges a receiver advertised before its ring filled
 (rx.py: _rx_place), so that the sender stops at the edge instead of
 overrunning it (drop_rx_window, a retransmission).  drop_csum: frames whose
 UDP checksum is present (non-zero; the NIC sends none) and wrong, i.e. the
-frame was corrupted on the way.  pdc_idle_close: idle receive PDCs freed
-to make room for a new one when the tables were full (close.py:
-pdc_reclaim).  rto_unsent: timeouts (rto_fire) whose packet was
+frame was corrupted on the way.  pdc_idle_close: receive PDCs freed to
+make room for a new one when the tables were full (close.py: pdc_reclaim):
+open ones silent for pdc_idle_ns and closed ones silent since their CLOSE
+for pdc_linger_ns.  rto_unsent: timeouts (rto_fire) whose packet was
 acknowledged before it could be resent: the timeout was spurious (the ACK
 was late, not lost), so rto_fire exceeds the retransmissions by them."""
 N_NCNT = 56
@@ -183,7 +184,10 @@ dropped, not taken as a new connection.  A sender's PDC id is its flow
 row, reused by its later connections, each starting past the last one's
 PSNs (setup.add_flow): a SYN with a later start than RP_START is a new
 connection on that id, and the old PDC's row is freed for it
-(rx._pdc_of)."""
+(rx._pdc_of); so is one with an earlier start once the closed PDC has been
+silent for pdc_linger_ns (a sender process that restarted: each draws its
+first PSN, setup.first_psn).  A SYN with the start RP_START is always a
+copy of the old connection's packets."""
 N_RP = 48
 
 # ---- meta ----
