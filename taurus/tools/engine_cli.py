@@ -1,13 +1,12 @@
 """`taurus engine run TOPO` and `taurus engine stats [NAME]`."""
 import json
-import logging
 import sys
-import time
 
 from taurus.datapath.engine import Engine, attach_stats
+from taurus.datapath.poolsize import pool_frames
 from taurus.datapath.shm import list_segments
 from taurus.pidfiles import pidfile
-from taurus.tools.fabric import attach_switches
+from taurus.tools.fabric import attach_switches, real_ports
 from taurus.tools.topo_cli import load_up
 
 
@@ -31,7 +30,9 @@ def cmd_run(args) -> int:
     t = load_up(args.topo, args.prefix, "engine")
     if t is None:
         return 2
-    with pidfile("engine"), Engine(clock="wall", name=args.name) as eng:
+    # its ports lend pool frames to the kernel: a pool sized by their number
+    with pidfile("engine"), Engine(clock="wall", name=args.name,
+                                   n_frames=pool_frames(real_ports(t))) as eng:
         attach_switches(eng, t, args.port_kind)
         print(f"engine {eng.name}: {len(eng.counters())} ports", flush=True)
         if args.duration > 0:
