@@ -258,9 +258,7 @@ def _loop(E, until, chunk_ns):
             polls += 1
             work += w
             if skip and w == 0 and _quiet_kind(E.devs.kind[d]):
-                due[d >> 6] &= ~(np.uint64(1) << np.uint64(d & 63))
-            else:
-                _set_due(due, d)
+                due[d >> 6] &= ~(np.uint64(1) << np.uint64(d & 63))   # else it stays due
             d = _due_from(due, d + 1, nd)
         if not virtual:                      # virtual: memory links only, which need no service
             for p in range(E.ctl[NPORTS]):

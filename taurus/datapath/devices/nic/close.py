@@ -19,8 +19,8 @@ data, with its hash entry, so late duplicates of its connection's packets
 are dropped; the sender's next connection on the same PDC id (a later
 start PSN, or an earlier one once the PDC has been silent for
 pdc_linger_ns: a restarted sender; rx._pdc_of) frees it: it leaves the
-PDC hash (backward-shift delete) and goes on the free list M_RP_FREE, keeping its receive ring and
-ACK timer.  A flow becomes FS_CLOSED, keeping its send ring and timers,
+PDC hash (backward-shift delete) and goes on the free list M_RP_FREE,
+keeping its receive ring and ACK timer.  A flow becomes FS_CLOSED, keeping its send ring and timers,
 until setup.add_flow reuses it.  So a host opening and closing connections
 keeps every per-connection table bounded by the connections open at once
 (a receiver: by the PDC ids its senders use).
