@@ -29,7 +29,7 @@ $(STAMP): setup.py $(wildcard taurus/datapath/ports/xsk_build.py taurus/datapath
 	@touch $(STAMP)
 
 test: deps
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=25 tests  # the slowest tests are listed: the suite must stay under 15 min
 
 demo: deps
 	$(PY) -m taurus.cli demo

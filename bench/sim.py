@@ -143,6 +143,13 @@ def static_bytes_per_flow() -> dict:
             / (f1 - f0)}
 
 
+def packet_hops(summary: dict) -> int:
+    """Frames sent by every switch port and every NIC in a run's summary."""
+    return sum(int(v["counters"].get("tx", 0)) for v in summary["ports"].values()) \
+        + sum(int(n.get(k, 0)) for n in summary["nics"].values()
+              for k in ("tx_data", "tx_retx", "tx_ack", "tx_nack", "tx_cnp", "tx_close"))
+
+
 def run_case(name: str, quick: bool, out: str) -> dict:
     spec, sets = _experiment(name, quick)
     path = spec
@@ -164,9 +171,7 @@ def run_case(name: str, quick: bool, out: str) -> dict:
     except OSError:
         return {"case": name, "error": f"exit {p.returncode}: {err.strip()}"}
     sim_s = s["ended_at_ns"] / 1e9
-    hops = sum(int(v["counters"].get("tx", 0)) for v in s["ports"].values()) \
-        + sum(int(n.get(k, 0)) for n in s["nics"].values()
-              for k in ("tx_data", "tx_retx", "tx_ack", "tx_nack", "tx_cnp", "tx_close"))
+    hops = packet_hops(s)
     bits = sum(f["bytes"] for f in s["flows"]) * 8
     loop = s["loop_wall_s"]
     fair = {}

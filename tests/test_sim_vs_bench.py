@@ -20,3 +20,11 @@ def test_ratio_needs_matching_positive_times():
     for old, new in (([], []), ([1.0], [1.0, 2.0]), ([1.0], [0.0])):
         with pytest.raises(ValueError):
             sv.ratios(old, new)
+
+
+def test_fat_tree_case_is_the_quick_k4_fat_tree(tmp_path):
+    from taurus.experiment.schema import read_toml
+    path = sv.experiment_file("fat-tree", str(tmp_path))
+    cfg = read_toml(path)
+    assert cfg["topology"]["fat_tree"]["k"] == 4 and cfg["cc"]["mode"] == "agent"
+    assert sv.experiment_file("dumbbell", str(tmp_path)) == sv.DEMO
