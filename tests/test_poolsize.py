@@ -42,3 +42,12 @@ def test_bad_sizes_are_refused():
         P.pool_frames(-1)
     with pytest.raises(ValueError, match="frames > 0"):
         P.pool_frames(4, frames=0)
+    with pytest.raises(ValueError, match="rx > 0"):
+        P.pool_frames(4, rx=0)
+
+
+def test_a_deeper_fill_ring_is_paid_for_in_the_pool():
+    """taurus perf lends 2,048 frames per host port on a small topology:
+    the pool grows by that much per port, not by the default depth."""
+    assert P.pool_frames(2, rx=2048) == 16384 + 2 * (2048 + 64)
+    assert P.pool_frames(2, rx=2048) > P.pool_frames(2)

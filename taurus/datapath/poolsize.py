@@ -34,10 +34,12 @@ def rx_frames(n_ports: int) -> int:
     return max(RX_FRAMES_MIN, min(RX_FRAMES_MAX, RX_LEND_TOTAL // n_ports))
 
 
-def pool_frames(n_ports: int, frames: int = POOL_FRAMES) -> int:
+def pool_frames(n_ports: int, frames: int = POOL_FRAMES, rx: int | None = None) -> int:
     """Frames of a pool for `frames` held by devices plus `n_ports` real
-    ports, each lending rx_frames(n_ports) and holding TX_SLACK."""
-    if n_ports < 0 or frames <= 0:
-        raise ValueError(f"pool_frames needs n_ports >= 0 and frames > 0, got {n_ports}, {frames}")
-    return frames + n_ports * (rx_frames(n_ports) + TX_SLACK)
+    ports, each lending at most `rx` (default rx_frames(n_ports)) and
+    holding TX_SLACK."""
+    if n_ports < 0 or frames <= 0 or (rx is not None and rx <= 0):
+        raise ValueError(f"pool_frames needs n_ports >= 0, frames > 0 and rx > 0, "
+                         f"got {n_ports}, {frames}, {rx}")
+    return frames + n_ports * ((rx_frames(n_ports) if rx is None else rx) + TX_SLACK)
 

@@ -62,6 +62,7 @@ from .pcap import Capture, CaptureError, add_capture_options, capture_options, p
 
 ENGINE_PREFIX = "taurus-perf-"
 RTO_MIN_NS = 1_000_000
+HOST_RX_FRAMES = 2048   # a host port's AF_XDP fill depth on a small topology
 VERSION = "taurus perf 2"
 HEADER = b"TAURUS-PERF1"   # + u32 length + JSON: a stream's direction and CC
 ECHO = b"TAURUS-ECHO1"     # a stream opening with this message wants each message answered
@@ -267,12 +268,19 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
     from taurus.datapath.devices.nic.setup import DATA_HDR
     from taurus.datapath.engine import Engine
     from taurus.datapath.wire import spec as S
-    from taurus.tools.fabric import attach_switches
+    from taurus.datapath.poolsize import RX_LEND_TOTAL, pool_frames
+    from taurus.datapath.poolsize import rx_frames as rx_frames_for
+    from taurus.tools.fabric import attach_switches, real_ports
     # RTO floor 1 ms, not the NIC default 50 us: a peer that is a process on
     # a shared CPU may not run for a millisecond or more.
     nic = {"rto_min_ns": RTO_MIN_NS, **nic}
     kw = {"native": native.native, "max_flows": native.max_flows} if native else {}
-    eng = Engine(clock="wall", name=name, chunk_ms=2.0, **kw)
+    # The pool as the runner sizes it (poolsize.py): the ports' fill rings on
+    # top of what the devices hold; a host port lends HOST_RX_FRAMES while
+    # few ports share the lend (fewer drops at a stalled engine).
+    n_ports = real_ports(t) if hosts is None else len(hosts)
+    rx = HOST_RX_FRAMES if n_ports * HOST_RX_FRAMES <= RX_LEND_TOTAL else rx_frames_for(n_ports)
+    eng = Engine(clock="wall", name=name, chunk_ms=2.0, n_frames=pool_frames(n_ports, rx=rx), **kw)
     try:
         eng.reserve_nics(max_flows=256, tx_bytes=256 << 20, rx_bytes=1 << 30)
         if hosts is None and t.switches:
@@ -280,7 +288,7 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
         for h in (hosts or t.hosts):
             itf = t.ifaces_of(h)[0]
             port = eng.add_port(h, itf.name, netns=t.ns_of(h), kind=port_kind,
-                                xdp=dict(steer="taurus", rx_frames=2048, xdp_mode=xdp_mode))
+                                xdp=dict(steer="taurus", rx_frames=rx, xdp_mode=xdp_mode))
             eng.add_nic(port, itf.mac, t.ip_of(h), mss=itf.link.mtu + S.ETH_SIZE - DATA_HDR,
                         rx_buf_bytes=rx_ring, name=h, **{"line_rate_bps": _line_rate(itf), **nic})
     except BaseException:
