@@ -7,7 +7,7 @@ import pytest
 from taurus.datapath import poolsize as P
 from taurus.datapath.ports.xdp_ring import FILL_START
 from taurus.tools import topology as T
-from taurus.tools.fabric import real_port_opts, real_ports
+from taurus.tools.fabric import engine_limits, real_port_opts, real_ports
 
 
 def test_a_pool_without_real_ports_is_the_default():
@@ -51,3 +51,14 @@ def test_a_deeper_fill_ring_is_paid_for_in_the_pool():
     the pool grows by that much per port, not by the default depth."""
     assert P.pool_frames(2, rx=2048) == 16384 + 2 * (2048 + 64)
     assert P.pool_frames(2, rx=2048) > P.pool_frames(2)
+
+
+def test_engine_limits_of_a_k4_fat_tree_on_namespaces():
+    """fabric.engine_limits: one wall-clock engine over a k = 4 fat-tree
+    (taurus engine run, taurus perf) has room for its 96 ports, 20 switches
+    and 16 host NICs, and the pool of its ports."""
+    lim = engine_limits(T.from_spec("fat_tree:k=4"))
+    assert lim == {"max_ports": 96, "max_devices": 38, "max_nics": 16,
+                   "n_frames": P.pool_frames(96)}
+    small = engine_limits(T.from_spec("leaf_spine:leaves=1,spines=1,hosts_per_leaf=2"))
+    assert small["max_ports"] == 64 and small["max_devices"] == 32 and small["max_nics"] == 16

@@ -3,10 +3,9 @@ import json
 import sys
 
 from taurus.datapath.engine import Engine, attach_stats
-from taurus.datapath.poolsize import pool_frames
 from taurus.datapath.shm import list_segments
 from taurus.pidfiles import pidfile
-from taurus.tools.fabric import attach_switches, real_ports
+from taurus.tools.fabric import attach_switches, engine_limits
 from taurus.tools.topo_cli import load_up
 
 
@@ -31,8 +30,7 @@ def cmd_run(args) -> int:
     if t is None:
         return 2
     # its ports lend pool frames to the kernel: a pool sized by their number
-    with pidfile("engine"), Engine(clock="wall", name=args.name,
-                                   n_frames=pool_frames(real_ports(t))) as eng:
+    with pidfile("engine"), Engine(clock="wall", name=args.name, **engine_limits(t)) as eng:
         attach_switches(eng, t, args.port_kind)
         print(f"engine {eng.name}: {len(eng.counters())} ports", flush=True)
         if args.duration > 0:

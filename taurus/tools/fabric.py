@@ -28,6 +28,7 @@ link's; datapath/devices/switch/config.py documents them).
 """
 from taurus.datapath.devices.switch import config as F
 from taurus.datapath.engine import Engine
+from taurus.datapath.poolsize import pool_frames
 from taurus.datapath.poolsize import rx_frames as rx_frames_for
 from taurus.datapath.ports import memlink
 from taurus.tools.topology import Topology
@@ -72,6 +73,17 @@ def _state_opts(topo: Topology, opts: dict) -> dict:
 def real_ports(topo: Topology) -> int:
     """Engine ports the whole topology takes on namespaces: one per link end."""
     return 2 * len(topo.links)
+
+
+def engine_limits(topo: Topology) -> dict:
+    """Engine(...) sizes for one wall-clock engine over the whole of `topo`
+    on namespaces: a port per link end, a device per switch and host, a NIC
+    per host, the pool by the ports (poolsize.py); never below Engine's
+    defaults."""
+    ports = real_ports(topo)
+    return {"max_ports": max(64, ports),
+            "max_devices": max(32, len(topo.switches) + len(topo.hosts) + 2),
+            "max_nics": max(16, len(topo.hosts)), "n_frames": pool_frames(ports)}
 
 
 def real_port_opts(topo: Topology) -> dict:
