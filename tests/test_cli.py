@@ -35,6 +35,15 @@ def test_bad_file_names_file_and_field(tmp_path):
     assert "bad.toml" in r.stderr and "links[0]" in r.stderr and "nope" in r.stderr
 
 
+def test_engine_and_perf_name_a_bad_topology_without_a_traceback(capsys):
+    """topo_cli.load_up, which `taurus engine run` and `taurus perf` use."""
+    from taurus.tools.topo_cli import load_up
+    for who in ("engine", "perf"):
+        assert load_up("fat_tree:k=4", "bad-", who) is None
+        err = capsys.readouterr().err
+        assert err.startswith(f"taurus {who}: error: fat_tree:k=4: prefix") and "taurus-" in err
+
+
 @needs_root
 def test_up_engine_stats_down(tmp_path):
     try:

@@ -31,8 +31,12 @@ def load(arg: str, prefix: str) -> topo.Topology:
 
 def load_up(arg: str, prefix: str, who: str):
     """The topology `arg` (file or shipped name) if it is up, else None after
-    telling the user how to bring it up."""
-    t = load(arg, prefix)
+    telling the user why (a bad file or spec) or how to bring it up."""
+    try:
+        t = load(arg, prefix)
+    except topo.TopologyError as e:
+        print(f"taurus {who}: error: {e}", file=sys.stderr)
+        return None
     if not t.is_up():
         print(f"taurus {who}: topology {t.name} is not up (taurus topo up {arg})", file=sys.stderr)
         return None
