@@ -22,7 +22,7 @@ def rows_of(s: dict) -> list[tuple[str, str]]:
     p = s.get("busiest_port")
     if p:
         q = s["ports"][p]
-        out += [(f"busiest port", p), ("  queue mean / max (KB)",
+        out += [("busiest port", p), ("  queue mean / max (KB)",
                                         f"{_g(q['queue_mean'], 1e3, '{:.1f}')} / {_g(q['queue_max'], 1e3, '{:.1f}')}"),
                 ("  marks / drops", f"{q['marks']} / {q['drops']}")]
     out += [("drops (all ports)", str(sum(v["drops"] for v in s["ports"].values()))),
@@ -33,9 +33,9 @@ def rows_of(s: dict) -> list[tuple[str, str]]:
         out.append((f"{g} {v['kind']} (Gbit/s)", _g(v["goodput_bps"], 1e9)))
         if v["completed"]:
             f = v["fct_ns"]
-            out.append((f"  FCT p50/p99 (us)", f"{_g(f['p50'], 1e3, '{:.1f}')} / {_g(f['p99'], 1e3, '{:.1f}')}"))
+            out.append(("  FCT p50/p99 (us)", f"{_g(f['p50'], 1e3, '{:.1f}')} / {_g(f['p99'], 1e3, '{:.1f}')}"))
             sd = v["slowdown"]
-            out.append((f"  slowdown p50/p99", f"{_g(sd['p50'])} / {_g(sd['p99'])}"))
+            out.append(("  slowdown p50/p99", f"{_g(sd['p50'])} / {_g(sd['p99'])}"))
     return out
 
 

@@ -30,7 +30,7 @@ import os
 
 import numpy as np
 
-from taurus.tools.analysis import fct_slowdown, jain, slowdown_bins
+from taurus.tools.analysis import fct_slowdown, slowdown_bins
 from taurus.datapath.ccevents import EVENT_NAMES
 
 from . import fidelity
@@ -46,7 +46,7 @@ def path_of(topo, a: str, b: str) -> tuple[int, int]:
 
 
 def _flow_rows(r, snap) -> list[dict]:
-    x, flows = r.x, r.plan.flows
+    flows = r.plan.flows
     acked, srtt = snap.get("acked"), snap.get("srtt")
     evs = snap.get("events")
     ce, ue = snap.get("ce_acks"), snap.get("ue_acks")

@@ -3,7 +3,6 @@
 Names Taurus creates always start with PREFIX, so cleanup never touches
 anything else on the machine.
 """
-import contextlib
 import ctypes
 import errno
 import fcntl
