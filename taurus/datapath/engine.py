@@ -142,6 +142,12 @@ def _all_due(due):
         due[k] = ~np.uint64(0)      # bits past the last device too: _due_from stops at nd
 
 
+@hot_stage
+def _or_due(due, mask):
+    for k in range(due.shape[0]):
+        due[k] |= mask[k]
+
+
 @hot
 def _due_from(due, d, nd):
     """The first device from d on that is due (nd: none): a bitmap of 64
@@ -213,6 +219,12 @@ def _loop(E, until, chunk_ns):
     due = np.empty(max(1, (nd + 63) >> 6), np.uint64)      # a bit per device
     _all_due(due)
     skip = virtual and E.ctl[POLL_ALL] == 0
+    # A decision may free a flow on any NIC: after one, every device but
+    # the frame-driven ones is due.
+    wake = np.zeros(due.shape[0], np.uint64)
+    for d in range(nd):
+        if not _frame_driven(E.devs.kind[d]):
+            _set_due(wake, d)
     # Skipping, the devices with a frame due are found at the top of the
     # memory links' arrivals heap (memlink.py; virtual: memory links only),
     # at the start of the pass and after a poll that sent a frame due at
@@ -243,7 +255,7 @@ def _loop(E, until, chunk_ns):
             if vagents_step(E, now) >= 0:
                 reason = R_AGENT          # one needs Python (vagents.py)
                 break
-            _all_due(due)                 # a decision may free a flow on any NIC
+            _or_due(due, wake)            # a decision may free a flow on any NIC
         work = 0
         n = wheel_expire(E.wheel, now, E.expired, E.expired.shape[0])
         for k in range(n):
@@ -251,7 +263,7 @@ def _loop(E, until, chunk_ns):
             owner = E.wheel.owner[t]
             if owner == OWNER_REPORT:
                 report_timer(E, E.wheel.arg[t], now)
-                _all_due(due)    # a decision may free a flow on any NIC
+                _or_due(due, wake)    # a decision may free a flow on any NIC
             else:
                 device_timer(E, owner, t, now)
                 if 0 <= owner < nd and not _frame_driven(E.devs.kind[owner]):
