@@ -8,10 +8,10 @@ precision: under the virtual clock ``wheel_next_due`` returns the exact
 earliest due time and the engine jumps there.  Timers due beyond one rotation
 simply stay in their slot until their round comes.  An occupancy bitmap lets
 scans skip empty slots 64 at a time.  Slots are narrow (32 ns by default,
-131,072 of them: one rotation is still 4.2 ms), because a slot's timers are
-walked whole at each expiry that finds one due: a k = 8 fat-tree fires
-hundreds of timers per microsecond, and with 1 us slots each expiry walked
-them all (a cost per timer growing with the topology's event rate).
+131,072 of them: one rotation is 4.2 ms), because a slot's timers are
+walked whole at each expiry that finds one due, and a k = 8 fat-tree fires
+hundreds of timers per microsecond: in 1 us slots each expiry would walk
+hundreds, a cost per timer growing with the topology's event rate.
 
 Timers are pre-allocated ids.  Each has an owner (a device index) and an
 argument (e.g. a flow or port), so the engine can dispatch expiries.
