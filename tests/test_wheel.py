@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from taurus.datapath.ports.common import INF
-from taurus.datapath.wheel import (LATE_BUCKETS, LATE_MAX, late_bucket, late_bucket_bounds,
+from taurus.datapath.wheel import (LATE_BUCKETS, LATE_MAX, LB, LB_EXACT, late_bucket,
+                                   late_bucket_bounds,
                                    make_wheel, wheel_alloc, wheel_armed, wheel_cancel,
                                    wheel_expire, wheel_next_due, wheel_schedule)
 
@@ -74,6 +75,26 @@ def test_ties_fire_in_arming_order_and_overflow_resumes():
             break
         got += list(out[:n])
     assert got == ids
+
+
+def test_expiry_leaves_the_exact_next_due_and_scans_from_it():
+    """After an expiry the earliest timer left in now's slot is known exactly
+    (the next query needs no scan), and the next expiry starts at its slot:
+    a timer rotations away in an earlier slot does not fire early."""
+    w = make_wheel(capacity=8, n_slots=64, shift=4)
+    a, b, c, d = (wheel_alloc(w, 0, i) for i in range(4))
+    far = 3 * 64 * 16 + 20                # slot 1, three rotations on
+    for t, due in ((d, far), (a, 100), (b, 105), (c, 110)):     # a, b, c: slot 6
+        wheel_schedule(w, t, due)
+    out = np.zeros(8, np.int32)
+    assert wheel_expire(w, 100, out, 8) == 1 and out[0] == a
+    assert w.meta[LB] == 105 and w.meta[LB_EXACT] == 1
+    assert wheel_next_due(w) == 105
+    assert wheel_expire(w, 104, out, 8) == 0
+    assert wheel_expire(w, 64 * 16 + 30, out, 8) == 2 and list(out[:2]) == [b, c]
+    assert wheel_next_due(w) == far
+    assert wheel_expire(w, far - 1, out, 8) == 0
+    assert wheel_expire(w, far, out, 8) == 1 and out[0] == d
 
 
 def test_capacity_and_bad_geometry():

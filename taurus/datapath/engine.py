@@ -122,6 +122,15 @@ def _quiet_kind(kind):
     return kind == NIC or kind == SWITCH or kind == L2FWD or kind == PKTGEN
 
 
+@hot
+def _frame_driven(kind):
+    """A kind whose poll only takes the frames due at its ports (a switch:
+    its timers do their own work, and what its RX burst leaves stays at the
+    top of the arrivals heap): polled only when a frame is due, not after
+    its timers nor again after a poll that did work."""
+    return kind == SWITCH
+
+
 @hot_stage
 def _set_due(due, d):
     due[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
@@ -131,6 +140,12 @@ def _set_due(due, d):
 def _all_due(due):
     for k in range(due.shape[0]):
         due[k] = ~np.uint64(0)      # bits past the last device too: _due_from stops at nd
+
+
+@hot_stage
+def _or_due(due, mask):
+    for k in range(due.shape[0]):
+        due[k] |= mask[k]
 
 
 @hot
@@ -196,13 +211,20 @@ def _loop(E, until, chunk_ns):
     # clock, only Python gives work besides frames and timers, and only
     # between runs: so all in the first pass, then a quiet kind only if
     # its last poll did work, one of its timers fired, or a frame waits at
-    # one of its ports.  A skipped poll would have done nothing, so the
-    # run is the one polling every device every pass gives, and an engine
-    # of many quiet devices pays for the busy ones.
+    # one of its ports (a switch: only the last, _frame_driven).  A skipped
+    # poll would have done nothing, so the run is the one polling every
+    # device every pass gives, and an engine of many quiet devices pays for
+    # the busy ones.
     nd = E.ctl[NDEVS]
     due = np.empty(max(1, (nd + 63) >> 6), np.uint64)      # a bit per device
     _all_due(due)
     skip = virtual and E.ctl[POLL_ALL] == 0
+    # A decision may free a flow on any NIC: after one, every device but
+    # the frame-driven ones is due.
+    wake = np.zeros(due.shape[0], np.uint64)
+    for d in range(nd):
+        if not _frame_driven(E.devs.kind[d]):
+            _set_due(wake, d)
     # Skipping, the devices with a frame due are found at the top of the
     # memory links' arrivals heap (memlink.py; virtual: memory links only),
     # at the start of the pass and after a poll that sent a frame due at
@@ -233,7 +255,7 @@ def _loop(E, until, chunk_ns):
             if vagents_step(E, now) >= 0:
                 reason = R_AGENT          # one needs Python (vagents.py)
                 break
-            _all_due(due)                 # a decision may free a flow on any NIC
+            _or_due(due, wake)            # a decision may free a flow on any NIC
         work = 0
         n = wheel_expire(E.wheel, now, E.expired, E.expired.shape[0])
         for k in range(n):
@@ -241,10 +263,10 @@ def _loop(E, until, chunk_ns):
             owner = E.wheel.owner[t]
             if owner == OWNER_REPORT:
                 report_timer(E, E.wheel.arg[t], now)
-                _all_due(due)    # a decision may free a flow on any NIC
+                _or_due(due, wake)    # a decision may free a flow on any NIC
             else:
                 device_timer(E, owner, t, now)
-                if 0 <= owner < nd:
+                if 0 <= owner < nd and not _frame_driven(E.devs.kind[owner]):
                     _set_due(due, owner)
         work += n
         if skip:
@@ -257,7 +279,8 @@ def _loop(E, until, chunk_ns):
                 _mark_arrived(E, now, pdev, arrived, due)    # due on arrival: later devices see it
             polls += 1
             work += w
-            if skip and w == 0 and _quiet_kind(E.devs.kind[d]):
+            kd = E.devs.kind[d]
+            if skip and (w == 0 and _quiet_kind(kd) or _frame_driven(kd)):
                 due[d >> 6] &= ~(np.uint64(1) << np.uint64(d & 63))   # else it stays due
             d = _due_from(due, d + 1, nd)
         if not virtual:                      # virtual: memory links only, which need no service

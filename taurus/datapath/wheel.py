@@ -7,7 +7,11 @@ keeps its exact due time, so slots only bound the scan cost, never the
 precision: under the virtual clock ``wheel_next_due`` returns the exact
 earliest due time and the engine jumps there.  Timers due beyond one rotation
 simply stay in their slot until their round comes.  An occupancy bitmap lets
-scans skip empty slots 64 at a time.
+scans skip empty slots 64 at a time.  Slots are narrow (32 ns by default,
+131,072 of them: one rotation is 4.2 ms), because a slot's timers are
+walked whole at each expiry that finds one due, and a k = 8 fat-tree fires
+hundreds of timers per microsecond: in 1 us slots each expiry would walk
+hundreds, a cost per timer growing with the topology's event rate.
 
 Timers are pre-allocated ids.  Each has an owner (a device index) and an
 argument (e.g. a flow or port), so the engine can dispatch expiries.
@@ -19,7 +23,8 @@ bound on every armed timer's due time (exact when ``meta[LB_EXACT]`` is 1),
 so an expiry before it returns at once and ``wheel_next_due`` returns it
 without a scan while it is exact.  Arming lowers it; disarming the timer
 that sets it makes it inexact; an expiry leaves it at the earliest timer of
-the slot it ended in or that slot's end.
+the slot it ended in (exact) or that slot's end, and scans from LB's slot,
+not from the last expiry's.
 
 Lateness: each expiry adds how late it fired (now minus its due time, or
 minus its arming time when it was armed with a due time already past: that
@@ -43,7 +48,7 @@ SHIFT, NSLOTS, LAST, ARMED, NEXT_ID, LATE_MAX, LB, LB_EXACT = range(8)
 LATE_BUCKETS = 256          # late_bucket of any int64 lateness is below this
 
 
-def make_wheel(capacity: int = 1 << 16, n_slots: int = 4096, shift: int = 10,
+def make_wheel(capacity: int = 1 << 16, n_slots: int = 1 << 17, shift: int = 5,
                start_ns: int = 0) -> Wheel:
     if n_slots < 64 or n_slots & (n_slots - 1):
         raise ValueError(f"n_slots must be a power of two >= 64, got {n_slots}")
@@ -160,7 +165,9 @@ def wheel_expire(w, now, out, maxn):
         return 0
     shift = w.meta[SHIFT]
     mask = w.meta[NSLOTS] - 1
-    first = last >> shift
+    # No armed timer sits in a slot before LB's in this rotation (a timer's
+    # slot is of its due time or later), so the scan starts there.
+    first = max(last, w.meta[LB]) >> shift
     steps = (now >> shift) - first + 1
     if steps > w.meta[NSLOTS]:
         steps = w.meta[NSLOTS]
@@ -168,39 +175,45 @@ def wheel_expire(w, now, out, maxn):
     k = 0
     # Timers left armed in the slots scanned are due after now: those of
     # now's slot count for LB, the others belong to a later rotation.
-    lb = ((now >> shift) + 1) << shift
+    end = ((now >> shift) + 1) << shift
+    lb = end
     while k < steps:
         s = (first + k) & mask
-        word = w.occ[s >> 6]
-        if word == 0 and (s & 63) == 0 and k + 64 <= steps:
-            k += 64  # 64 empty slots at once
+        word = w.occ[s >> 6] >> np.uint64(s & 63)
+        if word == 0:
+            k += 64 - (s & 63)      # the rest of this word's slots are empty
             continue
-        if (word >> np.uint64(s & 63)) & np.uint64(1):
-            t = w.head[s]
-            while t >= 0:
-                nx = w.nxt[t]
-                if w.due[t] > now:
-                    if w.due[t] < lb:
-                        lb = w.due[t]
-                else:
-                    if n == maxn:
-                        # Out of room: resume from this slot next time.
-                        w.meta[LAST] = max(last, (first + k) << shift)
-                        w.meta[LB] = 0
-                        w.meta[LB_EXACT] = 0
-                        return n
-                    _unlink(w, t)
-                    out[n] = t
-                    n += 1
-                    late = now - w.ref[t]
-                    w.late[late_bucket(late)] += 1
-                    if late > w.meta[LATE_MAX]:
-                        w.meta[LATE_MAX] = late
-                t = nx
+        z = np.int64(trailing_zeros(word))
+        if z > 0:                   # on to the next occupied slot
+            k += z
+            continue
+        t = w.head[s]
+        while t >= 0:
+            nx = w.nxt[t]
+            if w.due[t] > now:
+                if w.due[t] < lb:
+                    lb = w.due[t]
+            else:
+                if n == maxn:
+                    # Out of room: resume from this slot next time.
+                    w.meta[LAST] = max(last, (first + k) << shift)
+                    w.meta[LB] = 0
+                    w.meta[LB_EXACT] = 0
+                    return n
+                _unlink(w, t)
+                out[n] = t
+                n += 1
+                late = now - w.ref[t]
+                w.late[late_bucket(late)] += 1
+                if late > w.meta[LATE_MAX]:
+                    w.meta[LATE_MAX] = late
+            t = nx
         k += 1
     w.meta[LAST] = now
     w.meta[LB] = lb
-    w.meta[LB_EXACT] = 0
+    # Below now's slot end, lb is the earliest timer: any timer due before
+    # that end and after now sits in now's slot, which was scanned whole.
+    w.meta[LB_EXACT] = 1 if lb < end else 0
     return n
 
 
