@@ -45,3 +45,11 @@ def test_two_requests_per_window_keep_a_coarsely_acked_flow_moving():
 def test_ack_requests_must_not_be_negative():
     with pytest.raises(ValueError, match="ack_requests"):
         two_hosts(nic_opts=dict(ack_requests=-1))
+
+
+def test_a_refused_set_up_leaves_no_shared_memory():
+    from taurus.datapath.shm import list_segments
+    before = set(list_segments())
+    with pytest.raises(ValueError, match="ack_requests"):
+        two_hosts(nic_opts=dict(ack_requests=-1))
+    assert set(list_segments()) <= before

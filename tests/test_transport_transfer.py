@@ -16,20 +16,25 @@ G = 1_000_000_000
 
 
 def two_hosts(rate=10 * G, delay=1000, impair=None, max_flows=64, nic_opts=None, **reserve):
-    """h1 -- [impair] -- h2 over memory links; returns (eng, d1, d2, dimp)."""
+    """h1 -- [impair] -- h2 over memory links; returns (eng, d1, d2, dimp).
+    A set-up that raises closes the engine (its shared memory) first."""
     eng = Engine(clock="virtual", n_frames=32768)
-    nic_reserve(eng, max_flows=max_flows, **reserve)
-    if impair is None:
-        a, b = eng.add_mem_link("h1", "h2", delay_ns=delay, rate_bps=rate)
-        di = None
-    else:
-        a, x = eng.add_mem_link("h1", "im0", delay_ns=delay, rate_bps=rate)
-        y, b = eng.add_mem_link("im1", "h2", delay_ns=delay, rate_bps=rate)
-        di = add_impair(eng, x, y, **impair)
-    opts = dict(line_rate_bps=rate)
-    opts.update(nic_opts or {})
-    d1 = add_nic(eng, a, MAC1, IP1, **opts)
-    d2 = add_nic(eng, b, MAC2, IP2, **opts)
+    try:
+        nic_reserve(eng, max_flows=max_flows, **reserve)
+        if impair is None:
+            a, b = eng.add_mem_link("h1", "h2", delay_ns=delay, rate_bps=rate)
+            di = None
+        else:
+            a, x = eng.add_mem_link("h1", "im0", delay_ns=delay, rate_bps=rate)
+            y, b = eng.add_mem_link("im1", "h2", delay_ns=delay, rate_bps=rate)
+            di = add_impair(eng, x, y, **impair)
+        opts = dict(line_rate_bps=rate)
+        opts.update(nic_opts or {})
+        d1 = add_nic(eng, a, MAC1, IP1, **opts)
+        d2 = add_nic(eng, b, MAC2, IP2, **opts)
+    except BaseException:
+        eng.close()
+        raise
     return eng, d1, d2, di
 
 
