@@ -366,7 +366,9 @@ def test_forked_helpers_do_not_inherit_our_signal_handlers():
     the parent's cleanup and delete the parent's namespaces."""
     import signal
     import taurus.tools.netns  # noqa: F401  (installs the at-fork hook)
-    old = signal.signal(signal.SIGTERM, lambda *a: None)
+    # Handlers of our own on both: one the process inherited as ignored (a
+    # background job's SIGINT) stays ignored in the child, by design.
+    old = {s: signal.signal(s, lambda *a: None) for s in (signal.SIGINT, signal.SIGTERM)}
     r, w = os.pipe()
     try:
         pid = os.fork()
@@ -379,6 +381,7 @@ def test_forked_helpers_do_not_inherit_our_signal_handlers():
         assert os.read(r, 1) == b"1"
         assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for s, h in old.items():
+            signal.signal(s, h)
         os.close(r)
         os.close(w)
