@@ -29,7 +29,7 @@ def cmd_run(args) -> int:
     t = load_up(args.topo, args.prefix, "engine")
     if t is None:
         return 2
-    # its ports lend pool frames to the kernel: a pool sized by their number
+    # room for every port and switch of t, and a pool for what its ports lend
     with pidfile("engine"), Engine(clock="wall", name=args.name, **engine_limits(t)) as eng:
         attach_switches(eng, t, args.port_kind)
         print(f"engine {eng.name}: {len(eng.counters())} ports", flush=True)
