@@ -268,20 +268,23 @@ def build_engine(t, name: str, port_kind: str = "af_xdp", rx_ring: int = 8 << 20
     from taurus.datapath.devices.nic.setup import DATA_HDR
     from taurus.datapath.engine import Engine
     from taurus.datapath.wire import spec as S
-    from taurus.datapath.poolsize import RX_LEND_TOTAL, pool_frames
+    from taurus.datapath.poolsize import RX_LEND_TOTAL
     from taurus.datapath.poolsize import rx_frames as rx_frames_for
     from taurus.tools.fabric import attach_switches, engine_limits, real_ports
     # RTO floor 1 ms, not the NIC default 50 us: a peer that is a process on
     # a shared CPU may not run for a millisecond or more.
     nic = {"rto_min_ns": RTO_MIN_NS, **nic}
     kw = {"native": native.native, "max_flows": native.max_flows} if native else {}
-    # The pool as the runner sizes it (poolsize.py): the ports' fill rings on
-    # top of what the devices hold; a host port lends HOST_RX_FRAMES while
-    # few ports share the lend (fewer drops at a stalled engine).
+    # A host port lends HOST_RX_FRAMES from the default pool while few ports
+    # share the lend (fewer drops at a stalled engine); on a larger topology
+    # the pool is sized by its ports, as the runner's (poolsize.py).
     n_ports = real_ports(t) if hosts is None else len(hosts)
-    rx = HOST_RX_FRAMES if n_ports * HOST_RX_FRAMES <= RX_LEND_TOTAL else rx_frames_for(n_ports)
-    eng = Engine(clock="wall", name=name, chunk_ms=2.0,
-                 **{**engine_limits(t), "n_frames": pool_frames(n_ports, rx=rx), **kw})
+    small = n_ports * HOST_RX_FRAMES <= RX_LEND_TOTAL
+    rx = HOST_RX_FRAMES if small else rx_frames_for(n_ports)
+    lim = engine_limits(t)
+    if small:
+        del lim["n_frames"]
+    eng = Engine(clock="wall", name=name, chunk_ms=2.0, **{**lim, **kw})
     try:
         eng.reserve_nics(max_flows=256, tx_bytes=256 << 20, rx_bytes=1 << 30)
         if hosts is None and t.switches:
