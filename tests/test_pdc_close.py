@@ -9,7 +9,8 @@ from taurus.datapath.devices.nic.close import CLOSED_LINGER_RTOS
 from taurus.datapath.devices.nic.setup import (add_flow, add_nic, flow_closed, flow_done,
                                                nic_close, nic_counters, nic_delivered, nic_post,
                                                nic_req_close, nic_table_use, rx_pdc)
-from taurus.datapath.devices.nic.state import (FL_START, NR_RTO_INIT, NR_RTO_MIN, NR_RX_ACTIVE,
+from taurus.datapath.devices.nic.state import (FL_START, FL_STATE, FS_CLOSED, M_FL_CLOSED, MAX_BACKOFF,
+                                               NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN, NR_RX_ACTIVE,
                                                RP_CLOSED, RP_LAST_T, RP_NIC)
 from taurus.datapath.engine import Engine
 from taurus.datapath.wheel import NEXT_ID
@@ -197,6 +198,45 @@ def test_a_restarted_sender_reconnects_to_a_long_lived_receiver():
         assert nic_counters(eng, d2)["pdc_open"] == 3
 
 
+def test_a_restarted_sender_takes_over_an_open_pdc_its_predecessor_left():
+    """A sender process that died without closing leaves its receive PDC
+    open.  Its successor's SYN on that PDC id with an earlier start is
+    dropped while the open PDC has been silent less than pdc_idle_ns (the
+    successor's retries give up before), and opens a new connection once
+    it has been silent that long (rx._pdc_of)."""
+    eng, d1, d2 = _pair(8)
+    with eng:
+        N = eng.E.nic
+        f = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=5000)
+        nic_post(eng, d1, f, b"old" * 1000)
+        eng.run_for(200_000)
+        assert flow_done(eng, f) and nic_table_use(eng)["pdcs"] == 1
+        (r,) = np.flatnonzero(N.rp[:, RP_NIC])
+        n2 = int(N.rp[r, RP_NIC]) - 1
+        idle = int(N.nr[n2, NR_RETRIES]) * MAX_BACKOFF * int(max(N.nr[n2, NR_RTO_INIT],
+                                                                 N.nr[n2, NR_RTO_MIN]))
+        idle_until = int(N.rp[r, RP_LAST_T]) + idle
+        N.fl[f, FL_STATE] = FS_CLOSED        # the sender dies: its row is free, no CLOSE sent
+        N.meta[M_FL_CLOSED] += 1
+        g = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=0)   # its successor
+        assert g == f
+        nic_post(eng, d1, g, b"new" * 1000)
+        eng.run_until(idle_until - 1, stop_idle=False)
+        c1, c2 = nic_counters(eng, d1), nic_counters(eng, d2)
+        assert c2["drop_wrong_pdc"] > 0 and c2["pdc_open"] == 1 and c1["rto_fail"] == 1, (c1, c2)
+        assert nic_delivered(eng, d2, IP1, g) == b"old" * 1000     # the old PDC's, unread
+        assert nic_table_use(eng)["pdcs"] == 1
+        eng.run_until(idle_until + 1, stop_idle=False)
+        N.fl[g, FL_STATE] = FS_CLOSED        # that process gives up too; a third starts
+        N.meta[M_FL_CLOSED] += 1
+        h = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=0)
+        assert h == f
+        nic_post(eng, d1, h, b"again" * 1000)
+        eng.run_for(1_000_000)
+        assert flow_done(eng, h) and nic_delivered(eng, d2, IP1, h) == b"again" * 1000
+        assert nic_counters(eng, d2)["pdc_open"] == 2
+
+
 def test_a_late_copy_of_a_closed_connection_is_dropped_however_late():
     """A SYN with the closed connection's own start PSN is a copy of its
     packets, however late: dropped (drop_wrong_pdc), the closed PDC stays
@@ -215,9 +255,10 @@ def test_a_late_copy_of_a_closed_connection_is_dropped_however_late():
         assert nic_delivered(eng, d2, IP1, g) == b""
 
 
-def test_a_new_row_starts_at_psn_0_in_virtual_time_and_at_random_on_the_wall_clock():
+def test_a_new_row_starts_at_psn_0_in_virtual_time_and_from_the_clock_on_the_wall_clock():
     """setup.first_psn: a run in virtual time repeats exactly; on the wall
-    clock each engine (a sender process) draws its rows' first PSN."""
+    clock each engine (a sender process) takes its rows' first PSN from the
+    system clock's microseconds, so a later engine starts later."""
     starts = []
     for clock in ("virtual", "wall", "wall"):
         eng = Engine(clock=clock, max_flows=4)
@@ -228,4 +269,5 @@ def test_a_new_row_starts_at_psn_0_in_virtual_time_and_at_random_on_the_wall_clo
             f = add_flow(eng, d, MAC2, IP2, buf_bytes=4096)
             starts.append(int(eng.E.nic.fl[f, FL_START]))
     assert starts[0] == 0
-    assert starts[1] != starts[2] and all(0 <= s < 1 << 31 for s in starts)
+    assert all(0 <= s < 1 << 31 for s in starts)
+    assert 0 < (starts[2] - starts[1]) % (1 << 31) < 60_000_000   # later, by under a minute

@@ -25,7 +25,6 @@ since the previous ACK asked for INT, the ACK carries that packet's hop
 stack as the same trailer after its IP datagram, with max_hop = nhop so
 that switches on the way back add nothing.
 """
-import numba as nb
 from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
 import numpy as np
 
@@ -39,7 +38,7 @@ from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D
                          D_PDS_NEXT, D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
-from .close import pdc_free, pdc_linger_ns, pdc_reclaim
+from .close import pdc_free, pdc_idle_ns, pdc_linger_ns, pdc_reclaim
 from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .host import host_admit
 from .rxcc import rx_cc_data, rx_cc_event
@@ -304,9 +303,11 @@ def _pdc_of(E, n, i, now):
             # a closed connection, or another on the sender's PDC id (state.py: RP_START)
             later = (start - N.rp[r, RP_START]) & 0xFFFFFFFF
             # The same start: a copy of the connection's packets, however late.
-            # An earlier one on a PDC closed and silent past its linger: a
-            # sender that restarted with another first PSN (setup.first_psn).
-            gone = N.rp[r, RP_CLOSED] != 0 and now - N.rp[r, RP_LAST_T] >= pdc_linger_ns(N, n)
+            # An earlier one on a PDC silent past its linger (closed) or past
+            # the idle limit (open: the sender died without closing): a sender
+            # that restarted with another first PSN (setup.first_psn).
+            quiet = pdc_linger_ns(N, n) if N.rp[r, RP_CLOSED] != 0 else pdc_idle_ns(N, n)
+            gone = now - N.rp[r, RP_LAST_T] >= quiet
             if later == 0 or (later >= 0x80000000 and not gone):
                 N.ncnt[n, C_DROP_WRONG_PDC] += 1     # a late packet of a closed or older one
                 return 0

@@ -30,6 +30,7 @@ segment, neighbours, read marks) is the engine's ``nics`` (NicTables).
 import functools
 import ipaddress
 import os
+import time
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from .state import (N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR
                         FL_NIC, FL_NXT, FL_PEER_IP, FL_PEER_MAC, FL_POSTED, FL_RETX_SCAN,
                         FL_RTO, FL_SCHED, FL_SRTT, FL_START, FL_STATE, FL_T_PACE, FL_T_RTO,
                         FL_TXCAP, FL_TXOFF, FL_UNA, FL_USES_CREDIT, FS_ACTIVE, FL_RWND,
-                        RP_BUFCAP, OP_READ, OP_CLOSE, OP_REQ_CLOSE, FS_CLOSED, FL_SCHED,
+                        RP_BUFCAP, OP_READ, OP_CLOSE, OP_REQ_CLOSE, FS_CLOSED,
                         M_FL_CLOSED, M_NRP, RP_GEN, FL_CLOSING, CL_NONE, RP_NIC, RP_PEER_IP,
                         RP_PEER_PDC, RP_CLOSED, REQ_CREDIT, REQ_NIC, REQ_PEER_IP, REQ_PID,
                         REQ_RESULT,
@@ -54,7 +55,7 @@ from .state import (N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
                         NR_RXCAP, NR_SINK, NR_TXTIMER, FL_GEN_END, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
-                        SIGNAL_NAMES, TK_PACE, TK_RTO, TK_SHIFT, TK_TX, make_nic_state, rx_lookup)
+                        SIGNAL_NAMES, TK_PACE, TK_RTO, TK_SHIFT, TK_TX, rx_lookup)
 from .app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
 from .shm import NicShm
 from ..table import NIC
@@ -326,14 +327,17 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
 
 def first_psn(eng) -> int:
     """The first PSN of the engine's new flow rows: 0 in virtual time (a run
-    repeats exactly); on the wall clock one drawn at random per engine, as
-    TCP draws its ISN, so that a receiver that outlives a sender process
-    tells the next process's connections from late copies of the last one's
-    on the same PDC ids (rx._pdc_of).  Below 2**31: a flow's 32-bit wire
-    PSN wraps only after 2**31 packets."""
+    repeats exactly); on the wall clock the microseconds of the system
+    clock when the engine made its first row, modulo 2**31 (TCP's ISN clock,
+    RFC 6528, ticks every 4 us).  A sender process that restarts therefore
+    starts its connections after its predecessor's on the same PDC ids
+    (unless that one sent more packets on a row than microseconds passed,
+    or the clock wrapped: every 36 minutes), and a long-lived receiver
+    takes the new connection at once (rx._pdc_of).  Below 2**31: a flow's
+    32-bit wire PSN wraps only after 2**31 packets."""
     t = eng.nics
     if t.isn is None:
-        t.isn = 0 if clock_is_virtual(eng.clk) else int.from_bytes(os.urandom(4), "little") >> 1
+        t.isn = 0 if clock_is_virtual(eng.clk) else (time.time_ns() // 1000) & 0x7FFFFFFF
     return t.isn
 
 

@@ -184,9 +184,9 @@ dropped, not taken as a new connection.  A sender's PDC id is its flow
 row, reused by its later connections, each starting past the last one's
 PSNs (setup.add_flow): a SYN with a later start than RP_START is a new
 connection on that id, and the old PDC's row is freed for it
-(rx._pdc_of); so is one with an earlier start once the closed PDC has been
-silent for pdc_linger_ns (a sender process that restarted: each draws its
-first PSN, setup.first_psn).  A SYN with the start RP_START is always a
+(rx._pdc_of); so is one with an earlier start once the PDC has been
+silent for pdc_linger_ns if closed, pdc_idle_ns if open (a sender process
+that restarted: each takes its first PSN from the clock, setup.first_psn).  A SYN with the start RP_START is always a
 copy of the old connection's packets."""
 N_RP = 48
 
