@@ -202,8 +202,9 @@ def test_a_restarted_sender_takes_over_an_open_pdc_its_predecessor_left():
     """A sender process that died without closing leaves its receive PDC
     open.  Its successor's SYN on that PDC id with an earlier start is
     dropped while the open PDC has been silent less than pdc_idle_ns (the
-    successor's retries give up before), and opens a new connection once
-    it has been silent that long (rx._pdc_of)."""
+    successor's retries give up before; closing the failed flow frees its
+    row at once), and opens a new connection once it has been silent that
+    long (rx._pdc_of)."""
     eng, d1, d2 = _pair(8)
     with eng:
         N = eng.E.nic
@@ -226,10 +227,10 @@ def test_a_restarted_sender_takes_over_an_open_pdc_its_predecessor_left():
         assert c2["drop_wrong_pdc"] > 0 and c2["pdc_open"] == 1 and c1["rto_fail"] == 1, (c1, c2)
         assert nic_delivered(eng, d2, IP1, g) == b"old" * 1000     # the old PDC's, unread
         assert nic_table_use(eng)["pdcs"] == 1
+        nic_close(eng, d1, g)                # a failed flow is freed at once (sq.app_close)
         eng.run_until(idle_until + 1, stop_idle=False)
-        N.fl[g, FL_STATE] = FS_CLOSED        # that process gives up too; a third starts
-        N.meta[M_FL_CLOSED] += 1
-        h = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=0)
+        assert flow_closed(eng, g) and nic_counters(eng, d1)["sq_bad"] == 0
+        h = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=0)   # a third process
         assert h == f
         nic_post(eng, d1, h, b"again" * 1000)
         eng.run_for(1_000_000)

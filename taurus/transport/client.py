@@ -269,8 +269,9 @@ class Conn:
 
     def close(self) -> None:
         """Close the connection: a sending end closes once everything sent
-        is acknowledged; a receiving end asks its sender to (REQ_CLOSE).
-        The NIC then frees both ends' rows for new connections."""
+        is acknowledged (a failed one at once); a receiving end asks its
+        sender to (REQ_CLOSE).  The NIC then frees both ends' rows for new
+        connections."""
         if self.flow is not None:
             sq_submit(self.ep.N, self.ep.n, OP_CLOSE, self.flow, 0)
         else:

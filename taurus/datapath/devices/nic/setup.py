@@ -381,7 +381,8 @@ def nic_close(eng, d: int, f: int) -> None:
     acknowledged: CLOSE to the receiver, which frees its receive PDC; the
     flow's row is then reused by a later add_flow (close.py).  Served at
     the next run (an OP_CLOSE on the NIC's SQ, as an app in another
-    process submits it).  Nothing may be posted on f after this."""
+    process submits it).  A failed flow (retransmissions exhausted) is
+    freed at once.  Nothing may be posted on f after this."""
     N = eng.E.nic
     if N.fl[f, FL_NIC] != int(eng.E.devs.regs[d, 0]) + 1:
         raise ValueError(f"flow {f} does not belong to device {d}")

@@ -10,15 +10,14 @@ than the ring or the message queue holds) are counted as ``sq_bad`` and
 ignored; a head more than the ring's size ahead is garbage: everything up
 to it is skipped, counted once.  An empty SQ costs one acquire load.
 """
-import numba as nb
 from ...hot import hot  # compiled without reference counting (the hot path)
 import numpy as np
 
 from ...lowlevel import load_acquire_u64, store_release_u64
 from ...wire import spec as S
-from .close import send_req_close
+from .close import flow_free, send_req_close
 from .rx import send_nack
-from .state import (FS_CLOSED, CL_NONE, CL_WANTED, FL_CLOSING, FS_ACTIVE, OP_CLOSE, OP_REQ_CLOSE, C_SQ_BAD, C_TX_WINDOW_UPDATE, FL_ACKED_OFF, FL_MQ_DONE, FL_MQ_TAIL,
+from .state import (FS_CLOSED, FS_FAILED, CL_NONE, CL_WANTED, FL_CLOSING, FS_ACTIVE, OP_CLOSE, OP_REQ_CLOSE, C_SQ_BAD, C_TX_WINDOW_UPDATE, FL_ACKED_OFF, FL_MQ_DONE, FL_MQ_TAIL,
                         FL_NIC, FL_POSTED, FL_STATE, FL_TXCAP, FS_FREE, M_NFL, M_NRP, N_QC,
                         OP_READ, OP_SEND, QC_SQ_HEAD, QC_SQ_TAIL, RP_BUFCAP, RP_DELIV, RP_NIC,
                         RP_NXT, RP_READ, RP_WADV, RP_WBLOCK, SQ_END, SQ_ID, SQ_MSG, SQ_OP)
@@ -74,9 +73,16 @@ def app_read(E, n, r, pos, now):
 
 @hot
 def app_close(E, n, f, now):
-    """Close flow f once everything posted is acknowledged (close.py)."""
+    """Close flow f once everything posted is acknowledged (close.py); a
+    failed one (retransmissions exhausted: no CLOSE would be acknowledged)
+    is freed at once, its peer's PDC left to the idle rules (rx._pdc_of)."""
     N = E.nic
-    if f <= 0 or f > N.meta[M_NFL] or N.fl[f, FL_NIC] != n + 1 or N.fl[f, FL_STATE] != FS_ACTIVE:
+    if f <= 0 or f > N.meta[M_NFL] or N.fl[f, FL_NIC] != n + 1:
+        return False
+    if N.fl[f, FL_STATE] == FS_FAILED:
+        flow_free(E, n, f)
+        return True
+    if N.fl[f, FL_STATE] != FS_ACTIVE:
         return False
     if N.fl[f, FL_CLOSING] == CL_NONE:
         N.fl[f, FL_CLOSING] = CL_WANTED
