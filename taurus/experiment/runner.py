@@ -49,12 +49,12 @@ from taurus.cc_algorithms.params import ConfigError
 from taurus.cc_algorithms.registry import lookup, make_params
 from taurus.datapath.ccshm import CcShm
 from taurus.datapath.devices.nic import setup as NS
-from taurus.datapath.devices.nic.state import (CQ_RX, CQ_TX, CX_CWND, CX_RATE, FL_ACKED_OFF,
+from taurus.datapath.devices.nic.state import (CQ_RX, CQ_TX, CX_RATE, FL_ACKED_OFF,
                                               FL_SRTT, SG_ECN, SG_UE)
 from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
-from taurus.datapath.poolsize import pool_frames
-from taurus.tools.fabric import attach_switches, build_virtual, nic_host, real_port_opts, real_ports
+from taurus.tools.fabric import (attach_switches, build_virtual, engine_limits, nic_host,
+                                 real_port_opts)
 from taurus.tools.pcap import Capture
 
 from . import fidelity
@@ -178,14 +178,12 @@ class Runner:
         # a host whose switch port sends PFC gets a MAC that honours it (a
         # shim switch device and a memory link each), or the class is not lossless
         pfc = {h for h in topo.hosts if self.clock == "virtual" and pfc_facing(topo, h)}
-        nports = 2 * len(topo.links) + 2 + 2 * len(pfc)
         self.native = self._native_table(nflows + 2)
-        # real ports lend pool frames to the kernel: a pool sized by their number
-        frames = pool_frames(real_ports(topo) if self.clock == "wall" else 0)
-        self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2, n_frames=frames,
-                                max_nics=len(topo.hosts), max_ports=max(64, nports),
-                                max_devices=max(32, len(topo.hosts) + len(topo.switches)
-                                                + len(pfc) + 2),
+        # real ports lend pool frames to the kernel: a pool sized by their
+        # number; a PFC shim is a device and two ports more; 2 spare ports
+        lim = engine_limits(topo, real=self.clock == "wall", extra_ports=2 + 2 * len(pfc),
+                            extra_devices=len(pfc))
+        self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2, **lim,
                                 timers=max(1 << 16, 4 * nflows + 1024),
                                 native=self.native.native if self.native else None)
         eng.reserve_nics(max_flows=nflows + 1, tx_bytes=tx, rx_bytes=1 << 16, cq=1 << 16)

@@ -75,15 +75,18 @@ def real_ports(topo: Topology) -> int:
     return 2 * len(topo.links)
 
 
-def engine_limits(topo: Topology) -> dict:
-    """Engine(...) sizes for one wall-clock engine over the whole of `topo`
-    on namespaces: a port per link end, a device per switch and host, a NIC
-    per host, the pool by the ports (poolsize.py); never below Engine's
-    defaults."""
+def engine_limits(topo: Topology, real: bool = True, extra_ports: int = 0,
+                  extra_devices: int = 0) -> dict:
+    """Engine(...) sizes for one engine over the whole of `topo`: a port per
+    link end, a device per switch and host, a NIC per host, never below
+    Engine's defaults; `extra_ports` / `extra_devices` for what the caller
+    adds (the runner's loopback and PFC shims).  The pool holds what real
+    ports lend on namespaces (poolsize.py); `real=False` (memory links)
+    lends nothing."""
     ports = real_ports(topo)
-    return {"max_ports": max(64, ports),
-            "max_devices": max(32, len(topo.switches) + len(topo.hosts) + 2),
-            "max_nics": max(16, len(topo.hosts)), "n_frames": pool_frames(ports)}
+    return {"max_ports": max(64, ports + extra_ports),
+            "max_devices": max(32, len(topo.switches) + len(topo.hosts) + 2 + extra_devices),
+            "max_nics": max(16, len(topo.hosts)), "n_frames": pool_frames(ports if real else 0)}
 
 
 def real_port_opts(topo: Topology) -> dict:
