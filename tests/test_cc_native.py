@@ -15,6 +15,7 @@ from taurus.cc_algorithms.algorithm import Algorithm, kernel, param, set_cwnd, s
 from taurus.cc_algorithms.dctcp import Dctcp
 from taurus.cc_algorithms.native import NativeTable
 from taurus.cc_algorithms.params import ConfigError, Params, require
+from taurus.datapath import ccnative as CN
 from taurus.datapath import ccshm as C
 from taurus.datapath.devices.nic.setup import (add_flow, add_nic, flow_done, nic_post,
                                                set_flow_mode)
@@ -142,6 +143,32 @@ def test_an_engine_runs_the_native_algorithm_it_is_handed():
         assert seen[-1] > 10 * MSS and sorted(seen) == seen     # slow start, no marks
         assert eng.cc.cwnd[f] == round(S[f]["cwnd"])
         assert S[f]["alpha"] < 0.8                        # windows without marks decay alpha
+
+
+def test_warm_compiles_what_a_flows_start_runs_and_changes_nothing():
+    """NativeTable.warm (taurus perf -s calls it before serving): every
+    array the table and the engine share is as it was, and a flow started
+    afterwards runs as without it."""
+    tab = NativeTable(16)
+    dctcp = tab.add(Dctcp)
+    eng, d1, d2 = engine(tab)
+    with eng:
+        A = tab.native
+        before = [x.copy() for x in (A.st, A.par, A.dec, A.flow_alg, A.lim, eng.cc.cwnd,
+                                     eng.cc.rate, eng.cc.flags, eng.cc.ctls)]
+        tab.warm(eng)
+        after = (A.st, A.par, A.dec, A.flow_alg, A.lim, eng.cc.cwnd, eng.cc.rate,
+                 eng.cc.flags, eng.cc.ctls)
+        assert all(np.array_equal(x, y) for x, y in zip(before, after))
+        # the start compiles nothing more: no new specialization of its calls
+        calls = (tab.algs[dctcp].rt.setup, CN.native_apply)
+        sigs = [len(c.signatures) for c in calls]
+        f = add_flow(eng, d1, MAC2, IP2, cwnd_bytes=4 * MSS, buf_bytes=4 << 20)
+        tab.start(eng, f, dctcp)
+        assert eng.cc.cwnd[f] == 10 * MSS
+        assert [len(c.signatures) for c in calls] == sigs
+        with pytest.raises(ValueError, match="not built with this table"):
+            NativeTable(4).warm(eng)
 
 
 def test_native_rto_and_per_flow_parameters():

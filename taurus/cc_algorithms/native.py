@@ -24,6 +24,7 @@ unknown), cwnd 1 MSS .. max_cwnd, credit 0 .. CREDIT_MAX.
 import dataclasses
 import math
 
+import numba as nb
 import numpy as np
 
 from taurus.datapath import ccnative as CN
@@ -193,6 +194,29 @@ class NativeTable:
         rt.setup(S[flow:flow + 1], P[flow:flow + 1], D, 0)
         A.dec[:] = D.view(np.int64)
         CN.native_apply(A, eng.E.rep, slot, flow, eng.now())
+
+    def warm(self, eng) -> None:
+        """Compile (or load from Numba's cache) what ``start`` and
+        ``start_receiver`` run, now, changing nothing: a long-lived engine
+        (``taurus perf -s``) meets its first native flow between two run
+        chunks, where a compile would stop its loop for seconds on a cold
+        cache while the flow's peer is timing it."""
+        if eng.E.alg is not self._native:
+            raise ValueError("this engine was not built with this table "
+                             "(Engine(native=table.native))")
+        for i, a in enumerate(self.algs):
+            try:
+                a.rt.setup(self.state(i)[:1].copy(), self.params(i)[:1].copy(),
+                           self._D.copy(), 0)
+            except nb.core.errors.NumbaError:
+                raise
+            except Exception:
+                pass             # init on an empty parameter row: only its compilation counts
+        A = self._native
+        dec = A.dec.copy()
+        A.dec[:] = 0             # no decision (set bits 0): nothing is applied
+        CN.native_apply(A, eng.E.rep, 0, 0, eng.now())
+        A.dec[:] = dec
 
     # ---- per receiving NIC ----------------------------------------------------------
     def start_receiver(self, eng, dev: int, alg: int, params=None,

@@ -348,6 +348,16 @@ class Sink:
                 return None       # could still become this marker
         return "bulk"
 
+    def warm(self) -> None:
+        """Compile (or load from Numba's cache) what set_cc runs, before
+        serving: met first when a stream's header arrives, a compile would
+        stop the engine between two run chunks, for seconds on a cold cache,
+        while the client waits CC_WAIT_S for the stream's CC or reverse flow."""
+        from taurus.datapath.pinned import at_timer_start
+        at_timer_start(self.eng.state_addr(), 0, self.eng.now())  # set_flow_mode's; row 0 is no flow
+        if self.native is not None:
+            self.native.warm(self.eng)
+
     def set_cc(self, flow: int, cc: dict | None) -> None:
         """Flow `flow` (this engine's flow row) runs cc from now on."""
         if not cc:
@@ -508,6 +518,7 @@ def serve(args, t) -> int:
                 print(f"taurus perf: error - {e}", file=sys.stderr)
                 return 2
         sink = Sink(eng, t.hosts, tab, ids, topo=t)
+        sink.warm()
         eng.on_chunk.append(sink)
         print(f"taurus perf: engine {name} serving {', '.join(t.hosts)}; ^C to stop",
               flush=True)
