@@ -55,7 +55,7 @@ from .vagents import VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_ste
 from .hot import hot, hot_stage
 from . import watchdog
 from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
-from .wheel import LATE_MAX, make_wheel, wheel_alloc, wheel_expire, wheel_next_due
+from .wheel import LATE_MAX, make_wheel, slot_shift, wheel_alloc, wheel_expire, wheel_next_due
 
 log = logging.getLogger("taurus.engine")
 
@@ -425,7 +425,8 @@ class Engine:
                           cap=self.capture.cap, arr=np.zeros(arrivals_size(max_ports), np.int64))
             now = int(clock_now(self.clk))
             self.E = Engine_(clk=self.clk, pool=make_pool(n_frames, buf_size), ports=ports,
-                             wheel=make_wheel(timers, start_ns=now), devs=make_devices(max_devices),
+                             wheel=make_wheel(timers, start_ns=now, shift=slot_shift(max_ports)),
+                             devs=make_devices(max_devices),
                              ctl=self.ctl, burst=np.zeros(burst, np.int32),
                              expired=np.zeros(256, np.int32),
                              sw=make_switch_state(max_ports, max_flows),
