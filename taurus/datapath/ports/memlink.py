@@ -135,6 +135,37 @@ def mem_tx_burst(ports, pool, p, now, bufs, n):
 
 
 @hot
+def mem_send_at(ports, pool, p, now, i, due):
+    """Put frame i on p's wire, due at the far end at `due` (or now, or
+    after the frame before it, if later): for a sender that models the
+    wire's rate and delay itself (a switch port), so the frame goes at
+    once, not at its arrival.  False when the link is full, has no peer,
+    or has a rate or delay of its own (the sender then hands frames over
+    at their arrival, through mem_tx_burst)."""
+    q = ports.regs[p, PEER]
+    if q < 0 or ports.regs[p, DELAY] != 0 or ports.regs[p, RATE] != 0:
+        return False
+    head = ports.regs[q, HEAD]
+    tail = ports.regs[q, TAIL]
+    if tail - head >= CAP:
+        return False
+    t = max(due, now)
+    if tail > head:                       # due times along one link never decrease
+        t = max(t, ports.lists[q, ((tail - 1) % CAP) * 2 + 1])
+    slot = (tail % CAP) * 2
+    ports.lists[q, slot] = i
+    ports.lists[q, slot + 1] = t
+    if t <= now:
+        ports.arr[ports.arr.shape[0] - 1] += 1
+    if head == tail:
+        _arr_set(ports, q, t)             # was empty
+    ports.regs[q, TAIL] = tail + 1
+    ports.cnt[p, TX_PKTS] += 1
+    ports.cnt[p, TX_BYTES] += pool.length[i]
+    return True
+
+
+@hot
 def mem_rx_burst(ports, pool, p, now, out, maxn):
     """Take up to maxn frames that have arrived at p by time now."""
     head = ports.regs[p, HEAD]
