@@ -6,8 +6,8 @@ import numpy as np
 from taurus.datapath.mbuf import make_pool, mbuf_alloc, mbuf_free
 from taurus.datapath.ports.common import INF, MEM
 from taurus.datapath.ports.memlink import (CAP, HEAD, TAIL, mem_due_ports, mem_next_arrival,
-                                           mem_rx_burst, mem_send_at, mem_tx_burst,
-                                           memlink_connect)
+                                           mem_rx_burst, mem_rx_pending, mem_send_at,
+                                           mem_tx_burst, memlink_connect)
 from taurus.datapath.ports.table import make_ports
 
 
@@ -53,6 +53,7 @@ def test_the_heap_names_the_earliest_and_every_due_port():
         assert mem_next_arrival(ports) == min(firsts)
         due = sorted(out[:mem_due_ports(ports, now, out)].tolist())
         assert due == [q for q in range(n) if firsts[q] <= now]
+        assert [q for q in range(n) if mem_rx_pending(ports, q, now)] == due
 
 
 def test_send_at_is_due_at_its_time_in_order_and_only_on_a_bare_link():

@@ -42,7 +42,7 @@ from .ports import memlink
 from .ports.capture import YIELD as CAPTURE_YIELD, CaptureShm
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
 from .ports.dispatch import port_next_event, port_service
-from .ports.memlink import arrivals_size, mem_due_ports, mem_next_arrival
+from .ports.memlink import make_arrivals, mem_due_ports, mem_next_arrival
 from .ports.table import Ports
 from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
@@ -474,7 +474,7 @@ class Engine:
             ports = Ports(kind=np.zeros(max_ports, np.int32),
                           regs=np.zeros((max_ports, N_REGS), np.int64),
                           lists=np.zeros((max_ports, N_LIST), np.int64), cnt=counters,
-                          cap=self.capture.cap, arr=np.zeros(arrivals_size(max_ports), np.int64))
+                          cap=self.capture.cap, arr=make_arrivals(max_ports))
             now = int(clock_now(self.clk))
             self.E = Engine_(clk=self.clk, pool=make_pool(n_frames, buf_size), ports=ports,
                              wheel=make_wheel(timers, start_ns=now, shift=slot_shift(max_ports)),

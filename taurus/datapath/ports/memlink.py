@@ -10,10 +10,13 @@ Registers of a MEM port (regs[p, ...]) and its FIFO: lists[p] holds pairs
 (frame index, due time); HEAD/TAIL count pairs ever dequeued/enqueued.
 
 Arrivals: the MEM ports whose FIFO holds a frame are kept in a binary
-min-heap (``ports.arr``: arr[0] the size; place i in 1..P holds a port
-number at arr[2i] and its key, the port's first frame's due time, at
-arr[2i + 1], so that the compares of a sift read one short array, not
-rows of ``regs`` 512 bytes apart; HPOS, a port's place, 0 when out).  A
+min-heap (``ports.arr``, make_arrivals: arr[0] the size; place i in 1..P
+holds a port number at arr[2i] and its key, the port's first frame's due
+time, at arr[2i + 1], so that the compares of a sift read one short array,
+not rows of ``regs`` 512 bytes apart; HPOS, a port's place, 0 when out).
+Each port's key is also at arr[arr[1] + p] (INF when its FIFO is empty),
+so whether a frame waits at a port (mem_rx_pending, asked for every port
+of a polled switch and at every NIC poll) is one read of a short array.  A
 send into an empty FIFO puts the port in, a receive moves it to its next
 frame (or out), so under the virtual clock the engine finds the next
 arrival and the ports with a frame due at the top of the heap, not by
@@ -34,9 +37,12 @@ PEER, DELAY, RATE, HEAD, TAIL, TX_END, HPOS = range(7)
 CAP = N_LIST // 2  # frames a link direction can hold
 
 
-def arrivals_size(n_ports: int) -> int:
-    """Words of the arrivals heap (ports.arr) of n_ports ports."""
-    return 2 * n_ports + 3
+def make_arrivals(n_ports: int) -> np.ndarray:
+    """The arrivals heap of n_ports ports, empty (ports.arr)."""
+    a = np.zeros(3 * n_ports + 3, np.int64)
+    a[1] = 2 * n_ports + 2                # where the ports' keys start
+    a[a[1]:a[1] + n_ports] = INF
+    return a
 
 
 def memlink_connect(ports, a: int, b: int, delay_ns: int = 0, rate_bps: int = 0) -> None:
@@ -62,6 +68,7 @@ def _arr_set(ports, p, t):
         n = H[0]
         H[0] = n - 1
         ports.regs[p, HPOS] = 0
+        H[H[1] + p] = INF
         if i == n:
             return
         p = H[2 * n]
@@ -91,6 +98,7 @@ def _arr_set(ports, p, t):
         i = c
     H[2 * i] = p
     H[2 * i + 1] = t
+    H[H[1] + p] = t
     ports.regs[p, HPOS] = i
 
 
@@ -194,8 +202,7 @@ def mem_rx_burst(ports, pool, p, now, out, maxn):
 @hot_stage          # inlined: the engine loop asks every pass
 def mem_rx_pending(ports, p, now):
     """Has a frame arrived at p by `now` that nobody has taken yet?"""
-    head = ports.regs[p, HEAD]
-    return head < ports.regs[p, TAIL] and ports.lists[p, (head % CAP) * 2 + 1] <= now
+    return ports.arr[ports.arr[1] + p] <= now
 
 
 @hot

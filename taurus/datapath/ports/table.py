@@ -5,7 +5,7 @@ import numpy as np
 
 from .capture import no_capture
 from .common import N_COUNTERS, N_LIST, N_REGS
-from .memlink import arrivals_size
+from .memlink import make_arrivals
 
 Ports = namedtuple("Ports", ["kind", "regs", "lists", "cnt", "cap", "arr"])
 """kind int32[P]; regs int64[P, N_REGS]; lists int64[P, N_LIST];
@@ -22,4 +22,4 @@ def make_ports(kinds, counters=None) -> Ports:
     return Ports(kind=np.asarray(kinds, np.int32),
                  regs=np.zeros((n, N_REGS), np.int64),
                  lists=np.zeros((n, N_LIST), np.int64),
-                 cnt=cnt, cap=no_capture(n), arr=np.zeros(arrivals_size(n), np.int64))
+                 cnt=cnt, cap=no_capture(n), arr=make_arrivals(n))
