@@ -6,7 +6,8 @@ import numpy as np
 from taurus.datapath.mbuf import make_pool, mbuf_alloc, mbuf_free
 from taurus.datapath.ports.common import INF, MEM
 from taurus.datapath.ports.memlink import (CAP, HEAD, TAIL, mem_due_ports, mem_next_arrival,
-                                           mem_rx_burst, mem_tx_burst, memlink_connect)
+                                           mem_rx_burst, mem_rx_pending, mem_send_at,
+                                           mem_tx_burst, memlink_connect)
 from taurus.datapath.ports.table import make_ports
 
 
@@ -20,14 +21,21 @@ def test_the_heap_names_the_earliest_and_every_due_port():
     n = 24
     ports, pool = make_ports([MEM] * n), make_pool(4096, buf_size=256)
     for a in range(0, n, 2):
-        memlink_connect(ports, a, a + 1, delay_ns=int(rng.integers(0, 3000)),
-                        rate_bps=int(rng.choice([0, 10**9, 10**10])))
+        bare = a % 4 == 0                 # no delay or rate: mem_send_at's links
+        memlink_connect(ports, a, a + 1, delay_ns=0 if bare else int(rng.integers(0, 3000)),
+                        rate_bps=0 if bare else int(rng.choice([0, 10**9, 10**10])))
     out = np.empty(2 * n + 2, np.int64)
     buf = np.empty(64, np.int32)
     now = 0
     for _ in range(3000):
         p = int(rng.integers(n))
-        if rng.random() < 0.5:
+        if rng.random() < 0.2:            # a sender that models the wire itself
+            i = mbuf_alloc(pool)
+            pool.length[i] = 100
+            if not mem_send_at(ports, pool, p, now, i, now + int(rng.integers(-500, 3000))):
+                assert p % 4 > 1 or ports.regs[p ^ 1, TAIL] - ports.regs[p ^ 1, HEAD] >= CAP
+                mbuf_free(pool, i)
+        elif rng.random() < 0.5:
             k = int(rng.integers(1, 8))
             for j in range(k):
                 buf[j] = mbuf_alloc(pool)
@@ -45,3 +53,20 @@ def test_the_heap_names_the_earliest_and_every_due_port():
         assert mem_next_arrival(ports) == min(firsts)
         due = sorted(out[:mem_due_ports(ports, now, out)].tolist())
         assert due == [q for q in range(n) if firsts[q] <= now]
+        assert [q for q in range(n) if mem_rx_pending(ports, q, now)] == due
+
+
+def test_send_at_is_due_at_its_time_in_order_and_only_on_a_bare_link():
+    """mem_send_at: the frame arrives at its due time (never before now or
+    the frame ahead of it); a link with a delay or a rate refuses it."""
+    ports, pool = make_ports([MEM] * 4), make_pool(64, buf_size=256)
+    memlink_connect(ports, 0, 1)
+    memlink_connect(ports, 2, 3, delay_ns=100)
+    buf = np.empty(8, np.int32)
+    a, b, c = mbuf_alloc(pool), mbuf_alloc(pool), mbuf_alloc(pool)
+    assert not mem_send_at(ports, pool, 2, 0, c, 500)
+    assert mem_send_at(ports, pool, 0, 10, a, 1000) and mem_send_at(ports, pool, 0, 20, b, 900)
+    assert mem_next_arrival(ports) == 1000
+    assert mem_rx_burst(ports, pool, 1, 999, buf, 8) == 0
+    assert mem_rx_burst(ports, pool, 1, 1000, buf, 8) == 2 and list(buf[:2]) == [a, b]
+    assert mem_next_arrival(ports) == INF

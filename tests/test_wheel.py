@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 from taurus.datapath.ports.common import INF
-from taurus.datapath.wheel import (LATE_BUCKETS, LATE_MAX, LB, LB_EXACT, late_bucket,
-                                   late_bucket_bounds,
-                                   make_wheel, wheel_alloc, wheel_armed, wheel_cancel,
-                                   wheel_expire, wheel_next_due, wheel_schedule)
+from taurus.datapath.wheel import (LATE_BUCKETS, LATE_MAX, LB, LB_EXACT, NSLOTS, SHIFT,
+                                   late_bucket, late_bucket_bounds, make_wheel, slot_shift,
+                                   wheel_alloc, wheel_armed, wheel_cancel, wheel_expire,
+                                   wheel_next_due, wheel_schedule)
 
 
 def drain(w, until, step):
@@ -160,3 +160,12 @@ def test_lower_bound_keeps_expiry_and_next_due_exact():
                     for t in out[:n]:
                         assert armed.pop(int(t)) <= now
                 assert all(d > now for d in armed.values())
+
+
+def test_slot_width_follows_the_engine_size_one_rotation_either_way():
+    """1 us slots for an engine of up to 64 ports, 32 ns beyond; the
+    default slot count keeps a 2**22 ns rotation."""
+    assert slot_shift(8) == slot_shift(64) == 10 and slot_shift(65) == slot_shift(768) == 5
+    for ports in (64, 96):
+        w = make_wheel(16, shift=slot_shift(ports))
+        assert w.meta[NSLOTS] << w.meta[SHIFT] == 1 << 22

@@ -42,20 +42,20 @@ from .ports import memlink
 from .ports.capture import YIELD as CAPTURE_YIELD, CaptureShm
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
 from .ports.dispatch import port_next_event, port_service
-from .ports.memlink import mem_due_ports, mem_next_arrival
+from .ports.memlink import make_arrivals, mem_due_ports, mem_next_arrival
 from .ports.table import Ports
 from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
 from .sampler import (NEXT as SMP_NEXT, ROWS as SMP_ROWS, TAKEN as SMP_TAKEN, make_sampler,
                       rows_for, sampler_drain, sampler_start, sampler_take)
-from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_report_state,
-                     report_timer)
+from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, TAG_ARG, TAG_DEADLINE,
+                     TAG_WINDOW, flow_slot, make_report_state, report_timer)
 from .shm import Shm
 from .vagents import VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_step
 from .hot import hot, hot_stage
 from . import watchdog
 from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
-from .wheel import LATE_MAX, make_wheel, wheel_alloc, wheel_expire, wheel_next_due
+from .wheel import LATE_MAX, make_wheel, slot_shift, wheel_alloc, wheel_expire, wheel_next_due
 
 log = logging.getLogger("taurus.engine")
 
@@ -166,6 +166,36 @@ def _due_from(due, d, nd):
     return r if r < nd else nd
 
 
+@hot_stage
+def _none_due(due):
+    for k in range(due.shape[0]):
+        if due[k] != 0:
+            return False
+    return True
+
+
+@hot
+def _settled(E, now, due):
+    """After a pass that did work: would the next pass at `now` do none?
+    So when no device is due, no frame is due at any port, and nothing
+    asks the loop to stop or yield; _next_event then says whether a timer,
+    a sample or an agent step is due at `now`."""
+    return (_none_due(due) and mem_next_arrival(E.ports) > now and E.ctl[STOP] == 0
+            and E.ctl[YIELD] == 0)
+
+
+@hot
+def _report_slot(E, arg):
+    """The NIC slot a report timer (argument `arg`) concerns, -1 if none:
+    its flow's for a TIMER tick or a window, the batch's for a deadline."""
+    x = arg & TAG_ARG
+    if arg & TAG_DEADLINE:
+        return x
+    if arg & TAG_WINDOW:
+        return flow_slot(E.rep, x >> 2)
+    return flow_slot(E.rep, x)
+
+
 @hot
 def _mark_arrived(E, now, pdev, arrived, due):
     """Mark due the devices with a frame due at one of their ports."""
@@ -220,11 +250,18 @@ def _loop(E, until, chunk_ns):
     _all_due(due)
     skip = virtual and E.ctl[POLL_ALL] == 0
     # A decision may free a flow on any NIC: after one, every device but
-    # the frame-driven ones is due.
+    # the frame-driven ones is due.  A report timer concerns one NIC slot
+    # (a native algorithm's decision on a TIMER tick is for that slot's
+    # flow; a window or a deadline only stages or publishes to its ring):
+    # after one, that NIC is due (nicdev: the device of each NIC slot).
+    kinds = E.devs.kind
     wake = np.zeros(due.shape[0], np.uint64)
+    nicdev = np.full(max(1, E.nic.nr.shape[0]), -1, np.int64)
     for d in range(nd):
-        if not _frame_driven(E.devs.kind[d]):
+        if not _frame_driven(kinds[d]):
             _set_due(wake, d)
+        if kinds[d] == NIC and 0 <= E.devs.regs[d, 0] < nicdev.shape[0]:
+            nicdev[E.devs.regs[d, 0]] = d
     # Skipping, the devices with a frame due are found at the top of the
     # memory links' arrivals heap (memlink.py; virtual: memory links only),
     # at the start of the pass and after a poll that sent a frame due at
@@ -235,6 +272,8 @@ def _loop(E, until, chunk_ns):
         for k in range(E.devs.nports[d]):
             pdev[E.devs.ports[d, k]] = d
     arrived = np.empty(2 * E.ctl[NPORTS] + 2, np.int64)
+    sent = E.ports.arr                    # its last word: frames sent due at once
+    last = sent.shape[0] - 1
     polls = 0
     while True:
         now = clock_now(clk)
@@ -262,24 +301,27 @@ def _loop(E, until, chunk_ns):
             t = E.expired[k]
             owner = E.wheel.owner[t]
             if owner == OWNER_REPORT:
-                report_timer(E, E.wheel.arg[t], now)
-                _or_due(due, wake)    # a decision may free a flow on any NIC
+                arg = E.wheel.arg[t]
+                slot = _report_slot(E, arg)
+                report_timer(E, arg, now)
+                if 0 <= slot < nicdev.shape[0] and nicdev[slot] >= 0:
+                    _set_due(due, nicdev[slot])
             else:
                 device_timer(E, owner, t, now)
-                if 0 <= owner < nd and not _frame_driven(E.devs.kind[owner]):
+                if 0 <= owner < nd and not _frame_driven(kinds[owner]):
                     _set_due(due, owner)
         work += n
         if skip:
             _mark_arrived(E, now, pdev, arrived, due)
         d = _due_from(due, 0, nd)
         while d < nd:
-            sent_now = E.ports.arr[E.ports.arr.shape[0] - 1]
+            sent_now = sent[last]
             w = device_poll(E, d, now)
-            if skip and E.ports.arr[E.ports.arr.shape[0] - 1] != sent_now:
+            if skip and sent[last] != sent_now:
                 _mark_arrived(E, now, pdev, arrived, due)    # due on arrival: later devices see it
             polls += 1
             work += w
-            kd = E.devs.kind[d]
+            kd = kinds[d]
             if skip and (w == 0 and _quiet_kind(kd) or _frame_driven(kd)):
                 due[d >> 6] &= ~(np.uint64(1) << np.uint64(d & 63))   # else it stays due
             d = _due_from(due, d + 1, nd)
@@ -301,6 +343,16 @@ def _loop(E, until, chunk_ns):
         if virtual:
             if it >= VIRTUAL_CHUNK_ITERS:
                 break
+            if skip and _settled(E, now, due):
+                # The next pass would find nothing to do at `now` (a fabric's
+                # switch timers make half of all passes so): counted as the
+                # idle pass it would be, and the clock moves on at once.
+                nxt = _next_event(E, now)
+                if now < nxt < INF:
+                    it += 1
+                    idle += 1
+                    prev_idle = True
+                    clock_advance_to(clk, min(nxt, until))
         elif (it & 255) == 0 and now - start >= chunk_ns:
             break
     E.ctl[NOW] = clock_now(clk)
@@ -422,10 +474,11 @@ class Engine:
             ports = Ports(kind=np.zeros(max_ports, np.int32),
                           regs=np.zeros((max_ports, N_REGS), np.int64),
                           lists=np.zeros((max_ports, N_LIST), np.int64), cnt=counters,
-                          cap=self.capture.cap, arr=np.zeros(max_ports + 2, np.int64))
+                          cap=self.capture.cap, arr=make_arrivals(max_ports))
             now = int(clock_now(self.clk))
             self.E = Engine_(clk=self.clk, pool=make_pool(n_frames, buf_size), ports=ports,
-                             wheel=make_wheel(timers, start_ns=now), devs=make_devices(max_devices),
+                             wheel=make_wheel(timers, start_ns=now, shift=slot_shift(max_ports)),
+                             devs=make_devices(max_devices),
                              ctl=self.ctl, burst=np.zeros(burst, np.int32),
                              expired=np.zeros(256, np.int32),
                              sw=make_switch_state(max_ports, max_flows),

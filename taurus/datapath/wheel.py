@@ -7,11 +7,14 @@ keeps its exact due time, so slots only bound the scan cost, never the
 precision: under the virtual clock ``wheel_next_due`` returns the exact
 earliest due time and the engine jumps there.  Timers due beyond one rotation
 simply stay in their slot until their round comes.  An occupancy bitmap lets
-scans skip empty slots 64 at a time.  Slots are narrow (32 ns by default,
-131,072 of them: one rotation is 4.2 ms), because a slot's timers are
-walked whole at each expiry that finds one due, and a k = 8 fat-tree fires
+scans skip empty slots 64 at a time.  The slot width follows the engine's
+scale (``slot_shift``), one rotation 4.2 ms either way: a fabric's slots
+are narrow (32 ns, 131,072 of them), because a slot's timers are walked
+whole at each expiry that finds one due, and a k = 8 fat-tree fires
 hundreds of timers per microsecond: in 1 us slots each expiry would walk
-hundreds, a cost per timer growing with the topology's event rate.
+hundreds, a cost per timer growing with the topology's event rate.  A
+small engine's are 1 us (4,096 of them): few timers share a slot, and
+the slot arrays (32 KB, not 1 MB) stay in cache.
 
 Timers are pre-allocated ids.  Each has an owner (a device index) and an
 argument (e.g. a flow or port), so the engine can dispatch expiries.
@@ -48,8 +51,18 @@ SHIFT, NSLOTS, LAST, ARMED, NEXT_ID, LATE_MAX, LB, LB_EXACT = range(8)
 LATE_BUCKETS = 256          # late_bucket of any int64 lateness is below this
 
 
-def make_wheel(capacity: int = 1 << 16, n_slots: int = 1 << 17, shift: int = 5,
+def slot_shift(n_ports: int) -> int:
+    """log2 of the slot width (ns) for an engine of n_ports ports: 1 us up
+    to 64 ports (a dumbbell, a few hosts), 32 ns beyond (a fabric)."""
+    return 10 if n_ports <= 64 else 5
+
+
+def make_wheel(capacity: int = 1 << 16, n_slots: int | None = None, shift: int = 5,
                start_ns: int = 0) -> Wheel:
+    """A wheel of `capacity` timers and n_slots slots of 2**shift ns (by
+    default as many as one rotation of 2**22 ns, 4.2 ms, takes)."""
+    if n_slots is None:
+        n_slots = 1 << max(6, 22 - shift)
     if n_slots < 64 or n_slots & (n_slots - 1):
         raise ValueError(f"n_slots must be a power of two >= 64, got {n_slots}")
     meta = np.zeros(8, np.int64)

@@ -5,12 +5,13 @@ import numpy as np
 
 from .capture import no_capture
 from .common import N_COUNTERS, N_LIST, N_REGS
+from .memlink import make_arrivals
 
 Ports = namedtuple("Ports", ["kind", "regs", "lists", "cnt", "cap", "arr"])
 """kind int32[P]; regs int64[P, N_REGS]; lists int64[P, N_LIST];
 cnt uint64[P, N_COUNTERS] (usually a view on shared memory); cap the
 capture block (capture.py; an engine's is in its capture segment); arr
-int64[P + 2] the memory links' arrivals heap (memlink.py)."""
+the memory links' arrivals heap (memlink.py)."""
 
 
 def make_ports(kinds, counters=None) -> Ports:
@@ -21,4 +22,4 @@ def make_ports(kinds, counters=None) -> Ports:
     return Ports(kind=np.asarray(kinds, np.int32),
                  regs=np.zeros((n, N_REGS), np.int64),
                  lists=np.zeros((n, N_LIST), np.int64),
-                 cnt=cnt, cap=no_capture(n), arr=np.zeros(n + 2, np.int64))
+                 cnt=cnt, cap=no_capture(n), arr=make_arrivals(n))

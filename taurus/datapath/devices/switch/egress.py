@@ -7,8 +7,13 @@ something), the port
      that is not paused, applies the egress stages (ECN/TCD marks, CSIG,
      INT), and serializes it: it departs at link_free (or now, if the link
      was idle), the link stays busy for length*8/rate, and the frame reaches
-     the far end `delay` later;
-  3. hands every frame whose arrival time has come to the port, in one burst;
+     the far end `delay` later.  On a memory link of its own (no rate or
+     delay on the link, no capture) the frame goes onto the link at once,
+     due at the far end at that time (memlink.mem_send_at), so the port
+     needs no timer for its arrival; otherwise it waits in the in-flight
+     FIFO (so does every frame after it while one waits there);
+  3. hands every in-flight frame whose arrival time has come to the port,
+     in one burst;
   4. re-arms its timer for the earliest of: next delay-line frame, next
      arrival, link free with a queue waiting, end of a pause, renewal of a
      PAUSE it sent (pfc.py).
@@ -23,8 +28,9 @@ import numba as nb
 import numpy as np
 
 from ...mbuf import mbuf_free
-from ...ports.common import INF
+from ...ports.common import INF, MEM
 from ...ports.dispatch import port_tx_burst
+from ...ports.memlink import mem_send_at
 from ...wheel import wheel_cancel, wheel_schedule
 from ...wire.desc import D_IP_LEN, D_IP_OFF
 from ...wire.parse import parse_frame
@@ -83,6 +89,7 @@ def _depart(E, p, now):
     rate = sw.pcfg[p, C_RATE]
     delay = sw.pcfg[p, C_DELAY]
     d = sw.pcfg[p, C_DEV]
+    direct = E.ports.kind[p] == MEM and E.ports.cap.on[p] == 0
     n = 0
     while sw.pst[p, S_LINK_FREE] <= now and not fifo_full(sw, p):
         c = -1
@@ -103,7 +110,9 @@ def _depart(E, p, now):
         ln = np.int64(E.pool.length[i])
         end = start + ser_ns(rate, ln)
         sw.pst[p, S_LINK_FREE] = end
-        fifo_push(sw, p, i, end + delay, False)
+        if not (direct and sw.pst[p, S_FH] == sw.pst[p, S_FT]
+                and mem_send_at(E.ports, E.pool, p, now, i, end + delay)):
+            fifo_push(sw, p, i, end + delay, False)
         sw.pst[p, S_TXB] += ln
         sw.stats[p, T_TX] += 1
         sw.stats[p, T_TX_BYTES] += ln
