@@ -40,7 +40,7 @@ from .devices.table import (CTL_YIELD, KIND_NAMES as DEV_KIND_NAMES, L2FWD, NIC,
 from .mbuf import make_pool, mbuf_in_use
 from .ports import memlink
 from .ports.capture import YIELD as CAPTURE_YIELD, CaptureShm
-from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, PACKET, XDP
+from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, XDP
 from .ports.dispatch import port_next_event, port_service
 from .ports.memlink import make_arrivals, mem_due_ports, mem_next_arrival
 from .ports.table import Ports
@@ -48,8 +48,8 @@ from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
 from .sampler import (NEXT as SMP_NEXT, ROWS as SMP_ROWS, TAKEN as SMP_TAKEN, make_sampler,
                       rows_for, sampler_drain, sampler_start, sampler_take)
-from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, TAG_ARG, TAG_DEADLINE,
-                     TAG_WINDOW, flow_slot, make_report_state, report_timer)
+from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_report_state,
+                     report_timer)
 from .shm import Shm
 from .vagents import VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_step
 from .hot import hot, hot_stage
@@ -185,18 +185,6 @@ def _settled(E, now, due):
 
 
 @hot
-def _report_slot(E, arg):
-    """The NIC slot a report timer (argument `arg`) concerns, -1 if none:
-    its flow's for a TIMER tick or a window, the batch's for a deadline."""
-    x = arg & TAG_ARG
-    if arg & TAG_DEADLINE:
-        return x
-    if arg & TAG_WINDOW:
-        return flow_slot(E.rep, x >> 2)
-    return flow_slot(E.rep, x)
-
-
-@hot
 def _mark_arrived(E, now, pdev, arrived, due):
     """Mark due the devices with a frame due at one of their ports."""
     for k in range(mem_due_ports(E.ports, now, arrived)):
@@ -301,9 +289,7 @@ def _loop(E, until, chunk_ns):
             t = E.expired[k]
             owner = E.wheel.owner[t]
             if owner == OWNER_REPORT:
-                arg = E.wheel.arg[t]
-                slot = _report_slot(E, arg)
-                report_timer(E, arg, now)
+                slot = report_timer(E, E.wheel.arg[t], now)
                 if 0 <= slot < nicdev.shape[0] and nicdev[slot] >= 0:
                     _set_due(due, nicdev[slot])
             else:

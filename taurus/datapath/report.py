@@ -426,17 +426,20 @@ def report_flush(E, flow, cls, now):
 @nb.njit(cache=True)
 def report_timer(E, arg, now):
     """A report timer expired: a window closed, a batch's deadline, or a
-    flow's TIMER."""
+    flow's TIMER.  Returns the NIC slot it concerned (-1 if none): the
+    flow's for a TIMER tick (a native algorithm may decide there) or a
+    window, the batch's for a deadline (the engine polls that NIC next)."""
+    x = arg & TAG_ARG
     if arg & TAG_TIMER:
-        report_tick(E, arg & TAG_ARG, now)
-        return 1
+        slot = flow_slot(E.rep, x)
+        report_tick(E, x, now)
+        return slot
     if arg & TAG_WINDOW:
-        x = arg & TAG_ARG
+        slot = flow_slot(E.rep, x >> 2)
         report_flush(E, x >> 2, x & 3, now)
-        return 1
-    k = arg & TAG_ARG
-    report_publish(E, k, now)
-    return 1
+        return slot
+    report_publish(E, x, now)
+    return x
 
 
 @nb.njit(cache=True, inline="always")

@@ -45,7 +45,7 @@ from ..datapath.devices.nic.state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX,
                                           REQ_PEER_IP, REQ_PID, REQ_RESULT, REQ_STATE, RP_BUFCAP,
                                           RP_BUFOFF, RP_DELIV, RP_GEN, RP_NIC, RP_PEER_IP,
                                           RP_PEER_PDC,
-                                          RQ_ASKED, RQ_DONE, RQ_FAILED, RQ_FREE)
+                                          RQ_ASKED, RQ_DONE, RQ_FREE)
 
 __all__ = ["Conn", "Duplex", "Endpoint", "EngineGone", "WouldBlock", "connect", "listen"]
 HELLO = b"TDPX"          # + the connecting side's flow id (u32): a reverse stream's first message

@@ -24,7 +24,6 @@ schedule, sending the backlog back to back, as long as it is less than the
 port's slack late (default 2 ms; stalls: docs/PLATFORM.md); beyond that it
 restarts from now and counts `late`.
 """
-import numba as nb
 import numpy as np
 
 from ...mbuf import mbuf_free
