@@ -28,21 +28,29 @@ def veth_ns():
         netns.delete_ns(name)
 
 
-_warmer = None
+_warmers = []
 
 
 def pytest_sessionstart(session):
-    """Compile the algorithms on the other core while this process compiles
-    the engine (taurus/cc_algorithms/warm.py); a warm cache makes it a no-op."""
-    global _warmer
+    """Compile the engine's loop (taurus/datapath/warm.py) and the
+    algorithms (taurus/cc_algorithms/warm.py) on the other core while this
+    process runs the first tests and compiles the engine itself; a warm
+    cache makes them no-ops."""
     import subprocess
     import sys
-    _warmer = subprocess.Popen([sys.executable, "-m", "taurus.cc_algorithms.warm"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for module in ("taurus.datapath.warm", "taurus.cc_algorithms.warm"):
+        _warmers.append(subprocess.Popen([sys.executable, "-m", module], cwd=root,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
 
 def pytest_sessionfinish(session):
-    if _warmer is not None and _warmer.poll() is None:
-        _warmer.kill()
-        _warmer.wait()
+    import subprocess
+    for w in _warmers:
+        if w.poll() is None:
+            w.terminate()               # the engine's warmer removes its shared memory
+        try:
+            w.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            w.wait()

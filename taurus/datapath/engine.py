@@ -473,9 +473,7 @@ class Engine:
                              alg=alg, smp=make_sampler(), vag=make_vagents())
             if not STATE_T:
                 STATE_T.append(nb.typeof(self.E))
-            # Compile (or load from cache) the loop now, before any port is
-            # open: a socket that is not polled while the JIT runs overflows.
-            engine_run(self._pinned(), now, 0)
+            self._compile(now)
             _freeze_compiler_objects()
         except BaseException:
             self._unpin()
@@ -487,6 +485,11 @@ class Engine:
                 self.cc.close()
             self.shm.close()
             raise
+
+    def _compile(self, now: int) -> None:
+        """Compile (or load from cache) the loop now, before any port is
+        open: a socket that is not polled while the JIT runs overflows."""
+        engine_run(self._pinned(), now, 0)
 
     # ---- building -------------------------------------------------------
     def _new_port(self, name: str, kind: int) -> int:
