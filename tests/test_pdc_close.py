@@ -8,10 +8,11 @@ from taurus.cc_algorithms.native import NativeTable
 from taurus.datapath.devices.nic.close import CLOSED_LINGER_RTOS
 from taurus.datapath.devices.nic.setup import (add_flow, add_nic, flow_closed, flow_done,
                                                nic_close, nic_counters, nic_delivered, nic_post,
-                                               nic_req_close, nic_table_use, rx_pdc)
+                                               nic_req_close, nic_sink, nic_table_use, rx_pdc)
 from taurus.datapath.devices.nic.state import (FL_START, FL_STATE, FS_CLOSED, M_FL_CLOSED, MAX_BACKOFF,
                                                NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN, NR_RX_ACTIVE,
-                                               RP_CLOSED, RP_LAST_T, RP_NIC)
+                                               M_NRP, RP_BUFCAP, RP_BUFOFF, RP_CLOSED, RP_LAST_T,
+                                               RP_NIC)
 from taurus.datapath.engine import Engine
 from taurus.datapath.wheel import NEXT_ID
 from test_cc_receiver import EqualShare
@@ -272,3 +273,34 @@ def test_a_new_row_starts_at_psn_0_in_virtual_time_and_from_the_clock_on_the_wal
     assert starts[0] == 0
     assert all(0 <= s < 1 << 31 for s in starts)
     assert 0 < (starts[2] - starts[1]) % (1 << 31) < 60_000_000   # later, by under a minute
+
+
+def test_a_sinks_freed_rows_take_a_ring_before_another_nic_uses_them():
+    """A sink (nic_sink) keeps no bytes, so its receive PDC rows have no
+    ring.  When such a row is freed and taken by a NIC that keeps bytes,
+    it gets a ring of its own: two connections to that NIC, each in a
+    former sink row, deliver their bytes exactly, in rings that do not
+    overlap."""
+    eng, d1, d2 = _pair(2)
+    with eng:
+        nic_sink(eng, d2, window=8192)            # d1's ring size: the rows fit either NIC
+        fs = [add_flow(eng, d1, MAC2, IP2, buf_bytes=8192) for _ in range(2)]
+        for f in fs:
+            nic_post(eng, d1, f, b"a" * 3000)
+            nic_close(eng, d1, f)
+        eng.run_for(200_000)
+        assert all(flow_closed(eng, f) for f in fs)
+        assert nic_table_use(eng)["pdc_rows"] == 2
+        eng.run_until(eng.now() + 2_000_000, stop_idle=False)   # past the linger
+        gs = [add_flow(eng, d2, MAC1, IP1, buf_bytes=8192) for _ in range(2)]
+        for k, g in enumerate(gs):
+            nic_post(eng, d2, g, bytes([48 + k]) * 3000)
+        eng.run_for(200_000)
+        for k, g in enumerate(gs):
+            assert flow_done(eng, g) and nic_delivered(eng, d1, IP2, g) == bytes([48 + k]) * 3000
+        N = eng.E.nic
+        rows = [r for r in range(1, int(N.meta[M_NRP]) + 1) if N.rp[r, RP_NIC] != 0]
+        spans = sorted((int(N.rp[r, RP_BUFOFF]), int(N.rp[r, RP_BUFCAP])) for r in rows)
+        assert len(spans) == 2 and spans[0][0] >= 0
+        assert spans[0][0] + spans[0][1] <= spans[1][0], spans
+        assert nic_table_use(eng)["pdc_rows"] == 2

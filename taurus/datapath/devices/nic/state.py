@@ -171,6 +171,8 @@ sender asked for CNPs (spec.F_REQ_NP); RP_CNP_T: when the last CNP left (ns,
 0 none yet); RP_CNP_MARKS: the marks (spec.CNP_CE | CNP_UE) not yet
 notified.  RP_GEN: how many times the row was opened (a freed row is
 reused: Python's caches of a PDC check it); RP_FREE_NEXT: the free list.
+RP_BUFOFF / RP_BUFCAP: the PDC's receive ring in rxbuf and the window it
+advertises (a sink's row has no ring: RP_BUFOFF -1).
 RP_HOPS: switch hops of the last data packet (64 - its TTL), echoed in the
 ACK's probe field.  RP_INT_N: 1 + the INT hop records of the last data
 packet that asked for INT (0: none to reflect); RP_INT_H0 .. + INT_MAX_HOPS
@@ -300,21 +302,28 @@ def _rx_home(key, mask):
 
 @hot
 def _rx_row(N, n):
-    """A receive PDC row for NIC n: a freed one holding a ring of NIC n's
-    size, else a new one; 0 when the tables are full."""
+    """A receive PDC row for NIC n: a freed one of NIC n's window size,
+    else a new one; 0 when the tables or the ring memory are full.  A sink
+    keeps no bytes: its rows have no ring (RP_BUFOFF -1), and one that
+    another NIC takes over gets its ring then."""
+    cap = N.nr[n, NR_RXCAP]
+    ring = 0 if N.nr[n, NR_SINK] != 0 else cap
     r = N.meta[M_RP_FREE]
-    if r != 0 and N.rp[r, RP_BUFCAP] == N.nr[n, NR_RXCAP]:
+    if r != 0 and N.rp[r, RP_BUFCAP] == cap:
+        if N.rp[r, RP_BUFOFF] < 0 < ring:
+            if N.meta[M_RX_BUMP] + ring > N.rxbuf.shape[0]:
+                return 0
+            N.rp[r, RP_BUFOFF] = N.meta[M_RX_BUMP]
+            N.meta[M_RX_BUMP] += ring
         N.meta[M_RP_FREE] = N.rp[r, RP_FREE_NEXT]
         N.rp[r, RP_FREE_NEXT] = 0
         return r
     r = N.meta[M_NRP] + 1
-    ring = 0 if N.nr[n, NR_SINK] != 0 else N.nr[n, NR_RXCAP]   # a sink keeps no bytes
-    if (r >= N.rp.shape[0] or N.nr[n, NR_RXCAP] <= 0
-            or N.meta[M_RX_BUMP] + ring > N.rxbuf.shape[0]):
+    if r >= N.rp.shape[0] or cap <= 0 or N.meta[M_RX_BUMP] + ring > N.rxbuf.shape[0]:
         return 0
     N.meta[M_NRP] = r
-    N.rp[r, RP_BUFOFF] = N.meta[M_RX_BUMP]
-    N.rp[r, RP_BUFCAP] = N.nr[n, NR_RXCAP]
+    N.rp[r, RP_BUFOFF] = N.meta[M_RX_BUMP] if ring > 0 else -1
+    N.rp[r, RP_BUFCAP] = cap
     N.meta[M_RX_BUMP] += ring
     return r
 
