@@ -124,18 +124,23 @@ def test_100k_short_flows_keep_every_table_bounded():
     assert time.monotonic() - t0 < 60
 
 
+def _closed_flows(eng, d1, n):
+    """n connections from d1 to d2 that sent and closed."""
+    fs = [add_flow(eng, d1, MAC2, IP2, buf_bytes=8192) for _ in range(n)]
+    for f in fs:
+        nic_post(eng, d1, f, b"a" * 3000)
+        nic_close(eng, d1, f)
+    eng.run_for(200_000)
+    assert all(flow_closed(eng, f) for f in fs)
+
+
 def test_closed_pdcs_give_their_rows_up_when_the_tables_are_full():
     """Closed receive PDCs wait for their sender's next connection on the
     same PDC id; with the tables full of them, a SYN from another sender
     takes the row of one silent for pdc_linger_ns (close.py)."""
     eng, d1, d2 = _pair(2)
     with eng:
-        fs = [add_flow(eng, d1, MAC2, IP2, buf_bytes=8192) for _ in range(2)]
-        for f in fs:
-            nic_post(eng, d1, f, b"a" * 3000)
-            nic_close(eng, d1, f)
-        eng.run_for(200_000)
-        assert all(flow_closed(eng, f) for f in fs)
+        _closed_flows(eng, d1, 2)
         use = nic_table_use(eng)
         assert use["pdcs_closed"] == 2 and use["pdc_rows"] == 2, use
         eng.run_until(eng.now() + 2_000_000, stop_idle=False)   # past the linger (8 x 200 us)
@@ -284,12 +289,7 @@ def test_a_sinks_freed_rows_take_a_ring_before_another_nic_uses_them():
     eng, d1, d2 = _pair(2)
     with eng:
         nic_sink(eng, d2, window=8192)            # d1's ring size: the rows fit either NIC
-        fs = [add_flow(eng, d1, MAC2, IP2, buf_bytes=8192) for _ in range(2)]
-        for f in fs:
-            nic_post(eng, d1, f, b"a" * 3000)
-            nic_close(eng, d1, f)
-        eng.run_for(200_000)
-        assert all(flow_closed(eng, f) for f in fs)
+        _closed_flows(eng, d1, 2)
         assert nic_table_use(eng)["pdc_rows"] == 2
         eng.run_until(eng.now() + 2_000_000, stop_idle=False)   # past the linger
         gs = [add_flow(eng, d2, MAC1, IP1, buf_bytes=8192) for _ in range(2)]
