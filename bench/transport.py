@@ -45,7 +45,9 @@ Ctrl-C):   h1:h1-eth0 ---- h2-eth0:h2, MTU 1500.
 Per row (median over rounds): goodput (Gbit/s of payload), data Mpps
 (frames delivered/s), Gbit/s of frames on the wire, CPU per Gbit/s of
 goodput, the cores the row used (CPU seconds per second) and Mpps per core
-(frames per CPU second), retransmissions.  CPU is this process's (which
+(frames per CPU second), retransmissions.  The round log adds, per data
+frame, the TX kicks (sendto) of both rows and the transport's ACKs, and the
+engine's data frames per loop pass.  CPU is this process's (which
 includes the kernel's work in its syscalls and in the softirqs they run: a
 veth delivers in the sender's context) plus its core's ksoftirqd (softirq
 work deferred there); per-host adds the receiver process.
@@ -261,10 +263,11 @@ class TransportBench:
             def run(ns):
                 L.xdp_raw_txrx(ports, 0, 1, len(tmpl), 32, clk, ns, stop, st, rst)
             run(int(0.1e9))                                 # warm up
-            r0, c0 = int(rst[L.S_PKTS]), self.cpu_seconds()
+            r0, c0, k0 = int(rst[L.S_PKTS]), self.cpu_seconds(), int(st[L.S_KICKS])
             el = bio.timed(run, secs)
             pkts = int(rst[L.S_PKTS]) - r0
             cpu = self.cpu_seconds() - c0
+            kicks = int(st[L.S_KICKS]) - k0
         finally:
             g.close()
             h.close()
@@ -273,7 +276,7 @@ class TransportBench:
                 "wire_gbps": mpps * FRAME * 8 / 1e3, "goodput_gbps": 0.0,
                 "cpu_per_gbps": cpu / el / (mpps * FRAME * 8 / 1e3 or 1),
                 "cores": cpu / el, "mpps_core": pkts / cpu / 1e6 if cpu > 0 else 0.0,
-                "retx": 0}
+                "retx": 0, "kicks_per_frame": kicks / pkts if pkts else 0.0}
 
     # -- the transport
     def transport(self, nflows, secs, per_host, **settings):
@@ -281,6 +284,7 @@ class TransportBench:
         from taurus.datapath.devices.nic.setup import (add_flow, flow_stats, nic_commit,
                                                        nic_completions, nic_counters, nic_post,
                                                        nic_send_buffer, nic_skip_delivered)
+        from taurus.datapath.ports.common import TX_KICKS
         from taurus.tools.procs import spawn, stop
         cfg = dict(SETTINGS, **settings)
         t = self.t
@@ -342,9 +346,13 @@ class TransportBench:
             k0 = nic_counters(eng, 0)["tx_data"]
             r0 = nic_counters(eng, 0)["tx_retx"]
             a0 = nic_counters(eng, 0)["rx_ack"]
+            kicks0 = int(eng.E.ports.cnt[:, TX_KICKS].sum())
+            i0 = eng.loop_timing()["iters"]
             t0 = time.perf_counter()
             eng.run_for(int(secs * 1e9))
             el = time.perf_counter() - t0
+            kicks = int(eng.E.ports.cnt[:, TX_KICKS].sum()) - kicks0
+            passes = eng.loop_timing()["iters"] - i0
             used = cpu() - c0
             good = (acked() - b0) * 8 / el / 1e9
             frames = nic_counters(eng, 0)["tx_data"] - k0
@@ -359,7 +367,9 @@ class TransportBench:
                 "wire_gbps": pk * FRAME * 8 / 1e3, "goodput_gbps": good,
                 "cpu_per_gbps": used / el / good if good else float("nan"),
                 "cores": used / el, "mpps_core": frames / used / 1e6 if used > 0 else 0.0,
-                "retx": retx, "acks_per_frame": acks / frames if frames else 0.0}
+                "retx": retx, "acks_per_frame": acks / frames if frames else 0.0,
+                "kicks_per_frame": kicks / frames if frames else 0.0,
+                "frames_per_pass": frames / passes if passes else 0.0}
 
 
 def round_keys(r, rows):

@@ -24,12 +24,16 @@ def sq_space(N, n: int) -> int:
 def sq_submit(N, n: int, op: int, ident: int, end: int, msg: int = 0) -> None:
     """One submission; WouldBlock when the SQ is full."""
     b = n * N_QC
-    head = int(N.qc[b + QC_SQ_HEAD])
-    if head - int(N.qc[b + QC_SQ_TAIL]) >= N.sq.shape[1]:
+    qc, sq = N.qc, N.sq
+    head = qc.item(b + QC_SQ_HEAD)
+    if head - qc.item(b + QC_SQ_TAIL) >= sq.shape[1]:
         raise WouldBlock("submission queue full")
-    row = N.sq[n, head & (N.sq.shape[1] - 1)]
-    row[SQ_OP], row[SQ_ID], row[SQ_END], row[SQ_MSG] = op, ident, end, msg
-    N.qc[b + QC_SQ_HEAD] = head + 1
+    k = head & (sq.shape[1] - 1)
+    sq[n, k, SQ_OP] = op
+    sq[n, k, SQ_ID] = ident
+    sq[n, k, SQ_END] = end
+    sq[n, k, SQ_MSG] = msg
+    qc[b + QC_SQ_HEAD] = head + 1
 
 
 def cq_drain(N, n: int) -> np.ndarray:

@@ -514,20 +514,24 @@ def set_flow_cc(eng, f: int, rate_bps: int | None = None, cwnd_bytes: int | None
 
 def _send_room(eng, d: int, f: int, n: int) -> int:
     """Where an n-byte message would start in flow f's stream; WouldBlock
-    when its send ring or message queue has no room."""
-    N = eng.E.nic
-    if N.fl[f, FL_NIC] != int(eng.E.devs.regs[d, 0]) + 1:
+    when its send ring or message queue has no room.  Reads with .item():
+    an app calls this per message, and numpy's scalar indexing costs
+    several times as much."""
+    E = eng.E
+    fl = E.nic.fl
+    if fl.item(f, FL_NIC) != E.devs.regs.item(d, 0) + 1:
         raise ValueError(f"flow {f} does not belong to device {d}")
-    if N.fl[f, FL_STATE] == FS_CLOSED or N.fl[f, FL_CLOSING] != 0:
+    if fl.item(f, FL_STATE) == FS_CLOSED or fl.item(f, FL_CLOSING) != 0:
         raise ValueError(f"flow {f} is closed")
     if n <= 0:
         raise ValueError("empty message")
-    if n > N.fl[f, FL_TXCAP]:
-        raise ValueError(f"message larger than the flow's send ring ({int(N.fl[f, FL_TXCAP])})")
-    if N.fl[f, FL_MQ_TAIL] - N.fl[f, FL_MQ_DONE] >= N.mq.shape[1]:
+    cap = fl.item(f, FL_TXCAP)
+    if n > cap:
+        raise ValueError(f"message larger than the flow's send ring ({cap})")
+    if fl.item(f, FL_MQ_TAIL) - fl.item(f, FL_MQ_DONE) >= E.nic.mq.shape[1]:
         raise WouldBlock("message queue full")
-    pos = int(N.fl[f, FL_POSTED])
-    if pos + n - N.fl[f, FL_ACKED_OFF] > N.fl[f, FL_TXCAP]:
+    pos = fl.item(f, FL_POSTED)
+    if pos + n - fl.item(f, FL_ACKED_OFF) > cap:
         raise WouldBlock("send ring full")
     return pos
 
@@ -540,7 +544,7 @@ def nic_send_buffer(eng, d: int, f: int, n: int) -> list[memoryview]:
     only what changed keeps the rest."""
     pos = _send_room(eng, d, f, n)
     N = eng.E.nic
-    return ring_views(N.txbuf, int(N.fl[f, FL_TXOFF]), int(N.fl[f, FL_TXCAP]), pos, n)
+    return ring_views(N.txbuf, N.fl.item(f, FL_TXOFF), N.fl.item(f, FL_TXCAP), pos, n)
 
 
 def nic_commit(eng, d: int, f: int, n: int, msg_id: int | None = None) -> int:
@@ -548,12 +552,15 @@ def nic_commit(eng, d: int, f: int, n: int, msg_id: int | None = None) -> int:
     its message id (16 bits on the wire)."""
     pos = _send_room(eng, d, f, n)
     N = eng.E.nic
-    tail = int(N.fl[f, FL_MQ_TAIL])
+    fl = N.fl
+    tail = fl.item(f, FL_MQ_TAIL)
     mid = tail & 0xFFFF if msg_id is None else msg_id & 0xFFFF
-    N.mq[f, tail % N.mq.shape[1]] = (pos + n, mid)
-    N.fl[f, FL_POSTED] = pos + n
-    N.fl[f, FL_MQ_TAIL] = tail + 1
-    if N.fl[f, FL_SCHED] == SCH_IDLE:  # a queued or timed flow finds the message itself
+    k = tail % N.mq.shape[1]
+    N.mq[f, k, 0] = pos + n
+    N.mq[f, k, 1] = mid
+    fl[f, FL_POSTED] = pos + n
+    fl[f, FL_MQ_TAIL] = tail + 1
+    if fl.item(f, FL_SCHED) == SCH_IDLE:  # a queued or timed flow finds the message itself
         at_wake_flow(eng.state_addr(), f, eng.now())
     return mid
 
@@ -579,28 +586,30 @@ def rx_pdc(eng, d, src_ip, f):
     from Python costs microseconds of argument checks; a sink asks every
     run chunk); a closed PDC's row is reused (close.py)."""
     key = (d, src_ip, f)
-    N = eng.E.nic
-    n = int(eng.E.devs.regs[d, 0])
+    E = eng.E
+    N = E.nic
+    rp = N.rp
+    n = E.devs.regs.item(d, 0)
     r = eng.nics.rx_pdc.get(key)
-    if r is not None and (N.rp[r, RP_NIC] != n + 1 or N.rp[r, RP_PEER_IP] != ip_int(src_ip)
-                          or N.rp[r, RP_PEER_PDC] != f):
+    if r is not None and (rp.item(r, RP_NIC) != n + 1 or rp.item(r, RP_PEER_IP) != ip_int(src_ip)
+                          or rp.item(r, RP_PEER_PDC) != f):
         del eng.nics.rx_pdc[key]
         r = None
     if r is None:
         r = int(rx_lookup(N, n, ip_int(src_ip), f, False))
         if r:
             eng.nics.rx_pdc[key] = r
-    return r if r and N.rp[r, RP_CLOSED] == 0 else 0
+    return r if r and rp.item(r, RP_CLOSED) == 0 else 0
 
 
 def _unread(eng, r):
     """Stream offsets [a, b) delivered at rx PDC r and not yet taken (what
     was taken here counts for the connection now in row r only)."""
-    N = eng.E.nic
+    rp = eng.E.nic.rp
     gen, took = eng.nics.rx_read.get(r, (0, 0))
-    if gen != int(N.rp[r, RP_GEN]):
+    if gen != rp.item(r, RP_GEN):
         took = 0
-    return max(took, int(N.rp[r, RP_READ])), int(N.rp[r, RP_DELIV])
+    return max(took, rp.item(r, RP_READ)), rp.item(r, RP_DELIV)
 
 
 def _read(eng, r, a, b) -> bytes:
@@ -612,8 +621,9 @@ def _release(eng, d, r, a, b) -> int:
     """Give [a, b) back to the receive ring (an OP_READ on the NIC's SQ,
     served at the next run)."""
     if b > a:
-        sq_submit(eng.E.nic, int(eng.E.devs.regs[d, 0]), OP_READ, r, b)
-        eng.nics.rx_read[r] = (int(eng.E.nic.rp[r, RP_GEN]), b)
+        E = eng.E
+        sq_submit(E.nic, E.devs.regs.item(d, 0), OP_READ, r, b)
+        eng.nics.rx_read[r] = (E.nic.rp.item(r, RP_GEN), b)
     return b - a
 
 
@@ -694,9 +704,14 @@ def nic_completions(eng) -> list[tuple]:
     k = int(N.meta[M_NNIC])
     heads = N.qc[QC_CQ_HEAD:k * N_QC:N_QC]
     busy = np.flatnonzero(heads != N.qc[QC_CQ_TAIL:k * N_QC:N_QC])   # only NICs with records
-    rows = [tuple(int(x) for x in row[:CQ_TIME + 1])
-            for n in busy for row in cq_drain(N, int(n))]
-    return sorted(rows, key=lambda r: r[CQ_TIME])
+    if not len(busy):
+        return []
+    recs = np.concatenate([cq_drain(N, int(n)) for n in busy])
+    # Sorted and converted by numpy: an app drains this every run chunk,
+    # and per-element int() on hundreds of records took as long as
+    # the rest of its work.
+    recs = recs[np.argsort(recs[:, CQ_TIME], kind="stable"), :CQ_TIME + 1]
+    return [tuple(r) for r in recs.tolist()]
 
 
 def nic_neighbour(eng, ip, mac) -> None:
@@ -748,9 +763,9 @@ def nic_service(eng) -> int:
     if eng.nics.app_flows:
         nic_reap(eng)
     done = 0
-    for row in N.req:
-        if row[REQ_STATE] != RQ_ASKED:
-            continue
+    # Only the rows asked (checked at once: this runs every chunk).
+    for k in np.flatnonzero(N.req[:, REQ_STATE] == RQ_ASKED):
+        row = N.req[k]
         n, ip = int(row[REQ_NIC]), int(row[REQ_PEER_IP])
         try:
             if not 0 <= n < int(N.meta[M_NNIC]):
