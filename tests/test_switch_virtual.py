@@ -45,9 +45,7 @@ def udp(size, src=IP1, dst=IP2, sport=1000):
 
 def arrivals(eng, p):
     """Arrival times of the frames waiting at open end p (not yet collected)."""
-    P = eng.E.ports
-    h, t = P.regs[p, memlink.HEAD], P.regs[p, memlink.TAIL]
-    return [int(P.lists[p, (k % memlink.CAP) * 2 + 1]) for k in range(h, t)]
+    return memlink.mem_waiting(eng.E.ports, p)
 
 
 def ser(nbytes, rate):
