@@ -152,6 +152,7 @@ def _size_rings(eng: Engine, topo: Topology, ports: dict) -> None:
     E = eng.E
     owned = {int(E.devs.ports[d, k]) for d in range(int(eng.ctl[NDEVS]))
              for k in range(int(E.devs.nports[d]))}
+    rings = []
     for lk in topo.links:
         a, b = ports[lk.a_iface], ports[lk.b_iface]
         for sender, q in ((lk.a, b), (lk.b, a)):
@@ -161,7 +162,9 @@ def _size_rings(eng: Engine, topo: Topology, ports: dict) -> None:
                 frames = memlink.memlink_fifo_frames(lk.rate or 0, lk.delay or 0, room)
             else:
                 frames = memlink.CAP
-            memlink.memlink_fifo(E.ports, q, frames)
+            rings.append((-frames, q))
+    for frames, q in sorted(rings):     # largest first: each aligned to its size, no gaps
+        memlink.memlink_fifo(E.ports, q, -frames)
 
 
 def build_netns(eng: Engine, topo: Topology, host_factory=open_end, port_kind: str = "auto",
