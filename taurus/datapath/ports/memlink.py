@@ -8,15 +8,18 @@ the link through it and collects what the link delivers to it (tests, tools).
 
 Registers of a MEM port (regs[p, ...]) and its FIFO: a ring of pairs
 (frame index, due time) of a power-of-two size; HEAD/TAIL count pairs
-dequeued/enqueued since it was last empty (then both start over at 0, so a
-link that is mostly empty, as most are, keeps reusing its first lines).  The rings of all ports lie packed in ``lists`` read as
-one flat array (each aligned to its size, so none crosses a row): FIFO
-holds where a port's ring starts (bits 16 up, a flat word index) and its
-size less one (low 16 bits), 0 when it has none.  A ring is as large as
-its link needs (memlink_fifo_frames: twice the wire's bandwidth x delay in
-minimum frames, plus room for a sender's burst), so the rings of a large
-fabric stay in cache; a link whose senders do not pace (an open end, a
-device sending at a link's rate) gets CAP.  A full ring refuses frames:
+dequeued/enqueued since it was last empty (then both start over at 0, so
+a link that is mostly empty, as most are, keeps reusing its first cache
+lines).  The rings of all ports lie packed in ``lists`` read as one flat
+array (each aligned to its size, so none crosses a row): FIFO holds where
+a port's ring starts (bits 16 up, a flat word index) and its size less
+one (low 16 bits), 0 when it has none (a port joined with fifo_frames=0
+gets its ring from memlink_fifo before its first frame).  A ring is as
+large as its link needs (memlink_fifo_frames: twice the wire's bandwidth
+x delay in minimum frames, plus room for a sender's burst), so a large
+fabric's rings take little memory (a k = 8 fat-tree's 768: 1.1 MiB); a
+link whose senders do not pace (an open end, a device sending at a
+link's rate) gets CAP.  A full ring refuses frames:
 mem_tx_burst's sender counts them as tx_drop (dispatch.port_tx_or_drop),
 a switch keeps them in its own in-flight FIFO (mem_send_at).
 

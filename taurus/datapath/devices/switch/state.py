@@ -61,8 +61,9 @@ SwitchState = namedtuple("SwitchState", [
     "tel", "telh", "rng", "txb", "dirty", "meta"])
 """pcfg/pst/stats int64[P, *]; dscp int32[P, 64] (DSCP -> class at egress p);
 q/qln/qing int32[P, NCLS, QCAP] (frame, bytes at enqueue, ingress port);
-qh/qt/qb int64[P, NCLS] (ring head/tail, both 0 again once it empties; bytes queued); ing int64[P, NCLS]
-(bytes held in the switch that entered by port p: PFC ingress accounting);
+qh/qt/qb int64[P, NCLS] (ring head/tail, both 0 again once it empties;
+bytes queued); ing int64[P, NCLS] (bytes held in the switch that entered
+by port p: PFC ingress accounting);
 pausu int64[P, NCLS] (paused by the peer until); fl/fdue int32/int64[P, FCAP]
 (serialized frames waiting for their arrival time); dl/ddue (ingress delay
 line); rt_key int64[RT] ((device << 32) | dst IP, -1 empty), rt_grp int32[RT];
