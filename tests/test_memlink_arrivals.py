@@ -2,28 +2,33 @@
 and receives, its top is the earliest first frame of any link, and the
 ports it names as due are exactly those whose first frame is due."""
 import numpy as np
+import pytest
 
 from taurus.datapath.mbuf import make_pool, mbuf_alloc, mbuf_free
 from taurus.datapath.ports.common import INF, MEM
-from taurus.datapath.ports.memlink import (CAP, HEAD, TAIL, mem_due_ports, mem_next_arrival,
-                                           mem_rx_burst, mem_rx_pending, mem_send_at,
-                                           mem_tx_burst, memlink_connect)
+from taurus.datapath.ports.memlink import (CAP, FIFO, HEAD, TAIL, mem_due_ports,
+                                           mem_next_arrival, mem_rx_burst, mem_rx_pending,
+                                           mem_send_at, mem_tx_burst, mem_waiting,
+                                           memlink_connect, memlink_fifo, memlink_fifo_frames)
 from taurus.datapath.ports.table import make_ports
 
 
 def _first_due(ports, p):
-    h, t = ports.regs[p, HEAD], ports.regs[p, TAIL]
-    return int(ports.lists[p, (h % CAP) * 2 + 1]) if h < t else INF
+    due = mem_waiting(ports, p)
+    return due[0] if due else INF
 
 
 def test_the_heap_names_the_earliest_and_every_due_port():
     rng = np.random.default_rng(7)
     n = 24
     ports, pool = make_ports([MEM] * n), make_pool(4096, buf_size=256)
+    room = {}
     for a in range(0, n, 2):
         bare = a % 4 == 0                 # no delay or rate: mem_send_at's links
+        room[a] = room[a + 1] = int(rng.choice([4, 16, CAP]))   # small rings wrap and fill
         memlink_connect(ports, a, a + 1, delay_ns=0 if bare else int(rng.integers(0, 3000)),
-                        rate_bps=0 if bare else int(rng.choice([0, 10**9, 10**10])))
+                        rate_bps=0 if bare else int(rng.choice([0, 10**9, 10**10])),
+                        fifo_frames=room[a])
     out = np.empty(2 * n + 2, np.int64)
     buf = np.empty(64, np.int32)
     now = 0
@@ -33,7 +38,7 @@ def test_the_heap_names_the_earliest_and_every_due_port():
             i = mbuf_alloc(pool)
             pool.length[i] = 100
             if not mem_send_at(ports, pool, p, now, i, now + int(rng.integers(-500, 3000))):
-                assert p % 4 > 1 or ports.regs[p ^ 1, TAIL] - ports.regs[p ^ 1, HEAD] >= CAP
+                assert p % 4 > 1 or ports.regs[p ^ 1, TAIL] - ports.regs[p ^ 1, HEAD] >= room[p]
                 mbuf_free(pool, i)
         elif rng.random() < 0.5:
             k = int(rng.integers(1, 8))
@@ -41,6 +46,8 @@ def test_the_heap_names_the_earliest_and_every_due_port():
                 buf[j] = mbuf_alloc(pool)
                 pool.length[buf[j]] = 100
             sent = mem_tx_burst(ports, pool, p, now, buf, k)
+            q = p ^ 1
+            assert sent == k or ports.regs[q, TAIL] - ports.regs[q, HEAD] == room[q]
             for j in range(sent, k):
                 mbuf_free(pool, buf[j])
         else:
@@ -70,3 +77,24 @@ def test_send_at_is_due_at_its_time_in_order_and_only_on_a_bare_link():
     assert mem_rx_burst(ports, pool, 1, 999, buf, 8) == 0
     assert mem_rx_burst(ports, pool, 1, 1000, buf, 8) == 2 and list(buf[:2]) == [a, b]
     assert mem_next_arrival(ports) == INF
+
+
+def test_rings_are_sized_by_bandwidth_x_delay_and_packed():
+    """A ring holds twice the wire's minimum frames in flight plus the
+    sender's room, as a power of two (CAP without a rate); rings lie packed,
+    each aligned to its size; a bad size or a second ring is an error."""
+    assert memlink_fifo_frames(10**10, 1000, room=8) == 64        # 20 in flight: 2 * 20 + 8
+    assert memlink_fifo_frames(10**10, 1000) == 256               # + a NIC's burst room
+    assert memlink_fifo_frames(10**11, 10**5) == CAP              # capped
+    assert memlink_fifo_frames(0, 1000) == CAP                    # no rate: unbounded
+    ports = make_ports([MEM] * 4)
+    memlink_connect(ports, 0, 1, fifo_frames=0)
+    memlink_fifo(ports, 0, 4)
+    memlink_fifo(ports, 1, 64)
+    assert [ports.regs[p, FIFO] >> 16 for p in (0, 1)] == [0, 128]
+    with pytest.raises(ValueError, match="already"):
+        memlink_fifo(ports, 1, 64)
+    with pytest.raises(ValueError, match="power of two"):
+        memlink_fifo(ports, 2, 48)
+    with pytest.raises(ValueError, match="power of two"):
+        memlink_fifo(ports, 2, 2 * CAP)

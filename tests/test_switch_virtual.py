@@ -45,9 +45,7 @@ def udp(size, src=IP1, dst=IP2, sport=1000):
 
 def arrivals(eng, p):
     """Arrival times of the frames waiting at open end p (not yet collected)."""
-    P = eng.E.ports
-    h, t = P.regs[p, memlink.HEAD], P.regs[p, memlink.TAIL]
-    return [int(P.lists[p, (k % memlink.CAP) * 2 + 1]) for k in range(h, t)]
+    return memlink.mem_waiting(eng.E.ports, p)
 
 
 def ser(nbytes, rate):
@@ -211,6 +209,21 @@ def _three_hops(feat):
     return eng, t, fab
 
 
+def _ring(eng, p):
+    return (int(eng.E.ports.regs[p, memlink.FIFO]) & 0xFFFF) + 1
+
+
+def test_link_rings_follow_bandwidth_x_delay_unless_an_end_is_open():
+    """build_virtual: a link between two devices gets a ring of twice its
+    64-byte frames in flight plus a switch's room (memlink.py); a link to
+    an open end, where Python injects and collects, the largest."""
+    eng, t, fab = _three_hops({})
+    ring = {lk.a + "-" + lk.b: (_ring(eng, fab["ports"][lk.a_iface]),
+                                _ring(eng, fab["ports"][lk.b_iface])) for lk in t.links}
+    assert ring == {"h1-s1": (memlink.CAP, memlink.CAP), "s1-s2": (32, 32),   # 4G: 9 in flight
+                    "s2-s3": (16, 16), "s3-h2": (memlink.CAP, memlink.CAP)}   # 1G: 3
+
+
 @pytest.mark.parametrize("fmt", ["compact", "wide"])
 @pytest.mark.parametrize("ctype", ["abw", "abw_c", "delay", "qdepth"])
 def test_csig_carries_bottleneck_value_and_locator(ctype, fmt):
@@ -320,6 +333,8 @@ def test_trimmed_packets_are_nacked_and_retransmitted():
     eng = new_engine(max_flows=8, max_nics=4)
     fab = build_virtual(eng, t, host_factory=nic_host)
     nics = fab["hosts"]
+    # NIC-fed ends get a NIC's burst room (memlink.BURST_ROOM), switch-fed ones a switch's
+    assert [_ring(eng, fab["ports"][i]) for i in ("s1-eth0", "h1-eth0", "h3-eth0")] == [256, 64, 16]
     rng = np.random.default_rng(7)
     size = 300_000
     data, flows = {}, {}
@@ -331,6 +346,7 @@ def test_trimmed_packets_are_nacked_and_retransmitted():
     eng.run_for(20 * 10**6)
     st = switch_stats(eng)["s1-eth2"]
     assert st["trim"] > 0 and st["drop"] == 0
+    assert all(c["tx_drop"] == 0 for c in eng.counters().values())   # no ring was full
     rx = nic_counters(eng, nics["h3"])
     assert rx["rx_trimmed"] > 0 and rx["tx_nack"] >= rx["rx_trimmed"]
     for h, f in flows.items():

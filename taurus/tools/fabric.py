@@ -27,7 +27,7 @@ Per-port features come from the topology (switch table, overridden by the
 link's; datapath/devices/switch/config.py documents them).
 """
 from taurus.datapath.devices.switch import config as F
-from taurus.datapath.engine import Engine
+from taurus.datapath.engine import NDEVS, Engine
 from taurus.datapath.poolsize import pool_frames
 from taurus.datapath.poolsize import rx_frames as rx_frames_for
 from taurus.datapath.ports import memlink
@@ -122,7 +122,8 @@ def build_virtual(eng: Engine, topo: Topology, host_factory=open_end,
     eng.reserve_switches(**_state_opts(topo, state_opts))
     ports, hosts = {}, {}
     for lk in topo.links:
-        a, b = eng.add_mem_link(lk.a_iface, lk.b_iface)
+        a, b = eng.add_mem_port(lk.a_iface), eng.add_mem_port(lk.b_iface)
+        memlink.memlink_connect(eng.E.ports, a, b, fifo_frames=0)    # rings: _size_rings
         ports[lk.a_iface], ports[lk.b_iface] = a, b
         for me, peer_node, p in ((lk.a, lk.b, a), (lk.b, lk.a, b)):
             if topo.node(me).is_host:
@@ -139,7 +140,31 @@ def build_virtual(eng: Engine, topo: Topology, host_factory=open_end,
                                       name=sw)
     for h in topo.hosts:
         hosts[h] = host_factory(eng, topo, h, ports[topo.ifaces_of(h)[0].name])
+    _size_rings(eng, topo, ports)
     return {"switches": switches, "ports": ports, "hosts": hosts}
+
+
+def _size_rings(eng: Engine, topo: Topology, ports: dict) -> None:
+    """Each link end's receive ring (memlink.py), by the link's bandwidth x
+    delay when a device owns both ends (a switch schedules each frame, a
+    host device paces or queues at the link rate: memlink_fifo_frames),
+    else the largest (an open end: Python injects bursts, collects late)."""
+    E = eng.E
+    owned = {int(E.devs.ports[d, k]) for d in range(int(eng.ctl[NDEVS]))
+             for k in range(int(E.devs.nports[d]))}
+    rings = []
+    for lk in topo.links:
+        a, b = ports[lk.a_iface], ports[lk.b_iface]
+        for sender, q in ((lk.a, b), (lk.b, a)):
+            if a in owned and b in owned:
+                room = (memlink.BURST_ROOM if topo.node(sender).is_host
+                        else memlink.PACED_ROOM)
+                frames = memlink.memlink_fifo_frames(lk.rate or 0, lk.delay or 0, room)
+            else:
+                frames = memlink.CAP
+            rings.append((-frames, q))
+    for frames, q in sorted(rings):     # largest first: each aligned to its size, no gaps
+        memlink.memlink_fifo(E.ports, q, -frames)
 
 
 def build_netns(eng: Engine, topo: Topology, host_factory=open_end, port_kind: str = "auto",

@@ -4,8 +4,10 @@ A port is a row in the engine's port table.  Its kind picks the code that
 services it; its registers (one int64 row, ``regs[p]``) hold whatever that
 kind needs between loop iterations: file descriptor, ring addresses, cached
 ring indices, cursors.  ``lists[p]`` is one int64 row of per-port scratch
-(e.g. AF_XDP's free TX frame addresses), because frames kept in flight across
-loop calls need state that persists (docs/PLATFORM.md).  Counters live in shared
+(e.g. AF_XDP's free TX frame addresses in bench/_rawloops.py), because frames
+kept in flight across loop calls need state that persists (docs/PLATFORM.md);
+memory links read ``lists`` as one flat array and pack their rings in it,
+each as large as its link needs (memlink.py).  Counters live in shared
 memory so another process can read them while the engine runs.
 """
 import numpy as np

@@ -6,8 +6,22 @@ jump straight to the next arrival.
 A MEM port that no device owns is an *open end*: Python injects frames into
 the link through it and collects what the link delivers to it (tests, tools).
 
-Registers of a MEM port (regs[p, ...]) and its FIFO: lists[p] holds pairs
-(frame index, due time); HEAD/TAIL count pairs ever dequeued/enqueued.
+Registers of a MEM port (regs[p, ...]) and its FIFO: a ring of pairs
+(frame index, due time) of a power-of-two size; HEAD/TAIL count pairs
+dequeued/enqueued since it was last empty (then both start over at 0, so
+a link that is mostly empty, as most are, keeps reusing its first cache
+lines).  The rings of all ports lie packed in ``lists`` read as one flat
+array (each aligned to its size, so none crosses a row): FIFO holds where
+a port's ring starts (bits 16 up, a flat word index) and its size less
+one (low 16 bits), 0 when it has none (a port joined with fifo_frames=0
+gets its ring from memlink_fifo before its first frame).  A ring is as
+large as its link needs (memlink_fifo_frames: twice the wire's bandwidth
+x delay in minimum frames, plus room for a sender's burst), so a large
+fabric's rings take little memory (a k = 8 fat-tree's 768: 1.1 MiB); a
+link whose senders do not pace (an open end, a device sending at a
+link's rate) gets CAP.  A full ring refuses frames:
+mem_tx_burst's sender counts them as tx_drop (dispatch.port_tx_or_drop),
+a switch keeps them in its own in-flight FIFO (mem_send_at).
 
 Arrivals: the MEM ports whose FIFO holds a frame are kept in a binary
 min-heap (``ports.arr``, make_arrivals: arr[0] the size; place i in 1..P
@@ -33,24 +47,91 @@ from ..mbuf import mbuf_alloc, mbuf_free, mbuf_put_bytes
 from ..hot import hot, hot_stage
 from .common import INF, N_LIST, RX_BYTES, RX_PKTS, TX_BYTES, TX_PKTS
 
-PEER, DELAY, RATE, HEAD, TAIL, TX_END, HPOS = range(7)
-CAP = N_LIST // 2  # frames a link direction can hold
+PEER, DELAY, RATE, HEAD, TAIL, TX_END, HPOS, FIFO = range(8)
+CAP = N_LIST // 2  # most frames a link direction can hold (and an unsized link's)
+MIN_FRAME = 64     # bytes: the shortest frame a ring's size allows for
+PACED_ROOM = 8     # frames beyond bandwidth x delay: a switch port's (it schedules each)
+BURST_ROOM = 128   # ... a host's (a NIC hands over its TX batch, 64 frames, at once)
+_ROW = N_LIST.bit_length() - 1          # lists[w >> _ROW, w & (N_LIST - 1)]: flat word w
+assert N_LIST == 1 << _ROW and CAP <= 0xFFFF + 1
+
+
+def memlink_fifo_frames(rate_bps: int, delay_ns: int, room: int = BURST_ROOM) -> int:
+    """Frames a ring needs for a wire of this rate and delay whose sender
+    paces at the rate, handing over at most `room` frames at once: twice
+    the minimum frames in flight, plus room, as a power of two (at most
+    CAP; a wire without a rate, CAP)."""
+    if rate_bps <= 0:
+        return CAP
+    flight = -(-int(rate_bps) * max(int(delay_ns), 0) // (8 * MIN_FRAME * 1_000_000_000)) + 1
+    need = 2 * flight + room
+    return min(CAP, 1 << (need - 1).bit_length())
+
+
+def memlink_fifo(ports, p: int, frames: int) -> None:
+    """Give MEM port p a receive ring of `frames` (a power of two, 2..CAP)
+    in ports.lists, after the rings given so far (arr's word before last
+    counts the words handed out).  Once per port: every port then fits."""
+    if frames < 2 or frames > CAP or frames & (frames - 1):
+        raise ValueError(f"a memory link's ring holds a power of two of 2..{CAP} frames, "
+                         f"not {frames}")
+    if ports.regs[p, FIFO] != 0:
+        raise ValueError(f"port {p} has its ring already")
+    words = 2 * frames
+    used = int(ports.arr[-2])
+    base = -(-used // words) * words
+    if base + words > ports.lists.size:
+        raise ValueError(f"no room for port {p}'s ring ({ports.lists.size} words in all)")
+    ports.arr[-2] = base + words
+    ports.regs[p, FIFO] = (base << 16) | (frames - 1)
 
 
 def make_arrivals(n_ports: int) -> np.ndarray:
-    """The arrivals heap of n_ports ports, empty (ports.arr)."""
-    a = np.zeros(3 * n_ports + 3, np.int64)
+    """The arrivals heap of n_ports ports, empty (ports.arr); its word
+    before last counts the ring words memlink_fifo handed out."""
+    a = np.zeros(3 * n_ports + 4, np.int64)
     a[1] = 2 * n_ports + 2                # where the ports' keys start
     a[a[1]:a[1] + n_ports] = INF
     return a
 
 
-def memlink_connect(ports, a: int, b: int, delay_ns: int = 0, rate_bps: int = 0) -> None:
-    """Join MEM ports a and b; rate_bps 0 means no serialization delay."""
+def memlink_connect(ports, a: int, b: int, delay_ns: int = 0, rate_bps: int = 0,
+                    fifo_frames: int = CAP) -> None:
+    """Join MEM ports a and b; rate_bps 0 means no serialization delay.
+    Each gets a ring of fifo_frames; 0: none yet (memlink_fifo, before the
+    first frame)."""
     for x, y in ((a, b), (b, a)):
         ports.regs[x, PEER] = y
         ports.regs[x, DELAY] = delay_ns
         ports.regs[x, RATE] = rate_bps
+        if fifo_frames:
+            memlink_fifo(ports, x, fifo_frames)
+
+
+def mem_waiting(ports, p: int) -> list[int]:
+    """The due times of the frames in p's ring, oldest first (Python: tests, tools)."""
+    f = int(ports.regs[p, FIFO])
+    flat = ports.lists.reshape(-1)
+    return [int(flat[(f >> 16) + ((k & (f & 0xFFFF)) << 1) + 1])
+            for k in range(int(ports.regs[p, HEAD]), int(ports.regs[p, TAIL]))]
+
+
+@hot_stage
+def _word(ports, p, k):
+    """The flat word of p's ring where its k-th frame ever (its index; the
+    due time is the next word)."""
+    f = ports.regs[p, FIFO]
+    return (f >> 16) + ((k & (f & 0xFFFF)) << 1)
+
+
+@hot_stage
+def _get(ports, w):
+    return ports.lists[w >> _ROW, w & (N_LIST - 1)]
+
+
+@hot_stage
+def _put(ports, w, x):
+    ports.lists[w >> _ROW, w & (N_LIST - 1)] = x
 
 
 @hot
@@ -112,10 +193,11 @@ def mem_tx_burst(ports, pool, p, now, bufs, n):
     tail = ports.regs[q, TAIL]
     delay = ports.regs[p, DELAY]
     rate = ports.regs[p, RATE]
+    room = (ports.regs[q, FIFO] & 0xFFFF) + 1
     sent = 0
     nbytes = 0
     for k in range(n):
-        if tail - head >= CAP:
+        if tail - head >= room:
             break
         i = bufs[k]
         ln = pool.length[i]
@@ -126,16 +208,16 @@ def mem_tx_burst(ports, pool, p, now, bufs, n):
                 t = ports.regs[p, TX_END]
             t += (np.int64(ln) * 8 * 1_000_000_000 + rate - 1) // rate
             ports.regs[p, TX_END] = t
-        slot = (tail % CAP) * 2
-        ports.lists[q, slot] = i
-        ports.lists[q, slot + 1] = t + delay
+        w = _word(ports, q, tail)
+        _put(ports, w, i)
+        _put(ports, w + 1, t + delay)
         if t + delay <= now:
             ports.arr[ports.arr.shape[0] - 1] += 1
         tail += 1
         sent += 1
         nbytes += ln
     if sent and head == ports.regs[q, TAIL]:
-        _arr_set(ports, q, ports.lists[q, (head % CAP) * 2 + 1])    # was empty
+        _arr_set(ports, q, _get(ports, _word(ports, q, head) + 1))    # was empty
     ports.regs[q, TAIL] = tail
     ports.cnt[p, TX_PKTS] += sent
     ports.cnt[p, TX_BYTES] += nbytes
@@ -155,14 +237,14 @@ def mem_send_at(ports, pool, p, now, i, due):
         return False
     head = ports.regs[q, HEAD]
     tail = ports.regs[q, TAIL]
-    if tail - head >= CAP:
+    if tail - head > (ports.regs[q, FIFO] & 0xFFFF):
         return False
     t = max(due, now)
     if tail > head:                       # due times along one link never decrease
-        t = max(t, ports.lists[q, ((tail - 1) % CAP) * 2 + 1])
-    slot = (tail % CAP) * 2
-    ports.lists[q, slot] = i
-    ports.lists[q, slot + 1] = t
+        t = max(t, _get(ports, _word(ports, q, tail - 1) + 1))
+    w = _word(ports, q, tail)
+    _put(ports, w, i)
+    _put(ports, w + 1, t)
     if t <= now:
         ports.arr[ports.arr.shape[0] - 1] += 1
     if head == tail:
@@ -181,19 +263,24 @@ def mem_rx_burst(ports, pool, p, now, out, maxn):
     n = 0
     nbytes = 0
     while head < tail and n < maxn:
-        slot = (head % CAP) * 2
-        if ports.lists[p, slot + 1] > now:
+        w = _word(ports, p, head)
+        if _get(ports, w + 1) > now:
             break
-        i = ports.lists[p, slot]
+        i = _get(ports, w)
         pool.ts[i] = now
         pool.port[i] = p
         out[n] = i
         nbytes += pool.length[i]
         n += 1
         head += 1
-    ports.regs[p, HEAD] = head
     if n:
-        _arr_set(ports, p, ports.lists[p, (head % CAP) * 2 + 1] if head < tail else INF)
+        if head < tail:
+            _arr_set(ports, p, _get(ports, _word(ports, p, head) + 1))
+        else:
+            _arr_set(ports, p, INF)
+            head = 0                      # empty: the ring starts over, in lines still cached
+            ports.regs[p, TAIL] = 0
+    ports.regs[p, HEAD] = head
     ports.cnt[p, RX_PKTS] += n
     ports.cnt[p, RX_BYTES] += nbytes
     return n
@@ -244,12 +331,12 @@ def mem_next_event(ports, p, now):
     hi = ports.regs[p, TAIL]
     while lo < hi:
         mid = (lo + hi) // 2
-        if ports.lists[p, (mid % CAP) * 2 + 1] <= now:
+        if _get(ports, _word(ports, p, mid) + 1) <= now:
             lo = mid + 1
         else:
             hi = mid
     if lo < ports.regs[p, TAIL]:
-        return ports.lists[p, (lo % CAP) * 2 + 1]
+        return _get(ports, _word(ports, p, lo) + 1)
     return INF
 
 

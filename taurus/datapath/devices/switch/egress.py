@@ -39,7 +39,7 @@ from .ingress import ingress
 from .int_hop import int_append
 from .marks import mark_packet
 from .pfc import pause_expire, pfc_refresh, pfc_refresh_due, pfc_release, ser_ns
-from .queues import fifo_full, fifo_push
+from .queues import fifo_full, fifo_push, mark_dirty
 from .queues import q_pop
 from .state import (C_CSIG, C_DELAY, C_DEV, C_INT, C_RATE, C_SLACK, C_TIMER, NCLS,
                            R_SHARED_USED, S_DH, S_DT, S_FH, S_FT, S_LINK_FREE, S_TXB, T_DELAY_DROP,
@@ -138,7 +138,11 @@ def _hand_over(E, p, now):
     if k == 0:
         return 0, True
     sent = port_tx_burst(E.ports, E.pool, p, now, sw.txb, k)
-    sw.pst[p, S_FH] = h + sent
+    if h + sent == t:            # empty: the ring starts over, in lines still cached
+        sw.pst[p, S_FH] = 0
+        sw.pst[p, S_FT] = 0
+    else:
+        sw.pst[p, S_FH] = h + sent
     if sent < k:
         sw.stats[p, T_TX_RETRY] += 1
     return sent, sent == k
@@ -196,4 +200,4 @@ def delay_in(E, p, i, due):
         sw.stats[p, T_DELAY_DROP] += 1
         mbuf_free(E.pool, i)
         return
-    sw.dirty[p] = 1
+    mark_dirty(sw, p)

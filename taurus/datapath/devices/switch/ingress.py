@@ -14,7 +14,7 @@ from ...wire.desc import (D_CSIG_FMT, D_IP_DSCP, D_IP_DST, D_IP_OFF, D_IP_TTL, D
                          P_OK, P_TRUNCATED_CSIG, P_TRUNCATED_ETH)
 from ...wire.parse import parse_frame
 from .pfc import pfc_hold, pfc_receive
-from .queues import q_bytes, q_push
+from .queues import mark_dirty, q_bytes, q_push
 from .route import ecmp_pick, flow_hash, route_lookup
 from .state import (C_CTL_HIGH, C_QLIM, C_TRIM, HIGH, R_DEFAULT_GRP, R_SEED,
                            R_SHARED_LIMIT, R_SHARED_USED, S_FH, S_FT, S_LINK_FREE, T_DROP,
@@ -63,7 +63,7 @@ def enqueue(E, d, e, c, i, p_in, now):
     sw.stats[e, T_ENQ] += 1
     sw.stats[e, T_ENQ_BYTES] += ln
     pfc_hold(E, p_in, c, ln, now)
-    sw.dirty[e] = 1
+    mark_dirty(sw, e)
 
 
 @hot

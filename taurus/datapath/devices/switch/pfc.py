@@ -21,7 +21,7 @@ from ...ports.common import INF
 from ...wire import spec as S
 from ...wire.codec import get_field, set_field
 from ...hot import hot
-from .queues import fifo_push
+from .queues import fifo_push, mark_dirty
 from .state import (C_DELAY, C_MAC, C_PFC, C_RATE, C_XOFF, C_XON, NCLS, S_EVER_PAUSED,
                            S_LAST_RESUME, S_LINK_FREE, S_PAUSE_START, S_UP_PAUSED, S_XOFF_T, T_PFC_RX,
                            T_PAUSED_NS, T_XOFF, T_XON)
@@ -64,7 +64,7 @@ def pfc_send(E, p, c, quanta, now):
         mbuf_free(E.pool, i)
         return False
     sw.pst[p, S_LINK_FREE] = end
-    sw.dirty[p] = 1
+    mark_dirty(sw, p)
     return True
 
 
@@ -181,4 +181,4 @@ def pfc_receive(E, p, buf, ln, now):
             sw.pst[p, S_EVER_PAUSED] = 1
     else:
         pause_expire(sw, p, now)
-    sw.dirty[p] = 1
+    mark_dirty(sw, p)

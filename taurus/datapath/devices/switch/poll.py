@@ -19,16 +19,18 @@ def switch_flush(E, d, now):
     """Run every port of d that has something new (queued frames, PFC
     frames, delay-line entries) so it serializes at once and arms its timer."""
     sw = E.sw
+    marked = sw.dirty.shape[0] - 1        # how many ports are marked (queues.mark_dirty)
     w = 0
-    again = True
+    again = sw.dirty[marked] > 0
     while again:
         again = False
         for k in range(E.devs.nports[d]):
             p = np.int64(E.devs.ports[d, k])
             if sw.dirty[p] != 0:
                 sw.dirty[p] = 0
+                sw.dirty[marked] -= 1
                 w += port_run(E, p, now)
-                again = True
+                again = sw.dirty[marked] > 0   # none left: no walk to find that out
     return w
 
 

@@ -43,7 +43,11 @@ def q_pop(sw, p, c):
     cap = sw.q.shape[2]
     h = sw.qh[p, c]
     s = h % cap
-    sw.qh[p, c] = h + 1
+    if h + 1 == sw.qt[p, c]:        # empty: the ring starts over, in lines still cached
+        sw.qh[p, c] = 0
+        sw.qt[p, c] = 0
+    else:
+        sw.qh[p, c] = h + 1
     ln = np.int64(sw.qln[p, c, s])
     sw.qb[p, c] -= ln
     return np.int64(sw.q[p, c, s]), ln, np.int64(sw.qing[p, c, s])
@@ -72,3 +76,12 @@ def fifo_push(sw, p, i, due, delay_line):
 @nb.njit(cache=True, inline="always")
 def fifo_full(sw, p):
     return sw.pst[p, S_FT] - sw.pst[p, S_FH] >= sw.fl.shape[1]
+
+
+@nb.njit(cache=True, inline="always")
+def mark_dirty(sw, p):
+    """Port p has something new for switch_flush to run (dirty's last
+    word counts the ports marked, so a flush with none walks nothing)."""
+    if sw.dirty[p] == 0:
+        sw.dirty[p] = 1
+        sw.dirty[sw.dirty.shape[0] - 1] += 1

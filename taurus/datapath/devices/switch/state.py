@@ -61,15 +61,17 @@ SwitchState = namedtuple("SwitchState", [
     "tel", "telh", "rng", "txb", "dirty", "meta"])
 """pcfg/pst/stats int64[P, *]; dscp int32[P, 64] (DSCP -> class at egress p);
 q/qln/qing int32[P, NCLS, QCAP] (frame, bytes at enqueue, ingress port);
-qh/qt/qb int64[P, NCLS] (ring head/tail, bytes queued); ing int64[P, NCLS]
-(bytes held in the switch that entered by port p: PFC ingress accounting);
+qh/qt/qb int64[P, NCLS] (ring head/tail, both 0 again once it empties;
+bytes queued); ing int64[P, NCLS] (bytes held in the switch that entered
+by port p: PFC ingress accounting);
 pausu int64[P, NCLS] (paused by the peer until); fl/fdue int32/int64[P, FCAP]
 (serialized frames waiting for their arrival time); dl/ddue (ingress delay
 line); rt_key int64[RT] ((device << 32) | dst IP, -1 empty), rt_grp int32[RT];
 grp int32[G, GRP_W], grpn int32[G]; csb int64[4, 32] (compact bucket lower
 bounds per signal type); csw int64[4, 2] (wide base, log2 step); pcfgp: parser
 config; desc/pcnt: parser scratch; tel int64[P, TELN, N_TEL], telh int64[P]
-(records written); rng uint64[1]; txb int32[FCAP]; dirty int32[P];
+(records written); rng uint64[1]; txb int32[FCAP]; dirty int32[P + 1]
+(queues.mark_dirty);
 meta int64[8] (0: next free group)."""
 
 
@@ -98,6 +100,6 @@ def make_switch_state(max_ports: int, max_flows: int = 0, qcap: int = 4096, fcap
         tel=np.zeros((P, tel_len, N_TEL), np.int64) if tel is None else tel,
         telh=np.zeros(P, np.int64) if telh is None else telh,
         rng=np.array([0x9E3779B97F4A7C15 ^ seed], np.uint64),
-        txb=np.zeros(fcap, np.int32), dirty=np.zeros(P, np.int32),
+        txb=np.zeros(fcap, np.int32), dirty=np.zeros(P + 1, np.int32),
         meta=np.zeros(8, np.int64))
 
