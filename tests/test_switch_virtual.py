@@ -1,7 +1,6 @@
 """The software switch in virtual time: rates, queueing delay, ECN/RED,
 CSIG over three hops for every signal type, INT, trimming, ECMP on the
 entropy value, telemetry.  Deterministic: exact virtual clock, seeded RED."""
-import ipaddress
 import math
 
 import numpy as np
