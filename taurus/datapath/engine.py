@@ -42,8 +42,8 @@ from .ports import memlink
 from .ports.capture import YIELD as CAPTURE_YIELD, CaptureShm
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, XDP
 from .ports.dispatch import port_next_event, port_service
-from .ports.memlink import make_arrivals, mem_due_ports, mem_next_arrival
-from .ports.table import Ports
+from .ports.memlink import mem_due_ports, mem_next_arrival
+from .ports.table import make_ports
 from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
 from .sampler import (NEXT as SMP_NEXT, ROWS as SMP_ROWS, TAKEN as SMP_TAKEN, make_sampler,
@@ -456,11 +456,7 @@ class Engine:
             self._kinds = self.shm.array(kd, np.int64, (max_ports,))
             self.capture = CaptureShm.create(self.name + "-cap", max_ports, buf_size, self.ctl,
                                              virtual=bool(clock_is_virtual(self.clk)))
-            from .ports.common import N_LIST, N_REGS
-            ports = Ports(kind=np.zeros(max_ports, np.int32),
-                          regs=np.zeros((max_ports, N_REGS), np.int64),
-                          lists=np.zeros((max_ports, N_LIST), np.int64), cnt=counters,
-                          cap=self.capture.cap, arr=make_arrivals(max_ports))
+            ports = make_ports(np.zeros(max_ports, np.int32), counters, self.capture.cap)
             now = int(clock_now(self.clk))
             self.E = Engine_(clk=self.clk, pool=make_pool(n_frames, buf_size), ports=ports,
                              wheel=make_wheel(timers, start_ns=now, shift=slot_shift(max_ports)),

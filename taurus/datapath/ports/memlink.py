@@ -134,6 +134,23 @@ def _put(ports, w, x):
     ports.lists[w >> _ROW, w & (N_LIST - 1)] = x
 
 
+@hot_stage
+def _room(ports, q):
+    """How many frames q's ring holds."""
+    return (ports.regs[q, FIFO] & 0xFFFF) + 1
+
+
+@hot_stage
+def _enqueue(ports, q, tail, i, t, now):
+    """Frame i into q's ring as its tail-th, due at t (one due at once is
+    counted in arr's last word: a device polled later in the pass sees it)."""
+    w = _word(ports, q, tail)
+    _put(ports, w, i)
+    _put(ports, w + 1, t)
+    if t <= now:
+        ports.arr[ports.arr.shape[0] - 1] += 1
+
+
 @hot
 def _arr_set(ports, p, t):
     """Port p's first frame is now due at t (INF: its FIFO is empty).  The
@@ -193,7 +210,7 @@ def mem_tx_burst(ports, pool, p, now, bufs, n):
     tail = ports.regs[q, TAIL]
     delay = ports.regs[p, DELAY]
     rate = ports.regs[p, RATE]
-    room = (ports.regs[q, FIFO] & 0xFFFF) + 1
+    room = _room(ports, q)
     sent = 0
     nbytes = 0
     for k in range(n):
@@ -208,11 +225,7 @@ def mem_tx_burst(ports, pool, p, now, bufs, n):
                 t = ports.regs[p, TX_END]
             t += (np.int64(ln) * 8 * 1_000_000_000 + rate - 1) // rate
             ports.regs[p, TX_END] = t
-        w = _word(ports, q, tail)
-        _put(ports, w, i)
-        _put(ports, w + 1, t + delay)
-        if t + delay <= now:
-            ports.arr[ports.arr.shape[0] - 1] += 1
+        _enqueue(ports, q, tail, i, t + delay, now)
         tail += 1
         sent += 1
         nbytes += ln
@@ -237,16 +250,12 @@ def mem_send_at(ports, pool, p, now, i, due):
         return False
     head = ports.regs[q, HEAD]
     tail = ports.regs[q, TAIL]
-    if tail - head > (ports.regs[q, FIFO] & 0xFFFF):
+    if tail - head >= _room(ports, q):
         return False
     t = max(due, now)
     if tail > head:                       # due times along one link never decrease
         t = max(t, _get(ports, _word(ports, q, tail - 1) + 1))
-    w = _word(ports, q, tail)
-    _put(ports, w, i)
-    _put(ports, w + 1, t)
-    if t <= now:
-        ports.arr[ports.arr.shape[0] - 1] += 1
+    _enqueue(ports, q, tail, i, t, now)
     if head == tail:
         _arr_set(ports, q, t)             # was empty
     ports.regs[q, TAIL] = tail + 1

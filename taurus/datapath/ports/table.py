@@ -14,7 +14,9 @@ capture block (capture.py; an engine's is in its capture segment); arr
 the memory links' arrivals heap (memlink.py)."""
 
 
-def make_ports(kinds, counters=None) -> Ports:
+def make_ports(kinds, counters=None, cap=None) -> Ports:
+    """A port table of len(kinds) ports; counters and cap (the capture
+    block) default to private ones."""
     n = len(kinds)
     cnt = counters if counters is not None else np.zeros((n, N_COUNTERS), np.uint64)
     if cnt.shape != (n, N_COUNTERS):
@@ -22,4 +24,4 @@ def make_ports(kinds, counters=None) -> Ports:
     return Ports(kind=np.asarray(kinds, np.int32),
                  regs=np.zeros((n, N_REGS), np.int64),
                  lists=np.zeros((n, N_LIST), np.int64),
-                 cnt=cnt, cap=no_capture(n), arr=make_arrivals(n))
+                 cnt=cnt, cap=no_capture(n) if cap is None else cap, arr=make_arrivals(n))
