@@ -50,3 +50,11 @@ def test_the_perf_map_names_numba_code_by_its_python_name():
     assert pm.short_name(name) == "taurus.datapath.devices.nic.rx.rx_data"
     assert pm.short_name("cfunc." + name) == "cfunc.taurus.datapath.devices.nic.rx.rx_data"
     assert pm.short_name("not_mangled") == "not_mangled"
+
+
+def test_the_flows_share_the_rings_so_the_working_set_stays_put():
+    """8 flows get 1 MiB each, one flow all 8 MiB: the rows' rings take
+    the same memory whatever the flows (bench/README.md: the rings are
+    the working set)."""
+    assert tb.ring_bytes(tb.SETTINGS, 8) == (1 << 20, 1 << 20)
+    assert tb.ring_bytes(tb.SETTINGS, 1) == (8 << 20, 8 << 20)
