@@ -96,7 +96,8 @@ class Server:
 
     def json(self, *a):
         r = self.client(*a, "-J")
-        assert r.returncode == 0, r.stderr + r.stdout
+        assert r.returncode == 0, (r.stderr + r.stdout
+                                   + "\nthe server's stderr:\n" + self.stderr_so_far())
         return json.loads(r.stdout)
 
     def stderr_so_far(self) -> str:
