@@ -193,6 +193,18 @@ def _mark_arrived(E, now, pdev, arrived, due):
             _set_due(due, d)
 
 
+@hot
+def _clock(clk):
+    """clock_now, compiled without reference counting (in _loop it would be
+    inlined with it)."""
+    return clock_now(clk)
+
+
+@hot
+def _advance(clk, t):
+    clock_advance_to(clk, t)
+
+
 @nb.njit(cache=True)
 def engine_pin(state):
     """A heap copy of the state tuple (byref.pin): its address."""
@@ -215,9 +227,17 @@ def engine_run(addr, until, chunk_ns):
 
 @nb.njit(cache=True)      # with reference counting: report.py's code needs it
 def _loop(E, until, chunk_ns):
+    # Arrays the passes read, taken from E once: _loop counts references
+    # (report.py's code needs it), so each E.x[...] inside the loop would
+    # be an atomic incref / decref pair (as would the clock's, inlined).
     clk = E.clk
+    ctl = E.ctl
+    expired = E.expired
+    towner = E.wheel.owner
+    targ = E.wheel.arg
+    pkind = E.ports.kind
     virtual = clock_is_virtual(clk)
-    start = clock_now(clk)
+    start = _clock(clk)
     it = 0
     idle = 0
     idle_ns = 0
@@ -264,7 +284,7 @@ def _loop(E, until, chunk_ns):
     last = sent.shape[0] - 1
     polls = 0
     while True:
-        now = clock_now(clk)
+        now = _clock(clk)
         if prev_idle:
             idle_ns += now - prev
         prev = now
@@ -272,24 +292,24 @@ def _loop(E, until, chunk_ns):
         if now >= until:
             reason = R_UNTIL
             break
-        if E.ctl[STOP] != 0:
+        if ctl[STOP] != 0:
             reason = R_STOP
             break
-        if E.ctl[YIELD] != 0:
-            E.ctl[YIELD] = 0
+        if ctl[YIELD] != 0:
+            ctl[YIELD] = 0
             break
-        if E.ctl[VAG_DUE] != 0 and now >= E.ctl[VAG_DUE]:
+        if ctl[VAG_DUE] != 0 and now >= ctl[VAG_DUE]:
             if vagents_step(E, now) >= 0:
                 reason = R_AGENT          # one needs Python (vagents.py)
                 break
             _or_due(due, wake)            # a decision may free a flow on any NIC
         work = 0
-        n = wheel_expire(E.wheel, now, E.expired, E.expired.shape[0])
+        n = wheel_expire(E.wheel, now, expired, expired.shape[0])
         for k in range(n):
-            t = E.expired[k]
-            owner = E.wheel.owner[t]
+            t = expired[k]
+            owner = towner[t]
             if owner == OWNER_REPORT:
-                slot = report_timer(E, E.wheel.arg[t], now)
+                slot = report_timer(E, targ[t], now)
                 if 0 <= slot < nicdev.shape[0] and nicdev[slot] >= 0:
                     _set_due(due, nicdev[slot])
             else:
@@ -312,8 +332,8 @@ def _loop(E, until, chunk_ns):
                 due[d >> 6] &= ~(np.uint64(1) << np.uint64(d & 63))   # else it stays due
             d = _due_from(due, d + 1, nd)
         if not virtual:                      # virtual: memory links only, which need no service
-            for p in range(E.ctl[NPORTS]):
-                if E.ports.kind[p] != MEM:
+            for p in range(ctl[NPORTS]):
+                if pkind[p] != MEM:
                     work += port_service(E.ports, E.pool, p, now)
         it += 1
         prev_idle = work == 0
@@ -324,7 +344,7 @@ def _loop(E, until, chunk_ns):
                 if nxt >= INF:
                     reason = R_IDLE
                     break
-                clock_advance_to(clk, min(nxt, until))
+                _advance(clk, min(nxt, until))
                 continue
         if virtual:
             if it >= VIRTUAL_CHUNK_ITERS:
@@ -338,16 +358,16 @@ def _loop(E, until, chunk_ns):
                     it += 1
                     idle += 1
                     prev_idle = True
-                    clock_advance_to(clk, min(nxt, until))
+                    _advance(clk, min(nxt, until))
         elif (it & 255) == 0 and now - start >= chunk_ns:
             break
-    E.ctl[NOW] = clock_now(clk)
-    E.ctl[RUN_NS] += E.ctl[NOW] - start
-    E.ctl[ITERS] += it
-    E.ctl[IDLE_ITERS] += idle
-    E.ctl[IDLE_NS] += idle_ns
-    E.ctl[POLLS] += polls
-    E.ctl[REASON] = reason
+    ctl[NOW] = _clock(clk)
+    ctl[RUN_NS] += ctl[NOW] - start
+    ctl[ITERS] += it
+    ctl[IDLE_ITERS] += idle
+    ctl[IDLE_NS] += idle_ns
+    ctl[POLLS] += polls
+    ctl[REASON] = reason
     return reason
 
 
