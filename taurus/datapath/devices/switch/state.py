@@ -60,7 +60,8 @@ SwitchState = namedtuple("SwitchState", [
     "csb", "csw", "pcfgp", "desc", "pcnt",
     "tel", "telh", "rng", "txb", "dirty", "meta"])
 """pcfg/pst/stats int64[P, *]; dscp int32[P, 64] (DSCP -> class at egress p);
-q/qln/qing int32[P, NCLS, QCAP] (frame, bytes at enqueue, ingress port);
+q/qln/qing int32[P, NCLS, QCAP] (frame, bytes at enqueue, ingress port |
+IPv4 header offset << queues.IP_SHIFT);
 qh/qt/qb int64[P, NCLS] (ring head/tail, both 0 again once it empties;
 bytes queued); ing int64[P, NCLS] (bytes held in the switch that entered
 by port p: PFC ingress accounting);
