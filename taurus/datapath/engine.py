@@ -51,7 +51,8 @@ from .sampler import (NEXT as SMP_NEXT, ROWS as SMP_ROWS, TAKEN as SMP_TAKEN, ma
 from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_report_state,
                      report_timer)
 from .shm import Shm
-from .vagents import VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_step
+from .vagents import (VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_from,
+                      vagents_step)
 from .hot import hot, hot_stage
 from . import watchdog
 from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
@@ -815,6 +816,12 @@ class Engine:
         """When the in-loop agents step next (0: at the grid point after the
         next publish); Python sets it after stepping them itself."""
         self.ctl[VAG_DUE] = t_ns
+
+    def step_agents(self, first: int, now_ns: int) -> int:
+        """Step the in-loop agents from `first` on at now_ns, here (between
+        runs: the steps Python's own would be); returns -1, or the agent
+        that needs Python (finish it, then step the ones after it)."""
+        return int(vagents_from(self.E.vag, int(self.ctl[VAG_N]), int(first), int(now_ns)))
 
     def agent_at(self) -> int:
         """The agent a run that returned "agent" stopped at (it needs Python)."""
