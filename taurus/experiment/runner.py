@@ -349,12 +349,13 @@ class Runner:
                 c0 = time.thread_time()     # agents run in this thread (process_time:
                 #                             ~1 ms a call in a process with many threads)
                 if self.in_loop:
-                    for il in self.in_loop:     # the loop's steps ran inside the engine's time
-                        s = il.sync()
-                        self.agent_cpu_s += s
-                        self.engine_s -= s
+                    # the loop's steps ran inside the engine's time; the ones
+                    # here count in c0's, and sync folds the counts of both
+                    s = sum(il.step_seconds() for il in self.in_loop)
+                    self.agent_cpu_s += s
+                    self.engine_s -= s
                     self._step_in_loop(eng.agent_at() if r == "agent" else -1, eng.now())
-                    for il in self.in_loop:     # counts of these steps (their time: c0's)
+                    for il in self.in_loop:
                         il.sync()
                     more = any(a.messages.more for a in self.agents.values())
                     eng.agents_due(eng.now() + step if more else 0)
