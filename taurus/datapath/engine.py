@@ -42,7 +42,7 @@ from .ports import memlink
 from .ports.capture import YIELD as CAPTURE_YIELD, CaptureShm
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, XDP
 from .ports.dispatch import port_next_event, port_service
-from .ports.memlink import mem_due_ports, mem_next_arrival
+from .ports.memlink import arrivals_due, mem_due_ports, mem_next_arrival
 from .ports.table import make_ports
 from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
@@ -56,7 +56,8 @@ from .vagents import (VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_fr
 from .hot import hot, hot_stage
 from . import watchdog
 from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
-from .wheel import LATE_MAX, make_wheel, slot_shift, wheel_alloc, wheel_expire, wheel_next_due
+from .wheel import (LATE_MAX, make_wheel, slot_shift, wheel_alloc, wheel_expire, wheel_next_due,
+                    wheel_quiet)
 
 log = logging.getLogger("taurus.engine")
 
@@ -236,6 +237,8 @@ def _loop(E, until, chunk_ns):
     expired = E.expired
     towner = E.wheel.owner
     targ = E.wheel.arg
+    wmeta = E.wheel.meta
+    smeta = E.smp.meta
     pkind = E.ports.kind
     virtual = clock_is_virtual(clk)
     start = _clock(clk)
@@ -281,7 +284,7 @@ def _loop(E, until, chunk_ns):
         for k in range(E.devs.nports[d]):
             pdev[E.devs.ports[d, k]] = d
     arrived = np.empty(2 * E.ctl[NPORTS] + 2, np.int64)
-    sent = E.ports.arr                    # its last word: frames sent due at once
+    sent = E.ports.arr        # the arrivals heap; its last word: frames sent due at once
     last = sent.shape[0] - 1
     polls = 0
     while True:
@@ -289,7 +292,8 @@ def _loop(E, until, chunk_ns):
         if prev_idle:
             idle_ns += now - prev
         prev = now
-        sampler_take(E, now)      # first: the state before anything at `now`
+        if now >= smeta[SMP_NEXT]:
+            sampler_take(E, now)      # first: the state before anything at `now`
         if now >= until:
             reason = R_UNTIL
             break
@@ -305,7 +309,8 @@ def _loop(E, until, chunk_ns):
                 break
             _or_due(due, wake)            # a decision may free a flow on any NIC
         work = 0
-        n = wheel_expire(E.wheel, now, expired, expired.shape[0])
+        # Asked inline first: most passes find no timer and no frame due.
+        n = 0 if wheel_quiet(wmeta, now) else wheel_expire(E.wheel, now, expired, expired.shape[0])
         for k in range(n):
             t = expired[k]
             owner = towner[t]
@@ -318,13 +323,13 @@ def _loop(E, until, chunk_ns):
                 if 0 <= owner < nd and not _frame_driven(kinds[owner]):
                     _set_due(due, owner)
         work += n
-        if skip:
+        if skip and arrivals_due(sent, now):
             _mark_arrived(E, now, pdev, arrived, due)
         d = _due_from(due, 0, nd)
         while d < nd:
             sent_now = sent[last]
             w = device_poll(E, d, now)
-            if skip and sent[last] != sent_now:
+            if skip and sent[last] != sent_now and arrivals_due(sent, now):
                 _mark_arrived(E, now, pdev, arrived, due)    # due on arrival: later devices see it
             polls += 1
             work += w

@@ -307,13 +307,20 @@ def mem_next_arrival(ports):
     return ports.arr[3] if ports.arr[0] > 0 else INF
 
 
+@hot_stage
+def arrivals_due(arr, now):
+    """Is a frame due by `now` at any port of the arrivals heap ``arr``
+    (ports.arr)?"""
+    return arr[0] > 0 and arr[3] <= now
+
+
 @hot
 def mem_due_ports(ports, now, out):
     """The ports in the arrivals heap with a frame due by `now`, into out
     (their subtree at the top of the heap); returns how many."""
     H = ports.arr
     n = 0
-    if H[0] == 0 or H[3] > now:
+    if not arrivals_due(H, now):
         return 0
     out[0] = 1                            # a stack of heap places, then the answer
     top = 1
