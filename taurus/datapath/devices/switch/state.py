@@ -10,7 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...wire.csig import default_csig_buckets, default_csig_wide  # noqa: F401 (re-exported)
-from ...wire.desc import N_CFG, N_DESC, N_STATUS, make_parse_config
+from ...wire.desc import N_DESC, N_STATUS, make_parse_config
 
 NCLS = 2
 HIGH, DATA = 0, 1
