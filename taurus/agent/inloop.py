@@ -245,6 +245,10 @@ class InLoop:
         self.opened[0] = self.h.opened     # as Python's own steps left it
         return ns / 1e9
 
+    def step_seconds(self) -> float:
+        """The wall seconds the compiled steps took since the last sync."""
+        return self.cnt.item(K_NS) / 1e9
+
     def stepped(self) -> None:
         """The loop's step was this agent's last: take its ring occupancy."""
         self.m.occupancy = float(self.res[R_OCC])

@@ -42,7 +42,7 @@ from .ports import memlink
 from .ports.capture import YIELD as CAPTURE_YIELD, CaptureShm
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, XDP
 from .ports.dispatch import port_next_event, port_service
-from .ports.memlink import mem_due_ports, mem_next_arrival
+from .ports.memlink import arrivals_due, mem_due_ports, mem_next_arrival
 from .ports.table import make_ports
 from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
@@ -51,11 +51,13 @@ from .sampler import (NEXT as SMP_NEXT, ROWS as SMP_ROWS, TAKEN as SMP_TAKEN, ma
 from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_report_state,
                      report_timer)
 from .shm import Shm
-from .vagents import VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_step
+from .vagents import (VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_from,
+                      vagents_step)
 from .hot import hot, hot_stage
 from . import watchdog
 from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
-from .wheel import LATE_MAX, make_wheel, slot_shift, wheel_alloc, wheel_expire, wheel_next_due
+from .wheel import (LATE_MAX, make_wheel, slot_shift, wheel_alloc, wheel_expire, wheel_next_due,
+                    wheel_quiet)
 
 log = logging.getLogger("taurus.engine")
 
@@ -193,6 +195,18 @@ def _mark_arrived(E, now, pdev, arrived, due):
             _set_due(due, d)
 
 
+@hot
+def _clock(clk):
+    """clock_now, compiled without reference counting (in _loop it would be
+    inlined with it)."""
+    return clock_now(clk)
+
+
+@hot
+def _advance(clk, t):
+    clock_advance_to(clk, t)
+
+
 @nb.njit(cache=True)
 def engine_pin(state):
     """A heap copy of the state tuple (byref.pin): its address."""
@@ -215,9 +229,19 @@ def engine_run(addr, until, chunk_ns):
 
 @nb.njit(cache=True)      # with reference counting: report.py's code needs it
 def _loop(E, until, chunk_ns):
+    # Arrays the passes read, taken from E once: _loop counts references
+    # (report.py's code needs it), so each E.x[...] inside the loop would
+    # be an atomic incref / decref pair (as would the clock's, inlined).
     clk = E.clk
+    ctl = E.ctl
+    expired = E.expired
+    towner = E.wheel.owner
+    targ = E.wheel.arg
+    wmeta = E.wheel.meta
+    smeta = E.smp.meta
+    pkind = E.ports.kind
     virtual = clock_is_virtual(clk)
-    start = clock_now(clk)
+    start = _clock(clk)
     it = 0
     idle = 0
     idle_ns = 0
@@ -260,36 +284,38 @@ def _loop(E, until, chunk_ns):
         for k in range(E.devs.nports[d]):
             pdev[E.devs.ports[d, k]] = d
     arrived = np.empty(2 * E.ctl[NPORTS] + 2, np.int64)
-    sent = E.ports.arr                    # its last word: frames sent due at once
+    sent = E.ports.arr        # the arrivals heap; its last word: frames sent due at once
     last = sent.shape[0] - 1
     polls = 0
     while True:
-        now = clock_now(clk)
+        now = _clock(clk)
         if prev_idle:
             idle_ns += now - prev
         prev = now
-        sampler_take(E, now)      # first: the state before anything at `now`
+        if now >= smeta[SMP_NEXT]:
+            sampler_take(E, now)      # first: the state before anything at `now`
         if now >= until:
             reason = R_UNTIL
             break
-        if E.ctl[STOP] != 0:
+        if ctl[STOP] != 0:
             reason = R_STOP
             break
-        if E.ctl[YIELD] != 0:
-            E.ctl[YIELD] = 0
+        if ctl[YIELD] != 0:
+            ctl[YIELD] = 0
             break
-        if E.ctl[VAG_DUE] != 0 and now >= E.ctl[VAG_DUE]:
+        if ctl[VAG_DUE] != 0 and now >= ctl[VAG_DUE]:
             if vagents_step(E, now) >= 0:
                 reason = R_AGENT          # one needs Python (vagents.py)
                 break
             _or_due(due, wake)            # a decision may free a flow on any NIC
         work = 0
-        n = wheel_expire(E.wheel, now, E.expired, E.expired.shape[0])
+        # Asked inline first: most passes find no timer and no frame due.
+        n = 0 if wheel_quiet(wmeta, now) else wheel_expire(E.wheel, now, expired, expired.shape[0])
         for k in range(n):
-            t = E.expired[k]
-            owner = E.wheel.owner[t]
+            t = expired[k]
+            owner = towner[t]
             if owner == OWNER_REPORT:
-                slot = report_timer(E, E.wheel.arg[t], now)
+                slot = report_timer(E, targ[t], now)
                 if 0 <= slot < nicdev.shape[0] and nicdev[slot] >= 0:
                     _set_due(due, nicdev[slot])
             else:
@@ -297,13 +323,13 @@ def _loop(E, until, chunk_ns):
                 if 0 <= owner < nd and not _frame_driven(kinds[owner]):
                     _set_due(due, owner)
         work += n
-        if skip:
+        if skip and arrivals_due(sent, now):
             _mark_arrived(E, now, pdev, arrived, due)
         d = _due_from(due, 0, nd)
         while d < nd:
             sent_now = sent[last]
             w = device_poll(E, d, now)
-            if skip and sent[last] != sent_now:
+            if skip and sent[last] != sent_now and arrivals_due(sent, now):
                 _mark_arrived(E, now, pdev, arrived, due)    # due on arrival: later devices see it
             polls += 1
             work += w
@@ -312,8 +338,8 @@ def _loop(E, until, chunk_ns):
                 due[d >> 6] &= ~(np.uint64(1) << np.uint64(d & 63))   # else it stays due
             d = _due_from(due, d + 1, nd)
         if not virtual:                      # virtual: memory links only, which need no service
-            for p in range(E.ctl[NPORTS]):
-                if E.ports.kind[p] != MEM:
+            for p in range(ctl[NPORTS]):
+                if pkind[p] != MEM:
                     work += port_service(E.ports, E.pool, p, now)
         it += 1
         prev_idle = work == 0
@@ -324,7 +350,7 @@ def _loop(E, until, chunk_ns):
                 if nxt >= INF:
                     reason = R_IDLE
                     break
-                clock_advance_to(clk, min(nxt, until))
+                _advance(clk, min(nxt, until))
                 continue
         if virtual:
             if it >= VIRTUAL_CHUNK_ITERS:
@@ -338,16 +364,16 @@ def _loop(E, until, chunk_ns):
                     it += 1
                     idle += 1
                     prev_idle = True
-                    clock_advance_to(clk, min(nxt, until))
+                    _advance(clk, min(nxt, until))
         elif (it & 255) == 0 and now - start >= chunk_ns:
             break
-    E.ctl[NOW] = clock_now(clk)
-    E.ctl[RUN_NS] += E.ctl[NOW] - start
-    E.ctl[ITERS] += it
-    E.ctl[IDLE_ITERS] += idle
-    E.ctl[IDLE_NS] += idle_ns
-    E.ctl[POLLS] += polls
-    E.ctl[REASON] = reason
+    ctl[NOW] = _clock(clk)
+    ctl[RUN_NS] += ctl[NOW] - start
+    ctl[ITERS] += it
+    ctl[IDLE_ITERS] += idle
+    ctl[IDLE_NS] += idle_ns
+    ctl[POLLS] += polls
+    ctl[REASON] = reason
     return reason
 
 
@@ -795,6 +821,12 @@ class Engine:
         """When the in-loop agents step next (0: at the grid point after the
         next publish); Python sets it after stepping them itself."""
         self.ctl[VAG_DUE] = t_ns
+
+    def step_agents(self, first: int, now_ns: int) -> int:
+        """Step the in-loop agents from `first` on at now_ns, here (between
+        runs: the steps Python's own would be); returns -1, or the agent
+        that needs Python (finish it, then step the ones after it)."""
+        return int(vagents_from(self.E.vag, int(self.ctl[VAG_N]), int(first), int(now_ns)))
 
     def agent_at(self) -> int:
         """The agent a run that returned "agent" stopped at (it needs Python)."""

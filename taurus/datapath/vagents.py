@@ -52,6 +52,18 @@ def vagents_published(ctl, now):
 
 
 @nb.njit(cache=True)
+def vagents_from(vag, n, first, now):
+    """Step agents first..n-1 of ``vag`` in order at `now` (Python's
+    stepping between runs, with the loop's compiled steps); returns -1, or
+    the index of the first that Python must finish (the later ones are not
+    stepped)."""
+    for j in range(first, n):
+        if _call_step(vag[j, 0], vag[j, 1], now) == PYTHON:
+            return j
+    return -1
+
+
+@nb.njit(cache=True)
 def vagents_step(E, now):
     """Step every registered agent (they are due); returns -1, or the index
     of the agent Python must finish (the later ones are not stepped)."""

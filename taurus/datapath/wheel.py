@@ -166,16 +166,26 @@ def wheel_schedule(w, t, due):
         w.meta[LB] = due          # the earliest now (exact if LB was)
 
 
+@nb.njit(cache=True, _nrt=False, inline="always")
+def wheel_quiet(meta, now):
+    """Would an expiry at `now` find nothing due?  Then it is done: the
+    wheel's ``meta`` records it as wheel_expire would (the engine's loop
+    asks this inline every pass, and calls wheel_expire only when False)."""
+    if now < meta[LAST]:
+        return True
+    if meta[ARMED] == 0 or now < meta[LB]:
+        meta[LAST] = now          # nothing is due yet
+        return True
+    return False
+
+
 @nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
 def wheel_expire(w, now, out, maxn):
     """Disarm every timer due at or before `now` (at most maxn) into out;
     returns how many."""
+    if wheel_quiet(w.meta, now):
+        return 0
     last = w.meta[LAST]
-    if now < last:
-        return 0
-    if w.meta[ARMED] == 0 or now < w.meta[LB]:
-        w.meta[LAST] = now        # nothing is due yet
-        return 0
     shift = w.meta[SHIFT]
     mask = w.meta[NSLOTS] - 1
     # No armed timer sits in a slot before LB's in this rotation (a timer's

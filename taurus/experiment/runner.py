@@ -348,25 +348,22 @@ class Runner:
             if self.agents:
                 c0 = time.thread_time()     # agents run in this thread (process_time:
                 #                             ~1 ms a call in a process with many threads)
-                # After "agent", the loop stepped the agents before `at` at
-                # this time already, and `at` needs finishing.
-                at = eng.agent_at() if r == "agent" else -1
-                for j, a in enumerate(self.agents.values()):
-                    if j < at:
-                        self.in_loop[j].stepped()
-                    elif j == at:
-                        self.in_loop[j].finish(eng.now())
-                    else:
-                        a.step(eng.now())
-                more = any(a.messages.more for a in self.agents.values())
                 if self.in_loop:
+                    # the loop's steps ran inside the engine's time; the ones
+                    # here count in c0's, and sync folds the counts of both
+                    s = sum(il.step_seconds() for il in self.in_loop)
+                    self.agent_cpu_s += s
+                    self.engine_s -= s
+                    self._step_in_loop(eng.agent_at() if r == "agent" else -1, eng.now())
+                    for il in self.in_loop:
+                        il.sync()
+                    more = any(a.messages.more for a in self.agents.values())
                     eng.agents_due(eng.now() + step if more else 0)
-                    for il in self.in_loop:     # their steps ran inside the engine's time
-                        s = il.sync()
-                        self.agent_cpu_s += s
-                        self.engine_s -= s
-                elif more:
-                    agent_due = self.now + step
+                else:
+                    for a in self.agents.values():
+                        a.step(eng.now())
+                    if any(a.messages.more for a in self.agents.values()):
+                        agent_due = self.now + step
                 self.agent_cpu_s += time.thread_time() - c0
             self.loads.poll(self.now)
             self._samples()
@@ -381,6 +378,25 @@ class Runner:
             self._bar(self.loop_s)
             sys.stderr.write("\n")
         self.complete = True
+
+    def _step_in_loop(self, at: int, now: int) -> None:
+        """Step the in-loop agents at `now`, as Python's stepping would, with
+        their compiled steps (the loop's).  After a run that ended "agent",
+        the loop stepped those before `at` already and `at` needs finishing."""
+        j = 0
+        if at >= 0:
+            for il in self.in_loop[:at]:
+                il.stepped()
+            self.in_loop[at].finish(now)
+            j = at + 1
+        while j < len(self.in_loop):
+            k = self.eng.step_agents(j, now)
+            for il in self.in_loop[j:len(self.in_loop) if k < 0 else k]:
+                il.stepped()
+            if k < 0:
+                break
+            self.in_loop[k].finish(now)
+            j = k + 1
 
     agents_in_loop = True
     """Whether the engine's loop may step the agents itself (agent/inloop.py):
@@ -399,6 +415,7 @@ class Runner:
             return
         self.in_loop = [InLoop(a) for a in self.agents.values()]
         self.eng.step_agents_in_loop([(il.entry, il.args) for il in self.in_loop], self.step)
+        self.eng.step_agents(len(self.in_loop), 0)     # steps none: loads its code before the run
 
     def _sampler_due(self) -> list[int]:
         """When the agents' host samplers are next due (engine ns)."""

@@ -26,11 +26,11 @@ a switch keeps them in its own in-flight FIFO (mem_send_at).
 Arrivals: the MEM ports whose FIFO holds a frame are kept in a binary
 min-heap (``ports.arr``, make_arrivals: arr[0] the size; place i in 1..P
 holds a port number at arr[2i] and its key, the port's first frame's due
-time, at arr[2i + 1], so that the compares of a sift read one short array,
-not rows of ``regs`` 512 bytes apart; HPOS, a port's place, 0 when out).
-Each port's key is also at arr[arr[1] + p] (INF when its FIFO is empty),
-so whether a frame waits at a port (mem_rx_pending, asked for every port
-of a polled switch and at every NIC poll) is one read of a short array.  A
+time, at arr[2i + 1]).  Each port's key is also at arr[arr[1] + 2p] (INF
+when its FIFO is empty) and its place beside it, at arr[arr[1] + 2p + 1]
+(0 when out), so a sift, and whether a frame waits at a port
+(mem_rx_pending, asked for every port of a polled switch and at every NIC
+poll), read one short array, not rows of ``regs`` 512 bytes apart.  A
 send into an empty FIFO puts the port in, a receive moves it to its next
 frame (or out), so under the virtual clock the engine finds the next
 arrival and the ports with a frame due at the top of the heap, not by
@@ -47,7 +47,7 @@ from ..mbuf import mbuf_alloc, mbuf_free, mbuf_put_bytes
 from ..hot import hot, hot_stage
 from .common import INF, N_LIST, RX_BYTES, RX_PKTS, TX_BYTES, TX_PKTS
 
-PEER, DELAY, RATE, HEAD, TAIL, TX_END, HPOS, FIFO = range(8)
+PEER, DELAY, RATE, HEAD, TAIL, TX_END, _SPARE, FIFO = range(8)
 CAP = N_LIST // 2  # most frames a link direction can hold (and an unsized link's)
 MIN_FRAME = 64     # bytes: the shortest frame a ring's size allows for
 PACED_ROOM = 8     # frames beyond bandwidth x delay: a switch port's (it schedules each)
@@ -89,9 +89,9 @@ def memlink_fifo(ports, p: int, frames: int) -> None:
 def make_arrivals(n_ports: int) -> np.ndarray:
     """The arrivals heap of n_ports ports, empty (ports.arr); its word
     before last counts the ring words memlink_fifo handed out."""
-    a = np.zeros(3 * n_ports + 4, np.int64)
-    a[1] = 2 * n_ports + 2                # where the ports' keys start
-    a[a[1]:a[1] + n_ports] = INF
+    a = np.zeros(4 * n_ports + 4, np.int64)
+    a[1] = 2 * n_ports + 2                # where the ports' (key, place) pairs start
+    a[a[1]:a[1] + 2 * n_ports:2] = INF
     return a
 
 
@@ -151,12 +151,23 @@ def _enqueue(ports, q, tail, i, t, now):
         ports.arr[ports.arr.shape[0] - 1] += 1
 
 
+@hot_stage
+def _place(H, p):
+    """Port p's place in the arrivals heap H (0: out)."""
+    return H[H[1] + 2 * p + 1]
+
+
+@hot_stage
+def _set_place(H, p, i):
+    H[H[1] + 2 * p + 1] = i
+
+
 @hot
 def _arr_set(ports, p, t):
     """Port p's first frame is now due at t (INF: its FIFO is empty).  The
     sifts move a hole, not the entry, and write it once at its place."""
     H = ports.arr
-    i = ports.regs[p, HPOS]
+    i = _place(H, p)
     if i == 0:
         if t >= INF:
             return
@@ -165,8 +176,8 @@ def _arr_set(ports, p, t):
     elif t >= INF:                        # out: the last takes its place
         n = H[0]
         H[0] = n - 1
-        ports.regs[p, HPOS] = 0
-        H[H[1] + p] = INF
+        _set_place(H, p, 0)
+        H[H[1] + 2 * p] = INF
         if i == n:
             return
         p = H[2 * n]
@@ -178,7 +189,7 @@ def _arr_set(ports, p, t):
         q = H[2 * j]
         H[2 * i] = q
         H[2 * i + 1] = H[2 * j + 1]
-        ports.regs[q, HPOS] = i
+        _set_place(H, q, i)
         i = j
     n = H[0]
     while True:                                              # down
@@ -192,12 +203,12 @@ def _arr_set(ports, p, t):
         q = H[2 * c]
         H[2 * i] = q
         H[2 * i + 1] = H[2 * c + 1]
-        ports.regs[q, HPOS] = i
+        _set_place(H, q, i)
         i = c
     H[2 * i] = p
     H[2 * i + 1] = t
-    H[H[1] + p] = t
-    ports.regs[p, HPOS] = i
+    H[H[1] + 2 * p] = t
+    _set_place(H, p, i)
 
 
 @hot
@@ -298,7 +309,7 @@ def mem_rx_burst(ports, pool, p, now, out, maxn):
 @hot_stage          # inlined: the engine loop asks every pass
 def mem_rx_pending(ports, p, now):
     """Has a frame arrived at p by `now` that nobody has taken yet?"""
-    return ports.arr[ports.arr[1] + p] <= now
+    return ports.arr[ports.arr[1] + 2 * p] <= now
 
 
 @hot
@@ -307,13 +318,20 @@ def mem_next_arrival(ports):
     return ports.arr[3] if ports.arr[0] > 0 else INF
 
 
+@hot_stage
+def arrivals_due(arr, now):
+    """Is a frame due by `now` at any port of the arrivals heap ``arr``
+    (ports.arr)?"""
+    return arr[0] > 0 and arr[3] <= now
+
+
 @hot
 def mem_due_ports(ports, now, out):
     """The ports in the arrivals heap with a frame due by `now`, into out
     (their subtree at the top of the heap); returns how many."""
     H = ports.arr
     n = 0
-    if H[0] == 0 or H[3] > now:
+    if not arrivals_due(H, now):
         return 0
     out[0] = 1                            # a stack of heap places, then the answer
     top = 1

@@ -7,10 +7,12 @@ Per packet, in the order a packet meets them:
     ingress.py    parse once; honour PFC frames (pfc.py); route by destination
                   IP with ECMP on the 5-tuple or UET entropy (route.py); class
                   by DSCP; trimming (trim.py); drop-tail into the egress queue
-                  of a shared buffer (queues.py), PFC ingress accounting
+                  of a shared buffer (queues.py; the entry keeps the IPv4
+                  header's offset), PFC ingress accounting
     egress.py     per-port timer on the wheel: strict priority over classes not
-                  paused; ECN/RED or TCD marks (marks.py), CSIG compare-and-
-                  replace (csig.py), an INT hop record (int_hop.py);
+                  paused; ECN/RED or TCD marks (marks.py) at that offset,
+                  CSIG compare-and-replace (csig.py) and an INT hop record
+                  (int_hop.py), which parse the frame again;
                   serialization at the link rate, then the propagation delay
     telemetry.py  per-port time series, sampled on a timer
 

@@ -31,7 +31,7 @@ from ...ports.common import INF, MEM
 from ...ports.dispatch import port_tx_burst
 from ...ports.memlink import mem_send_at
 from ...wheel import wheel_cancel, wheel_schedule
-from ...wire.desc import D_IP_LEN, D_IP_OFF
+from ...wire.desc import D_IP_LEN
 from ...wire.parse import parse_frame
 from ...hot import hot
 from .csig import abw_update, csig_update
@@ -49,17 +49,20 @@ RETRY_NS = 1_000        # a port that refused frames is retried this much later
 
 
 @hot
-def egress_stages(E, p, c, i, now):
-    """Marks and telemetry on a departing frame (parsed again: cheap, and
-    nothing has to be remembered per queued frame)."""
+def egress_stages(E, p, c, i, ip, now):
+    """Marks and telemetry on a departing frame whose IPv4 header is at
+    byte ip (ingress found it there; neither the TTL nor a trim moves it).
+    A port that only marks ECN reads the frame's bytes only to mark it;
+    CSIG and INT need the rest of its headers, so such a port parses it
+    again."""
     sw = E.sw
     buf = E.pool.data[i]
+    q = sw.qb[p, c]
+    if sw.pcfg[p, C_CSIG] == 0 and sw.pcfg[p, C_INT] == 0:
+        mark_packet(sw, p, c, buf, ip, q, now)
+        return
     desc = sw.desc
     parse_frame(buf, 0, E.pool.length[i], sw.pcfgp, desc, sw.pcnt)
-    ip = desc[D_IP_OFF]
-    if ip < 0:
-        return
-    q = sw.qb[p, c]
     mark_packet(sw, p, c, buf, ip, q, now)
     if sw.pcfg[p, C_CSIG] != 0:
         csig_update(sw, p, buf, desc, now)
@@ -102,8 +105,8 @@ def _depart(E, p, now):
         if start < now - sw.pcfg[p, C_SLACK]:
             start = now
             sw.stats[p, T_LATE] += 1
-        i, ln0, p_in = q_pop(sw, p, c)
-        egress_stages(E, p, np.int64(c), i, now)
+        i, ln0, p_in, ip = q_pop(sw, p, c)
+        egress_stages(E, p, np.int64(c), i, ip, now)
         E.devs.regs[d, R_SHARED_USED] -= ln0
         pfc_release(E, p_in, c, ln0, now)
         ln = np.int64(E.pool.length[i])

@@ -17,7 +17,7 @@ from .pfc import pfc_hold, pfc_receive
 from .queues import mark_dirty, q_bytes, q_push
 from .route import ecmp_pick, flow_hash, route_lookup
 from .state import (C_CTL_HIGH, C_QLIM, C_TRIM, HIGH, R_DEFAULT_GRP, R_SEED,
-                           R_SHARED_LIMIT, R_SHARED_USED, S_FH, S_FT, S_LINK_FREE, T_DROP,
+                           R_SHARED_LIMIT, R_SHARED_USED, S_LINK_FREE, T_DROP,
                            T_DROP_BYTES, T_ENQ, T_ENQ_BYTES, T_NONIP, T_NOROUTE, T_PARSE_ERR,
                            T_RX, T_RX_BYTES, T_TTL_DROP)
 from .trim import is_data, trim
@@ -41,8 +41,9 @@ def ttl_decrement(buf, ip):
 
 
 @hot
-def enqueue(E, d, e, c, i, p_in, now):
-    """Queue frame i (class c, entered by p_in) at egress e, or drop it."""
+def enqueue(E, d, e, c, i, p_in, ip, now):
+    """Queue frame i (class c, entered by p_in, its IPv4 header at byte ip)
+    at egress e, or drop it."""
     sw = E.sw
     regs = E.devs.regs[d]
     ln = np.int64(E.pool.length[i])
@@ -54,7 +55,7 @@ def enqueue(E, d, e, c, i, p_in, now):
         return
     if q_bytes(sw, e) == 0 and sw.pst[e, S_LINK_FREE] < now:
         sw.pst[e, S_LINK_FREE] = now     # an idle link starts the frame on arrival
-    if not q_push(sw, e, c, i, ln, p_in):
+    if not q_push(sw, e, c, i, ln, p_in, ip):
         sw.stats[e, T_DROP] += 1
         sw.stats[e, T_DROP_BYTES] += ln
         mbuf_free(E.pool, i)
@@ -110,4 +111,4 @@ def ingress(E, d, p, i, now):
     if c != HIGH and th > 0 and sw.qb[e, c] + ln > th and is_data(desc, st):
         trim(sw, e, pool, i, desc)
         c = HIGH
-    enqueue(E, d, e, c, i, p, now)
+    enqueue(E, d, e, c, i, p, desc[D_IP_OFF], now)

@@ -21,9 +21,13 @@ def q_bytes(sw, p):
     return t
 
 
+IP_SHIFT = 24       # qing: ingress port in the low bits, the IP header's offset above
+
+
 @nb.njit(cache=True, inline="always")
-def q_push(sw, p, c, i, ln, ing):
-    """False when the ring is full."""
+def q_push(sw, p, c, i, ln, ing, ip):
+    """Frame i (ln bytes, entered by port ing, its IPv4 header at byte ip)
+    onto class c of p; False when the ring is full."""
     cap = sw.q.shape[2]
     t = sw.qt[p, c]
     if t - sw.qh[p, c] >= cap:
@@ -31,7 +35,7 @@ def q_push(sw, p, c, i, ln, ing):
     s = t % cap
     sw.q[p, c, s] = i
     sw.qln[p, c, s] = ln
-    sw.qing[p, c, s] = ing
+    sw.qing[p, c, s] = ing | (ip << IP_SHIFT)
     sw.qt[p, c] = t + 1
     sw.qb[p, c] += ln
     return True
@@ -39,7 +43,7 @@ def q_push(sw, p, c, i, ln, ing):
 
 @nb.njit(cache=True, inline="always")
 def q_pop(sw, p, c):
-    """(frame, bytes at enqueue, ingress port) of the head."""
+    """(frame, bytes at enqueue, ingress port, IP header offset) of the head."""
     cap = sw.q.shape[2]
     h = sw.qh[p, c]
     s = h % cap
@@ -50,7 +54,8 @@ def q_pop(sw, p, c):
         sw.qh[p, c] = h + 1
     ln = np.int64(sw.qln[p, c, s])
     sw.qb[p, c] -= ln
-    return np.int64(sw.q[p, c, s]), ln, np.int64(sw.qing[p, c, s])
+    ing = np.int64(sw.qing[p, c, s])
+    return np.int64(sw.q[p, c, s]), ln, ing & ((1 << IP_SHIFT) - 1), ing >> IP_SHIFT
 
 
 @nb.njit(cache=True, inline="always")

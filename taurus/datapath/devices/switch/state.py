@@ -10,7 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...wire.csig import default_csig_buckets, default_csig_wide  # noqa: F401 (re-exported)
-from ...wire.desc import N_CFG, N_DESC, N_STATUS, make_parse_config
+from ...wire.desc import N_DESC, N_STATUS, make_parse_config
 
 NCLS = 2
 HIGH, DATA = 0, 1
@@ -60,7 +60,8 @@ SwitchState = namedtuple("SwitchState", [
     "csb", "csw", "pcfgp", "desc", "pcnt",
     "tel", "telh", "rng", "txb", "dirty", "meta"])
 """pcfg/pst/stats int64[P, *]; dscp int32[P, 64] (DSCP -> class at egress p);
-q/qln/qing int32[P, NCLS, QCAP] (frame, bytes at enqueue, ingress port);
+q/qln/qing int32[P, NCLS, QCAP] (frame, bytes at enqueue, ingress port |
+IPv4 header offset << queues.IP_SHIFT);
 qh/qt/qb int64[P, NCLS] (ring head/tail, both 0 again once it empties;
 bytes queued); ing int64[P, NCLS] (bytes held in the switch that entered
 by port p: PFC ingress accounting);
