@@ -46,6 +46,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import ccshm as C
+from .hot import hot
 from .ccevents import (D_CREDIT, D_CWND, D_EV, D_PROBE, D_RATE, DEC_CREDIT, DEC_CWND, DEC_EV,
                        DEC_EV_N, DEC_RATE, DEC_SET, N_DECISION)
 
@@ -120,7 +121,7 @@ def _call_entry(typingctx, addr, st, par, f, rec, dec):
     return types.int64(addr, st, par, f, rec, dec), _codegen(SIG)
 
 
-@nb.njit(cache=True)
+@hot
 def _invoke(A, ctl, a, row, flow, ev, now):
     """Algorithm a on the event whose values are in A.rec[V0:] already, with
     state and parameter row `row`, the record naming `flow`; returns the
@@ -144,7 +145,7 @@ def _invoke(A, ctl, a, row, flow, ev, now):
     return r
 
 
-@nb.njit(cache=True)
+@hot
 def native_call(A, R, k, flow, ev, now):
     """Flow `flow`'s algorithm on the event whose values are in A.rec[V0:]
     already; apply what it decided.  k: the flow's NIC slot (counters).
@@ -183,7 +184,7 @@ def _bounded(A, ctl, flow, j, v):
     return np.int64(np.rint(v))
 
 
-@nb.njit(cache=True)
+@hot
 def native_apply(A, R, k, flow, now):
     """Apply the decision in A.dec (set bits, values) to flow's columns."""
     s = A.dec[DEC_SET]
@@ -218,7 +219,7 @@ def native_apply(A, R, k, flow, now):
         R.version[flow] += 1
 
 
-@nb.njit(cache=True)
+@hot
 def native_receiver(A, R, n, sender, ev, now, v0, v1, v2, v3, v4, v5, v6, v7):
     """Event ev about `sender` (a receive PDC of NIC n) to NIC n's receiver
     algorithm (state and parameter row n), values V0..V7 (V6, V7: the NIC's

@@ -227,10 +227,10 @@ def engine_run(addr, until, chunk_ns):
     return _loop(state_at(addr), until, chunk_ns)
 
 
-@nb.njit(cache=True)      # with reference counting: report.py's code needs it
+@nb.njit(cache=True)      # with reference counting: it allocates its scratch arrays
 def _loop(E, until, chunk_ns):
     # Arrays the passes read, taken from E once: _loop counts references
-    # (report.py's code needs it), so each E.x[...] inside the loop would
+    # (it allocates), so each E.x[...] inside the loop would
     # be an atomic incref / decref pair (as would the clock's, inlined).
     clk = E.clk
     ctl = E.ctl

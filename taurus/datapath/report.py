@@ -50,6 +50,7 @@ import numpy as np
 from . import ccevents
 from . import ccshm as C
 from .ccnative import native_call
+from .hot import hot
 from .wire import spec as S
 from .wire.codec import get_field
 from .shmring import Ring, ring_doorbell, ring_publish, ring_slot, ring_space
@@ -131,7 +132,7 @@ engine's chunk once (YIELD) when WAKE_PUBLISH is armed, so an agent stepped
 between chunks (the experiment runner's) wakes only when it has records."""
 
 
-@nb.njit(cache=True)
+@hot
 def report_publish(E, k, now):
     R = E.rep
     n = R.staged[k, 0]
@@ -147,7 +148,7 @@ def report_publish(E, k, now):
         vagents_published(E.ctl, now)
 
 
-@nb.njit(cache=True)
+@hot
 def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
     """Write one message into NIC k's next free ring slot (unpublished)."""
     ring = _ring(R, k)
@@ -179,14 +180,14 @@ def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
             wheel_cancel(E.wheel, R.dl_timer[k])
 
 
-@nb.njit(cache=True)
+@hot
 def report_signal(E, flow, ev, now, v0, v1, v2, v3):
     """One signal of event `ev` for `flow` at time `now` (values V0..V3 by
     event as in ccevents; V4, V5 zero: report_signal6)."""
     report_signal6(E, flow, ev, now, v0, v1, v2, v3, 0, 0)
 
 
-@nb.njit(cache=True)
+@hot
 def report_signal6(E, flow, ev, now, v0, v1, v2, v3, v4, v5):
     """One signal of event `ev` for `flow` at time `now` (values V0..V5 by
     event as in ccevents): report_values with these values.  Cheap when the
@@ -233,7 +234,7 @@ def _worse(csig_type, new, old):
     return new > old
 
 
-@nb.njit(cache=True)
+@hot
 def report_custom(E, flow, now, seg_id, buf, off, n):
     """A custom feedback segment: forwarded raw (at most CUSTOM_MAX bytes)."""
     R = E.rep
@@ -242,8 +243,7 @@ def report_custom(E, flow, now, seg_id, buf, off, n):
         return
     n = min(n, C.CUSTOM_MAX)
     native = R.flags[flow] & C.FL_NATIVE
-    vals = E.alg.rec[C.V0:] if native else np.zeros(C.N_VALUES, np.int64)
-    vals[:] = 0
+    vals = _values(E)
     vals[0], vals[1] = seg_id, n
     for i in range(n):  # little-endian words
         vals[2 + i // 8] |= np.int64(buf[off + i]) << np.int64(8 * (i % 8))
@@ -254,7 +254,7 @@ def report_custom(E, flow, now, seg_id, buf, off, n):
     _stage(E, R, k, flow, C.EV_CUSTOM, 1, now, now, vals, C.N_VALUES, now)
 
 
-@nb.njit(cache=True)
+@hot
 def report_rtt(E, flow, rtt, psn, srtt, now, send_t, qdelay, hops):
     """An RTT sample: publish the flow's srtt, and report the sample if the
     probe cadence (or the agent's command) says so; a native flow's
@@ -284,7 +284,7 @@ def report_rtt(E, flow, rtt, psn, srtt, now, send_t, qdelay, hops):
         report_values(E, flow, C.EV_RTT, now)
 
 
-@nb.njit(cache=True)
+@hot
 def report_rtt_ls(E, flow, send_t, rtt, now):
     """One (send time, RTT) sample into the flow's RTT_LS sums, if bound.  x
     counts from x0, the send time of the first sample of the open window
@@ -304,7 +304,7 @@ def report_rtt_ls(E, flow, send_t, rtt, now):
 _INT_RATES = np.array(S.INT_RATES_BPS, np.int64)
 
 
-@nb.njit(cache=True)
+@hot
 def report_int(E, flow, buf, o, hop, nhops, psn, now):
     """One INT hop record (8 wire bytes at buf[o]) as an INT event."""
     v = _values(E)
@@ -327,7 +327,7 @@ def _values(E):
     return v
 
 
-@nb.njit(cache=True)
+@hot
 def report_values(E, flow, ev, now):
     """One signal of event `ev` for `flow` whose N_VALUES values are in the
     scratch record (``_values``): report_signal for events with more than
@@ -353,7 +353,8 @@ def report_values(E, flow, ev, now):
     a = R.acc[flow, ev]
     if a[A_COUNT] == 0:
         _window_open(E, R, a, flow, cls, period, now)
-        a[A_V:] = vals
+        for i in range(C.N_VALUES):     # (a slice copy needs reference counting)
+            a[A_V + i] = vals[i]
     else:
         _merge(a, ev, vals)
     a[A_COUNT] += 1
@@ -382,7 +383,7 @@ def _window_open(E, R, a, flow, cls, period, now):
         wheel_schedule(E.wheel, t, now + period)
 
 
-@nb.njit(cache=True)
+@hot
 def report_segments(E, flow, buf, base, length, ptype, now):
     """Cut the configured custom segments out of a feedback packet (PDS header
     at byte `base` of `buf`, `length` bytes long, PDS type `ptype`)."""
@@ -407,7 +408,7 @@ def report_segments(E, flow, buf, base, length, ptype, now):
         report_custom(E, flow, now, s[C.SEG_ID], buf, o, n)
 
 
-@nb.njit(cache=True)
+@hot
 def report_flush(E, flow, cls, now):
     """Close the (flow, class) window: every open aggregate becomes a message."""
     R = E.rep
@@ -423,7 +424,7 @@ def report_flush(E, flow, cls, now):
             a[:] = 0
 
 
-@nb.njit(cache=True)
+@hot
 def report_timer(E, arg, now):
     """A report timer expired: a window closed, a batch's deadline, or a
     flow's TIMER.  Returns the NIC slot it concerned (-1 if none): the
@@ -448,7 +449,7 @@ def _timer_wanted(R, flow):
             and 0 < R.timer_ns[flow] <= MAX_TIMER_NS)
 
 
-@nb.njit(cache=True)
+@hot
 def report_timer_start(E, flow, now):
     """Start flow's TIMER (first expiry one period from now) if it binds
     TIMER with a period and its timer is not running; returns 1 if started."""
@@ -466,7 +467,7 @@ def report_timer_start(E, flow, now):
     return 1
 
 
-@nb.njit(cache=True)
+@hot
 def report_tick(E, flow, now):
     """Flow's TIMER expired: one EV_TIMER event (ticks, period), and the next
     expiry one period after this one was due; or the timer stops, if the
@@ -485,7 +486,7 @@ def report_tick(E, flow, now):
     report_signal(E, flow, C.EV_TIMER, now, R.tm_ticks[flow], p, 0, 0)
 
 
-@nb.njit(cache=True)
+@hot
 def report_timer_commands(E, k, now):
     """On a new ring of NIC k's TIMER doorbell, start the TIMER of each flow
     it owns that binds TIMER with a period; returns how many started."""

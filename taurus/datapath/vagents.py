@@ -40,7 +40,7 @@ def make_vagents():
     return np.zeros((MAX_AGENTS, 2), np.int64)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
 def vagents_published(ctl, now):
     """A report was published at `now`: the agents are due at the next grid
     point (unless due earlier)."""

@@ -98,7 +98,7 @@ def late_bucket_bounds(i: int) -> tuple[int, int]:
     return lo, lo + (1 << (b - 3))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
 def wheel_alloc(w, owner, arg):
     """A new timer id for `owner`, or -1 when the wheel is full."""
     t = w.meta[NEXT_ID]

@@ -1,21 +1,25 @@
 """Out-of-line calls into signals.py for the NIC's hot path.
 
-The NIC's packet functions are compiled without reference counting
-(``datapath/hot.py``), but the signal path inlines the report engine, which
-allocates; so it runs in small reference-counted functions.  Those would
-take a reference on every array of the engine tuple on each call (the cost
-perf showed as ``lock incq/decq``), so they receive only what signals use:
-the report state, the wheel, the native algorithms (native flows' events
-go to them from the report engine), the engine's ctl words (a publish may
-end its chunk: report.py) and the per-flow signal, descriptor and flow tables.  Even so a call takes ~30 references; the per-packet and per-ACK
-signals first ask, inline, whether the report engine takes the event
-(report.py's own first test), and for flows nobody watches only count it.
+The signal path reaches the report engine (report.py), which is large, so
+the NIC's packet functions call it out of line rather than inline it.
+Like them it is compiled without reference counting (``datapath/hot.py``):
+the report engine and the native calls it makes never allocate, and with
+counting each array read through the engine's state was an atomic
+incref / decref pair (per signal, a third of a per-event run's samples).
+The calls receive only what signals use: the report state, the wheel, the
+native algorithms (native flows' events go to them from the report
+engine), the engine's ctl words (a publish may end its chunk: report.py)
+and the per-flow signal, descriptor and flow tables.  The per-packet and
+per-ACK signals first ask, inline, whether the report engine takes the
+event (report.py's own first test), and for flows nobody watches only
+count it.
 """
 from collections import namedtuple
 
 import numba as nb
 
 from ... import ccshm as C
+from ...hot import hot
 from . import signals as sg
 from .state import FL_SRTT
 
@@ -23,72 +27,72 @@ SigE = namedtuple("SigE", ["rep", "wheel", "alg", "ctl"])
 SigN = namedtuple("SigN", ["sig", "desc", "fl"])
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _ack(E, N, f, a, psn, now):
     sg.signal_ack(E, N, f, a, psn, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _ecn(E, N, f, ce_bytes, ce, ue_bytes, ue, now):
     sg.signal_ecn(E, N, f, ce_bytes, ce, ue_bytes, ue, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _ooo(E, N, f, count, now):
     sg.signal_ooo(E, N, f, count, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _nack(E, N, f, psn, code, now):
     sg.signal_nack(E, N, f, psn, code, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _rto(E, N, f, psn, now):
     sg.signal_rto(E, N, f, psn, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _rtt(E, N, f, rtt, psn, now):
     sg.signal_rtt(E, N, f, rtt, psn, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _rtt_packet(E, N, f, rtt, send_t, psn, now):
     sg.signal_rtt_packet(E, N, f, rtt, send_t, psn, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _int(E, f, data, i, base, nh, psn, now):
     sg.signal_int(E, f, data[i], base, nh, psn, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _credit(E, N, f, credit_bytes, now):
     sg.signal_credit(E, N, f, credit_bytes, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _csig(E, N, f, t, s, lm, d, fmt, now):
     sg.signal_csig(E, N, f, t, s, lm, d, fmt, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _cnp(E, N, f, ce, ue, psn, now):
     sg.signal_cnp(E, N, f, ce, ue, psn, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _tx(E, N, f, nbytes, retx, inflight, now):
     sg.signal_tx(E, N, f, nbytes, retx, inflight, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _host(E, f, source, value, aux, now):
     sg.signal_host(E, f, source, value, aux, now)
 
 
-@nb.njit(cache=True, _nrt=True)
+@hot
 def _custom(E, f, data, i, pds_off, length, ptype, now):
     sg.signal_custom(E, f, data[i], pds_off, length, ptype, now)
 
