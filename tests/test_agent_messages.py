@@ -237,3 +237,20 @@ def test_more_is_waiting_only_when_a_drain_was_capped(dp):
     dp.push([record(1, C.EV_ACK, 200, (10, 1, 9))])      # arrives meanwhile: all taken
     assert a.step(2000) == 3 and not a.messages.more
     a.teardown()
+
+
+def test_one_record_per_step_is_delivered_and_late_ones_counted(dp):
+    """A per-event agent's steps mostly hold one record (handled without
+    ordering): each is delivered with its values, and one older than what
+    its (flow, event) already delivered is counted late."""
+    a = agent(dp)
+    for flow, ev, t in [(2, C.EV_ACK, 100), (2, C.EV_ACK, 300), (2, C.EV_ECN, 200),
+                        (5, C.EV_ACK, 150), (2, C.EV_ACK, 250)]:
+        dp.push([record(flow, ev, t, (t, 1, 7) if ev == C.EV_ACK else (t, 1))])
+        a.step()
+    got = seen(a)
+    assert sorted((s[0], s[1], s[2]) for s in got) == sorted(
+        [(2, C.EV_ACK, 100), (2, C.EV_ACK, 300), (2, C.EV_ECN, 200), (5, C.EV_ACK, 150),
+         (2, C.EV_ACK, 250)])
+    assert all(s[3][0] == s[2] for s in got)
+    assert a.messages.c["late"] == 1          # (2, ACK, 250) after (2, ACK, 300)

@@ -77,17 +77,17 @@ def _select(rows, bounds, flows, events, base, fmask, falg, known, out_rows, out
                 nu += 1
     for a in range(na):
         astart[a + 1] += astart[a]
-    pos = astart[:na].copy()
-    for g in range(len(flows)):               # place each class's rows, in order
-        f = flows[g]
-        a = falg[f]
-        if a < 0 or not (fmask[f] >> events[g]) & 1:
-            continue
-        p = pos[a]
-        for j in range(bounds[g], bounds[g + 1]):
-            out_rows[p] = rows[j] + base
-            p += 1
-        pos[a] = p
+    # Each class's rows, in order: a pass per class (there are few) rather
+    # than a cursor array, so a step allocates nothing here.
+    for a in range(na):
+        p = astart[a]
+        for g in range(len(flows)):
+            f = flows[g]
+            if falg[f] != a or not (fmask[f] >> events[g]) & 1:
+                continue
+            for j in range(bounds[g], bounds[g + 1]):
+                out_rows[p] = rows[j] + base
+                p += 1
     return astart[na], nu, unbound, no_alg
 
 
@@ -125,7 +125,7 @@ def _poll(prod, cons, ring, ctl, bp, st, n, cap, batch_max, now, owner, nic, las
 K_CALLS, K_UNBOUND, K_NO_ALG = range(3)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, _nrt=False)   # allocates nothing (inloop._step_on)
 def poll_into(M, F, res, cnt, now):
     """_poll on a handler's PollArrays ``M`` and selection arrays ``F``, its
     outcome written to ``res`` and counted in ``cnt``; returns (status,

@@ -77,7 +77,7 @@ def _table(typingctx, addr, n):
     return types.float64[::1](types.int64, types.int64), codegen
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)   # allocates nothing: see _step_on
 def _drain(F, rec, lo, hi, a):
     """Class a's selected rows through its native entry, decisions adding up
     in each flow's D row; returns how many handlers raised (their flows in
@@ -97,9 +97,13 @@ def _drain(F, rec, lo, hi, a):
     return nf
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)   # allocates nothing (docstring)
 def _step_on(A, now):
-    """One step on the agent's arrays ``A`` (a ByRef to StepArgs)."""
+    """One step on the agent's arrays ``A`` (a ByRef to StepArgs).  Compiled
+    without reference counting, as are _drain and fastpath.poll_into: they
+    read dozens of arrays through ``A`` and allocate nothing themselves, and
+    with counting each read was an atomic incref / decref pair (the callees
+    that allocate count their own)."""
     M, F, X, W = A.poll, A.fast, A.apply, A.write
     if M.ctl[CTL_OPENED] != F.opened[0]:
         F.res[R_STATUS] = NOT_POLLED   # a row was reused: the whole step in Python

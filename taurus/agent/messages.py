@@ -200,9 +200,8 @@ def _valid(rec, i, owner, nic):
 
 
 @nb.njit(cache=True, nogil=True)
-def _valid_rows(rec, owner, nic):
-    """The valid rows' indices."""
-    idx = np.empty(len(rec), np.int64)
+def _valid_rows(rec, owner, nic, idx):
+    """The valid rows' indices, written to ``idx`` (a view of it returned)."""
     n = 0
     for i in range(len(rec)):
         if _valid(rec, i, owner, nic):
@@ -247,6 +246,14 @@ def _deliver(rec, idx, last_t, rows, bounds, flows, events, firsts):
     bounds[0] = 0
     if not len(idx):
         return 0, 0
+    if len(idx) == 1:      # most steps of a per-event agent: no ordering to do
+        i = idx[0]
+        k, t1 = rec[i, FLOW] * N_EVENTS + rec[i, EVENT], rec[i, T_FIRST]
+        late = t1 < last_t[k]
+        last_t[k] = max(last_t[k], t1)
+        rows[0], bounds[1] = i, 1
+        flows[0], events[0], firsts[0] = rec[i, FLOW], rec[i, EVENT], t1
+        return 1, np.int64(late)
     o, ks, start, end = _order(rec, idx)
     t = rec[idx, T_FIRST]
     late = 0
@@ -282,10 +289,10 @@ def _seq(seq, st, n, ctl, cap):
 
 
 @nb.njit(cache=True, nogil=True)
-def _checks(rec, st, n, ctl, owner, nic, cap):
-    """Steps 2 and 3, counted; returns the valid rows' indices."""
+def _checks(rec, st, n, ctl, owner, nic, cap, out):
+    """Steps 2 and 3, counted; returns the valid rows' indices (in ``out``)."""
     _seq(rec[:, SEQ], st, n, ctl, cap)
-    idx = _valid_rows(rec, owner, nic)
+    idx = _valid_rows(rec, owner, nic, out)
     n[C_INVALID] += len(rec) - len(idx)
     return idx
 
@@ -305,7 +312,8 @@ def _prepare(rec, checked, st, n, ctl, owner, nic, last_t, scratch, cap):
     were done, in overload), counted; writes the groups to scratch's rows
     (rows, bounds, flows, events, first arrivals; see _deliver) and returns
     how many."""
-    idx = np.arange(len(rec)) if checked else _checks(rec, st, n, ctl, owner, nic, cap)
+    idx = np.arange(len(rec)) if checked else _checks(rec, st, n, ctl, owner, nic, cap,
+                                                      scratch[5])
     ng, late = _deliver(rec, idx, last_t, scratch[0], scratch[1], scratch[2], scratch[3],
                         scratch[4])
     n[C_DELIVERED] += len(idx)
@@ -329,9 +337,10 @@ class MessageHandler:
         self.n = self.c.a
         self.occupancy = 0.0
         # Where _prepare writes a drain's groups (the batches are views of these):
-        # rows, bounds, flows, events, first arrivals.
-        self.scratch = np.empty((5, min(batch_max, self._cap) + 1), np.int64)
-        self._rows, self._bounds, self._flows, self._events, self._firsts = self.scratch
+        # rows, bounds, flows, events, first arrivals; the last row holds the
+        # checks' valid indices (a step allocates none).
+        self.scratch = np.empty((6, min(batch_max, self._cap) + 1), np.int64)
+        self._rows, self._bounds, self._flows, self._events, self._firsts = self.scratch[:5]
         self.copy = np.empty((min(batch_max, self._cap), REC_WIDTH), np.int64)   # step 0
 
     def poll_arrays(self) -> PollArrays:
@@ -402,7 +411,8 @@ class MessageHandler:
         checked = occ >= self.bp.evict
         if checked:                          # overload: 2 and 3, then 4, then 5
             self.c["overload_steps"] += 1
-            ok = _checks(rec, self.st, self.n, self.ctl, self.cc.owner, self.cc.nic, self._cap)
+            ok = _checks(rec, self.st, self.n, self.ctl, self.cc.owner, self.cc.nic, self._cap,
+                         self.scratch[5])
             rec = self._merge_evict(rec[ok]) if len(ok) else rec[ok]
         ng = _prepare(rec, checked, self.st, self.n, self.ctl, self.cc.owner, self.cc.nic,
                       self.last_t, self.scratch, self._cap)
