@@ -230,8 +230,8 @@ def engine_run(addr, until, chunk_ns):
 @nb.njit(cache=True)      # with reference counting: it allocates its scratch arrays
 def _loop(E, until, chunk_ns):
     # Arrays the passes read, taken from E once: _loop counts references
-    # (it allocates), so each E.x[...] inside the loop would
-    # be an atomic incref / decref pair (as would the clock's, inlined).
+    # (it allocates), so each E.x[...] inside the loop would be an atomic
+    # incref / decref pair (as would the clock's, inlined).
     clk = E.clk
     ctl = E.ctl
     expired = E.expired
@@ -537,11 +537,13 @@ class Engine:
         return p
 
     def add_mem_link(self, name_a: str, name_b: str, delay_ns: int = 0,
-                     rate_bps: int = 0) -> tuple[int, int]:
-        """Two MEM ports joined by a wire with this delay and line rate."""
+                     rate_bps: int = 0, fifo_frames: int = memlink.CAP) -> tuple[int, int]:
+        """Two MEM ports joined by a wire with this delay and line rate, each
+        with a receive ring of fifo_frames (0: none yet, memlink.memlink_fifo
+        before the first frame)."""
         a = self.add_mem_port(name_a)
         b = self.add_mem_port(name_b)
-        memlink.memlink_connect(self.E.ports, a, b, delay_ns, rate_bps)
+        memlink.memlink_connect(self.E.ports, a, b, delay_ns, rate_bps, fifo_frames)
         return a, b
 
     def add_port(self, name: str, ifname: str, netns: str | None = None,

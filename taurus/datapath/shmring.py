@@ -35,6 +35,7 @@ from numba.extending import intrinsic
 
 from .lowlevel import load_acquire_u64, store_release_u64
 from .shm import Shm
+from .hot import hot
 
 MAGIC = 0x5441555252494E47  # "TAURRING"
 HEAD, FULL, BELL, WOKEN, WAKES, SINCE = 0, 1, 2, 3, 4, 5   # prod words
@@ -121,7 +122,7 @@ class ShmRing:
 
 
 # -- Numba ends -----------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot
 def ring_space(ring):
     """Records the producer may write now."""
     return ring.rec.shape[0] - np.int64(ring.prod[HEAD] - load_acquire_u64(ring.cons, TAIL))
@@ -133,7 +134,7 @@ def ring_slot(ring, k):
     return ring.rec[np.int64(ring.prod[HEAD] + np.uint64(k)) & (ring.rec.shape[0] - 1)]
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot
 def ring_publish(ring, n, ready_ns):
     """Stamp sequence numbers on the n written records and make them visible.
     ready_ns: when the first of them was ready (written); if the ring was
@@ -147,12 +148,12 @@ def ring_publish(ring, n, ready_ns):
     store_release_u64(ring.prod, HEAD, head + np.uint64(n))
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot
 def ring_refuse(ring, n):
     ring.prod[FULL] += np.uint64(n)
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot
 def ring_available(ring):
     """Records the consumer may read now."""
     return np.int64(load_acquire_u64(ring.prod, HEAD) - ring.cons[TAIL])
@@ -163,7 +164,7 @@ def ring_peek(ring, k):
     return ring.rec[(np.int64(ring.cons[TAIL]) + k) & (ring.rec.shape[0] - 1)]
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot
 def ring_consume(ring, n):
     store_release_u64(ring.cons, TAIL, ring.cons[TAIL] + np.uint64(n))
 
@@ -184,7 +185,7 @@ def full_fence(typingctx):
     return types.void(), codegen
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot
 def ring_doorbell(ring):
     """After a publish: wake a consumer blocked on the bell, once per sleep."""
     store_release_u64(ring.prod, BELL, ring.prod[BELL] + np.uint64(1))

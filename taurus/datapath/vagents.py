@@ -19,6 +19,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from .ccnative import _codegen
+from .hot import hot
 
 VAG_N, VAG_DUE, VAG_STEP, VAG_AT = 16, 17, 18, 19
 """The engine's ctl words (engine.py): how many agents are registered (0:
@@ -40,7 +41,7 @@ def make_vagents():
     return np.zeros((MAX_AGENTS, 2), np.int64)
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot
 def vagents_published(ctl, now):
     """A report was published at `now`: the agents are due at the next grid
     point (unless due earlier)."""

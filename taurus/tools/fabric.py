@@ -122,8 +122,7 @@ def build_virtual(eng: Engine, topo: Topology, host_factory=open_end,
     eng.reserve_switches(**_state_opts(topo, state_opts))
     ports, hosts = {}, {}
     for lk in topo.links:
-        a, b = eng.add_mem_port(lk.a_iface), eng.add_mem_port(lk.b_iface)
-        memlink.memlink_connect(eng.E.ports, a, b, fifo_frames=0)    # rings: _size_rings
+        a, b = eng.add_mem_link(lk.a_iface, lk.b_iface, fifo_frames=0)    # rings: _size_rings
         ports[lk.a_iface], ports[lk.b_iface] = a, b
         for me, peer_node, p in ((lk.a, lk.b, a), (lk.b, lk.a, b)):
             if topo.node(me).is_host:
