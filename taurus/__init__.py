@@ -6,6 +6,7 @@ work; an agent process makes congestion-control decisions.  See README.md.
 """
 __version__ = "0.1.0"
 
-from . import numba_cache
+from . import numba_cache, numba_uids
 
 numba_cache.configure()      # before any module compiles or loads a Numba function
+numba_uids.install()         # compiled symbols unique across processes (numba_uids.py)
