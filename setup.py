@@ -23,6 +23,7 @@ setup(
         "pyroute2>=0.7",
         "matplotlib>=3.7",
         "tqdm>=4.60",
+        "tomlkit>=0.12",          # `taurus reproduce --record` keeps the ledger's comments
     ],
     # cluster: `taurus sweep --scheduler` on a Dask distributed cluster
     extras_require={"test": ["pytest>=7", "hypothesis>=6"],

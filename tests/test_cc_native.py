@@ -380,3 +380,17 @@ def test_agent_flows_get_timer_records_once_the_doorbell_rings():
         assert list(r[:, C.EVENT]) == [C.EV_TIMER] * 4 and list(r[:, C.V0]) == [1, 2, 3, 4]
         assert list(r[:, C.T_FIRST]) == [t1 + 25_000 * i for i in range(1, 5)]
         assert set(r[:, C.V0 + 1]) == {25_000} and set(r[:, C.FLOW]) == {f}
+
+
+def test_a_table_whose_entries_share_one_body_is_refused(monkeypatch):
+    """Two algorithms whose compiled entries resolve to one address (symbols
+    clashing in Numba's cache: taurus/numba_uids.py) would run one's code on
+    the other's rows: the table refuses them."""
+    from taurus.cc_algorithms.runtime import Runtime
+    from taurus.cc_algorithms.swift import Swift
+    tab = NativeTable(4)
+    tab.add(Dctcp)
+    tab.add(Swift)
+    monkeypatch.setattr(Runtime, "entry_address", lambda self: 1234)
+    with pytest.raises(RuntimeError, match="share one address"):
+        tab.native

@@ -8,6 +8,7 @@ import re
 from taurus.cli import main
 from taurus import reproduce
 from taurus.reproduce.baselines import senders
+from taurus.reproduce.ledger import assert_claims
 
 
 def test_list_names_every_scenario(capsys):
@@ -37,6 +38,7 @@ def test_baselines_quick(tmp_path, capsys):
     with open(os.path.join(out, "figures.json")) as f:
         fig = json.load(f)
     assert fig["headline"] == line and fig["algorithms"] == algs and fig["failed"] == []
+    assert_claims("baselines", fig)             # the ledger's orderings, as in the full run
     for part in ("dumbbell", "incast"):
         assert set(fig[part]) == set(algs)
         for a, r in fig[part].items():
@@ -44,7 +46,7 @@ def test_baselines_quick(tmp_path, capsys):
     # DCTCP: the 2 flows fill the bottleneck fairly; the incast completes
     d, i = fig["dumbbell"]["dctcp"], fig["incast"]["dctcp"]
     assert d["utilisation"] > 0.85 and d["jain"] > 0.9 and d["drops"] == 0
-    assert i["completed"] == i["flows"] == 8 and i["utilisation"] > 0.8
+    assert i["completed"] == i["flows"] == 16 and i["utilisation"] > 0.8   # two rounds of 8
     for p in fig["plots"]:
         assert os.path.getsize(os.path.join(out, p)) > 0
     assert len(fig["plots"]) == 4
@@ -60,6 +62,7 @@ def test_host_congestion_quick(tmp_path, capsys):
     with open(os.path.join(out, "figures.json")) as f:
         fig = json.load(f)
     assert fig["headline"] == line and fig["paper_gain_pct"] == 9.3
+    assert_claims("host-congestion", fig)
     assert int(m[2]) == fig["fabric-only"]["host_drops"] > int(m[4])
     assert os.path.getsize(os.path.join(out, "host.png")) > 0
 

@@ -7,6 +7,7 @@ import os
 import re
 
 from taurus.cli import main
+from taurus.reproduce.ledger import assert_claims
 
 
 def test_csig_nscc_fairness_quick(tmp_path, capsys):
@@ -19,6 +20,7 @@ def test_csig_nscc_fairness_quick(tmp_path, capsys):
     with open(os.path.join(out, "figures.json")) as f:
         fig = json.load(f)
     assert fig["headline"] == line
+    assert_claims("csig-nscc-fairness", fig)
     base, csig = fig["runs"]["nscc"], fig["runs"]["nscc-csig"]
     assert base["drop"] == 0 and csig["drop"] == 0        # trims, not drops
     b, c = base["victim_decisions"], csig["victim_decisions"]
@@ -42,5 +44,7 @@ def test_nscc_lb_quick(tmp_path, capsys):
     assert float(m[2]) < float(m[1]) and float(m[2]) < 1.5
     assert int(m[4]) < int(m[3])
     with open(os.path.join(out, "figures.json")) as f:
-        runs = json.load(f)["runs"]
+        fig = json.load(f)
+    assert_claims("nscc-lb", fig)
+    runs = fig["runs"]
     assert all(r["completed"] == r["flows"] and r["drops"] == 0 for r in runs.values())

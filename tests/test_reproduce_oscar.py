@@ -7,6 +7,7 @@ import re
 
 
 from taurus.cli import main
+from taurus.reproduce.ledger import assert_claims
 
 NUM = r"(\d+|-)"
 
@@ -18,6 +19,7 @@ def _run(name, tmp_path, capsys):
     with open(os.path.join(out, "figures.json")) as f:
         fig = json.load(f)
     assert fig["headline"] == line
+    assert_claims(name, fig)                  # the ledger's orderings, as in the full run
     for p in fig.get("plots", []):
         assert os.path.getsize(os.path.join(out, p)) > 0
     return line, fig

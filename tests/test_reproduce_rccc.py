@@ -5,6 +5,7 @@ import os
 import re
 
 from taurus.cli import main
+from taurus.reproduce.ledger import assert_claims
 
 
 def _last_line(capsys):
@@ -29,6 +30,7 @@ def test_rccc_incast_quick(tmp_path, capsys):
     with open(os.path.join(out, "figures.json")) as f:
         fig = json.load(f)
     assert fig["headline"] == line
+    assert_claims("rccc-incast", fig)
     r = fig["runs"]["rccc"]
     assert r["completed"] == r["flows"] == 8 and r["marks"] == 0    # last-hop ECN off
     for p in fig["plots"]:
@@ -46,6 +48,7 @@ def test_csig_swift_fru_quick(tmp_path, capsys):
     assert m, line
     with open(os.path.join(out, "figures.json")) as f:
         fig = json.load(f)
+    assert_claims("csig-swift-fru", fig)
     a, b = fig["runs"]["swift"], fig["runs"]["swift+fru"]
     assert a["bg_ops"] == b["bg_ops"] == 2 and a["fg_ops"] > 50 and b["fg_ops"] > 50
     assert b["fg_p99_ns"] < a["fg_p99_ns"]

@@ -11,6 +11,7 @@ import pytest
 
 from taurus.cc_algorithms.dcqcn import Dcqcn
 from taurus.cli import main
+from taurus.reproduce.ledger import assert_claims
 
 from test_cc_dcqcn import LINE, feed
 
@@ -21,7 +22,9 @@ def _last_line(capsys):
 
 def _figures(out):
     with open(os.path.join(out, "figures.json")) as f:
-        return json.load(f)
+        fig = json.load(f)
+    assert_claims(fig["scenario"], fig)     # the ledger's orderings, as in the full run
+    return fig
 
 
 def test_dcqcn_tcd_cuts_harder_on_ce_and_not_on_ue():

@@ -103,6 +103,11 @@ class NativeTable:
                 tab[i, CN.T_ENTRY] = a.rt.entry_address()
                 tab[i, CN.T_ST_OFF], tab[i, CN.T_ST_ROW] = a.st_off, a.st_row
                 tab[i, CN.T_PAR_OFF], tab[i, CN.T_PAR_ROW] = a.par_off, a.par_row
+            if len(set(tab[:, CN.T_ENTRY])) < len(self.algs):
+                # two algorithms' entries resolved to one body (taurus/numba_uids.py)
+                raise RuntimeError("native table: two algorithms' compiled entries share one "
+                                   f"address ({', '.join(a.cls.name for a in self.algs)}); "
+                                   "remove the Numba cache (~/.cache/taurus) and rerun")
             n_st = max(1, sum(a.st_row for a in self.algs) * F)
             n_par = max(1, sum(a.par_row for a in self.algs) * F)
             self._native = CN.native_cc(np.zeros(n_st), np.zeros(n_par), tab,

@@ -3,6 +3,8 @@ beside ours.
 
     taurus reproduce --list
     taurus reproduce NAME [--out DIR] [--quick] [--mode native|agent|per-event]
+    taurus reproduce --all [--check | --record] [--only A,B] [--workers N | --scheduler ADDR]
+    taurus reproduce --results        # docs/RESULTS.md, made from the ledger
 
 A scenario is one function registered with ``@scenario(name, about)``
 (``core.py``) in a module of this package, one module per paper or seed:
@@ -15,6 +17,11 @@ experiment's own run directory below it) and ends with ``NAME: ...``.
 algorithms decide (native by default: the same decisions as the agent
 modes, tests/test_cc_replay.py, at less cost).
 
+What each scenario gives in full is recorded in the results ledger
+(``ledger.toml``, ``ledger.py``): figures with tolerances, the seed's beside
+them, and claims its quick run must hold too; ``--all --check`` (suite.py)
+runs every scenario and compares.  A new scenario gets a ledger entry.
+
 Every module here is imported on first use, so a new scenario module needs
 no registration beyond its ``@scenario``.
 """
@@ -23,7 +30,7 @@ import pkgutil
 
 from .core import SCENARIOS, Scenario, run, scenario
 
-_SKIP = {"core", "cli"}
+_SKIP = {"core", "cli", "ledger", "suite"}
 
 
 def load() -> dict[str, Scenario]:

@@ -27,16 +27,17 @@ def _dumbbell(alg: str, mode: str, quick: bool) -> dict:
 
 
 def _incast(alg: str, mode: str, quick: bool) -> dict:
-    """examples/incast_8to1.toml with 256 KB per sender and INT at the switch
-    (the shipped incast topology: 1 Gbit/s, ECN K = 30 KB, PFC)."""
-    rounds = 1 if quick else 2
-    return {"experiment": {"name": f"incast-{alg}", "duration": f"{1 + 20 * rounds}ms",
+    """examples/incast_8to1.toml with 256 KB per sender (quick: 128 KB) and
+    INT at the switch (the shipped incast topology: 1 Gbit/s, ECN K = 30 KB,
+    PFC); two rounds, so the second round's flows take rows the first freed."""
+    gap = 10 if quick else 20                     # ms: each round ends well within it
+    return {"experiment": {"name": f"incast-{alg}", "duration": f"{1 + 2 * gap}ms",
                            "seed": 1, "step": "10us", "sample": "20us"},
             "topology": {"builtin": "incast", "switches": [{"name": "s1", "int": True}]},
             "cc": {"algorithm": alg, "mode": mode, "mss": 1024, "cwnd": "10KB"},
             "traffic": [{"kind": "incast", "from": [f"h{i}" for i in range(1, 9)], "to": "h9",
-                         "size": "256KB", "start": "1ms", "rounds": rounds,
-                         "interval": "20ms"}],
+                         "size": "128KB" if quick else "256KB", "start": "1ms", "rounds": 2,
+                         "interval": f"{gap}ms"}],
             "outputs": outputs()}
 
 
@@ -107,7 +108,8 @@ def baselines(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
             except Exception as e:      # one algorithm's failure leaves the others' rows
                 res[part][a] = {"error": f"{type(e).__name__}: {e}"}
     for part, cap, what in (("dumbbell", DUMBBELL_BPS, "2 bulk flows, 2 Gbit/s ECN+INT bottleneck"),
-                            ("incast", INCAST_BPS, "8:1, 256 KB each, 1 Gbit/s, ECN+INT, PFC")):
+                            ("incast", INCAST_BPS, f"8:1, {128 if quick else 256} KB each, two "
+                                                 f"rounds, 1 Gbit/s, ECN+INT, PFC")):
         echo(f"{part}: {what}")
         echo(HEAD)
         echo(f"  {'ideal':<10} {cap / 1e9:7.3f} {100.0:6.1f}% {'-':>8} {'-':>8} {1.0:6.3f} {0:6d}")
