@@ -131,3 +131,21 @@ def test_all_check_runs_each_scenario_in_full_and_compares(tmp_path, capsys, mon
                  "--out", out]) == 0
     assert L.load()["oscar-fairness"].figures[1].value == pytest.approx(was.value)
     assert (tmp_path / "RESULTS.md").read_text() == L.render(L.load(), reproduce.load())
+
+
+def test_all_on_a_dask_cluster_sends_each_run_back(tmp_path):
+    """On Dask a worker runs the scenario in scratch space and sends the
+    directory back: the same figures as a local run, the files in place."""
+    distributed = pytest.importorskip("dask.distributed")
+    from taurus.reproduce.suite import run_all
+    lines = []
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        res = run_all(["oscar-fairness"], str(tmp_path), scheduler=cluster.scheduler_address,
+                      echo=lines.append)
+    r = res["oscar-fairness"]
+    assert r["status"] == OK and lines[1].startswith("ok     oscar-fairness"), lines
+    with open(tmp_path / "oscar-fairness" / "figures.json") as f:
+        assert json.load(f)["headline"] == r["figures"]["headline"]
+    assert (tmp_path / "oscar-fairness" / "log.txt").read_text().endswith(
+        r["figures"]["headline"] + "\n")
