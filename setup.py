@@ -17,7 +17,8 @@ setup(
     cffi_modules=["taurus/datapath/ports/xsk_build.py:ffibuilder"],
     install_requires=[
         "numpy>=1.26",
-        "numba>=0.59",
+        "numba>=0.68,<0.69",      # private APIs used: _nrt (datapath/hot.py), _set_uuid,
+                                  # FunctionIdentity._unique_ids (numba_uids.py); tested here
         "cffi>=1.15",
         "scapy>=2.5",
         "pyroute2>=0.7",

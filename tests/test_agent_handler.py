@@ -12,7 +12,7 @@ import pytest
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
 from taurus.agent.host_actions import ActionResult
-from taurus.agent.signals import SAMPLER_IDS
+from taurus.datapath.ccevents import SAMPLER_IDS
 from taurus.datapath import ccshm as C
 from taurus.testing.fake_datapath import FakeDatapath, custom_record, record
 
@@ -167,6 +167,18 @@ def test_periods_at_flow_setup_and_probe_on_command(dp, jit):
     a.step(20)
     assert dp.cc.probe[2] == dp.cc.probe[3] == 1
     assert dp.cc.ctl[C.CTL_PROBE_DOORBELL] == 1                       # once per step
+    a.teardown()
+
+
+def test_a_reused_flow_row_starts_with_fresh_periods(dp, jit):
+    """The last flow of a row left its periods; the new flow's algorithm
+    declares two classes (Raw is never aggregated): the third goes back to
+    its default."""
+    dp.cc.period_ns[2] = [111, 222, 333]
+    a = agent(dp, jit, "Prober")
+    dp.push([record(2, C.EV_ACK, 1, (1, 1, 0))])
+    a.step(10)
+    assert list(dp.cc.period_ns[2]) == [-C.RTT_UNIT // 2, 30_000, C.DEFAULT_PERIOD_NS[2]]
     a.teardown()
 
 

@@ -1,5 +1,4 @@
 """Custom-signal parsers (vectorised, from wire/spec locations) and host samplers."""
-import os
 
 import numpy as np
 import pytest
@@ -52,29 +51,53 @@ def test_credit_parser():
     assert out["credit"][:2].tolist() == [70000, 5_000_000] and out["valid"].tolist() == [True, True, False]
 
 
-def test_cpu_sampler_reads_proc_stat():
-    s = S.CpuSampler()
-    sum(range(200000))
+def test_cpu_sampler_reads_proc_stat(tmp_path):
+    """Fractions of the ticks between two samples: of 400 ticks, 150 idle and
+    100 iowait -> busy 1 - 250/400, iowait 100/400."""
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8\n")
+    s = S.CpuSampler(str(stat))
+    stat.write_text("cpu  200 0 100 950 150 0 0 0 0 0\n")
     v = s.sample()
-    assert 0.0 <= v["busy"] <= 1.0 and 0.0 <= v["iowait"] <= 1.0 and v["ticks"] >= 0
+    assert v == {"busy": 0.375, "iowait": 0.25, "ticks": 400}
+    assert S.CpuSampler.fields(v) == (375_000, 250_000)             # ppm
+    assert 0.0 <= S.CpuSampler().sample()["busy"] <= 1.0            # the machine's own
 
 
-@pytest.mark.parametrize("res", ["cpu", "memory", "io"])
-def test_psi_samplers(res):
-    if not os.path.exists(f"/proc/pressure/{res}"):
-        pytest.skip("no PSI on this kernel")
-    v = S.SAMPLERS[f"psi_{res}"]().sample()
-    assert v["some_avg10"] >= 0 and v["some_stall_us"] >= 0
+def test_psi_sampler_reads_pressure(tmp_path):
+    f = tmp_path / "cpu"
+    f.write_text("some avg10=1.50 avg60=0.50 avg300=0.10 total=1000\n"
+                 "full avg10=0.00 avg60=0.00 avg300=0.00 total=10\n")
+    s = S.SAMPLERS["psi_memory"](str(f))
+    f.write_text("some avg10=2.25 avg60=0.75 avg300=0.10 total=1600\n"
+                 "full avg10=0.10 avg60=0.00 avg300=0.00 total=25\n")
+    v = s.sample()
+    assert (v["some_avg10"], v["some_stall_us"], v["full_stall_us"]) == (2.25, 600, 15)
+    assert S.SAMPLERS["psi_memory"].fields(v) == (225, 600)        # 1/100 %, us
+    f.write_text("cpu 1 2 3\n")
+    with pytest.raises(S.Unavailable, match="not a PSI file"):
+        s.sample()
 
 
-def test_netdev_and_cgroup_memory_samplers():
-    v = S.NetdevDropsSampler("lo").sample()
-    assert v["rx_dropped"] >= 0 and v["rx_dropped_delta"] >= 0
-    try:
-        m = S.CgroupMemorySampler("").sample()
-    except S.Unavailable:
-        pytest.skip("no memory controller")
-    assert m["current"] > 0
+def test_netdev_and_cgroup_memory_samplers(tmp_path):
+    st = tmp_path / "net" / "veth0" / "statistics"
+    st.mkdir(parents=True)
+    for k, v in (("rx_dropped", 5), ("tx_dropped", 1), ("rx_errors", 0), ("tx_errors", 2)):
+        (st / k).write_text(f"{v}\n")
+    n = S.NetdevDropsSampler("veth0", root=str(tmp_path / "net"))
+    (st / "rx_dropped").write_text("12\n")
+    (st / "tx_errors").write_text("3\n")
+    v = n.sample()
+    assert (v["rx_dropped"], v["rx_dropped_delta"], v["tx_errors_delta"]) == (12, 7, 1)
+    assert S.NetdevDropsSampler.fields(v) == (7, 1)
+    cg = tmp_path / "cg" / "job"
+    cg.mkdir(parents=True)
+    (cg / "memory.current").write_text("123456\n")
+    (cg / "memory.high").write_text("max\n")
+    (cg / "memory.stat").write_text("anon 1000\nfile 2000\nshmem 7\n")
+    m = S.CgroupMemorySampler("job", root=str(tmp_path / "cg")).sample()
+    assert m == {"current": 123456, "high": -1, "anon": 1000, "file": 2000}
+    assert S.CgroupMemorySampler.fields(m) == (123456, -1)
 
 
 def test_sampler_set_periods_and_errors():

@@ -4,8 +4,8 @@ The bar: >= 95% utilisation, the queue around K, each flow within 10% of its
 fair share; and in agent mode >= 90% fewer messages than per-event.
 `agent` runs the agent in-process, stepped every 10 us of virtual time,
 with DCTCP's declared period (its ACK sums, ECN-echoed bytes included,
-once per RTT); `agent-jit` the same with the compiled DCTCP twin (the
-agent's fast path: it must decide exactly as the Python one); `per-event`
+once per RTT), compiled; `agent-python` the same with DCTCP as plain Python
+(``jit = false``: it must decide exactly as the compiled one); `per-event`
 turns aggregation off; `native` runs DCTCP compiled into the engine, per ACK.
 
 The run is 40 ms: DCTCP converges slowly, and over a shorter run the gap
@@ -13,7 +13,7 @@ between the two flows mostly says where the run ends.  The agent's gap also
 follows how late its decisions land: with per-RTT reports a message waits up
 to the batch deadline (the agent's 1 us, against an ~85 us RTT).
 ``pytest -s tests/test_dctcp_e2e.py`` prints each mode's gap over 40 ms --
-native 0.8%, agent and agent-jit 2.5%, per-event 2.7% -- and the messages:
+native 0.8%, agent and agent-python 2.5%, per-event 2.7% -- and the messages:
 845 in agent mode against 8847 per-event (90.4% fewer)."""
 import functools
 
@@ -22,6 +22,7 @@ import pytest
 
 from taurus.datapath.ccshm import CTL_REPORTED, CcShm
 from taurus.datapath.devices.nic.setup import add_flow, nic_delivered, nic_post, set_flow_mode
+from taurus.datapath.devices.nic.state import DR_SLOT
 from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.cc_algorithms.dctcp import Dctcp
 from taurus.cc_algorithms.native import NativeTable
@@ -57,14 +58,14 @@ def run(mode, duration_ns=40_000_000, warm_ns=2_000_000):
         size = int(duration_ns * RATE / 8e9)          # more than either flow can send
         fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, rx_buf_bytes=2 * size))
         nics = fab["hosts"]
-        if mode in ("agent", "agent-jit", "per-event"):
+        if mode in ("agent", "agent-python", "per-event"):
             from taurus.agent.agent import Agent        # here: native runs need no agent
             from taurus.agent.config import parse
-            algorithm = "dctcp-jit" if mode == "agent-jit" else "dctcp"
-            cfg = parse({"agent": {"algorithm": algorithm, "mss": 1024,
+            cfg = parse({"agent": {"algorithm": "dctcp", "mss": 1024,
+                                   "jit": mode != "agent-python",
                                    "line_rate_bps": 10_000_000_000}})
             for h in ("h1", "h2"):
-                slot = int(eng.E.devs.regs[nics[h], 0])
+                slot = int(eng.E.devs.regs[nics[h], DR_SLOT])
                 a = Agent(eng.name + "-cc", cfg, cc=CcShm.attach(eng.name + "-cc", nic=slot),
                           stats_dir=None, slot=slot)
                 a.start()
@@ -76,7 +77,7 @@ def run(mode, duration_ns=40_000_000, warm_ns=2_000_000):
             if mode == "native":
                 tab.start(eng, f, dctcp)
             else:
-                set_flow_mode(eng, f, "agent" if mode == "agent-jit" else mode)
+                set_flow_mode(eng, f, "agent" if mode == "agent-python" else mode)
             nic_post(eng, nics[h], f, np.zeros(size, np.uint8).tobytes())
             flows.append((h, f))
         bott = fab["ports"]["s1-eth2"]
@@ -101,7 +102,7 @@ def run(mode, duration_ns=40_000_000, warm_ns=2_000_000):
         eng.close()
 
 
-@pytest.mark.parametrize("mode", ["native", "agent", "agent-jit", "per-event"])
+@pytest.mark.parametrize("mode", ["native", "agent", "agent-python", "per-event"])
 def test_dctcp_dumbbell(mode):
     util, got, q, st, msgs = run(mode)
     a, b = got["h1"], got["h2"]
@@ -114,7 +115,7 @@ def test_dctcp_dumbbell(mode):
     assert (msgs == 0) if mode == "native" else (msgs > 0)
 
 
-@pytest.mark.parametrize("mode", ["native", "agent", "agent-jit", "per-event"])
+@pytest.mark.parametrize("mode", ["native", "agent", "agent-python", "per-event"])
 def test_dctcp_fair_share(mode):
     util, got, q, st, msgs = run(mode)
     a, b = got["h1"], got["h2"]
@@ -128,8 +129,8 @@ def test_aggregation_removes_90_percent_of_messages():
     assert agent <= 0.10 * per_event
 
 
-def test_compiled_twin_decides_exactly_as_the_python_agent():
+def test_plain_python_decides_exactly_as_the_compiled_agent():
     util, got, q, st, msgs = run("agent")
-    util2, got2, q2, st2, msgs2 = run("agent-jit")
+    util2, got2, q2, st2, msgs2 = run("agent-python")
     assert (util2, got2, msgs2, st2) == (util, got, msgs, st)
     assert np.array_equal(q2, q)

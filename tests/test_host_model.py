@@ -6,7 +6,7 @@ that binds HOST, native and in the agent."""
 import numpy as np
 import pytest
 
-from taurus.agent.signals import SAMPLER_IDS
+from taurus.datapath.ccevents import SAMPLER_IDS
 from taurus.cc_algorithms.algorithm import Algorithm, kernel
 from taurus.cc_algorithms.native import NativeTable
 from taurus.datapath import ccevents as V

@@ -25,6 +25,7 @@ import numpy as np
 from taurus.cc_algorithms.algorithm import (D_CREDIT, D_CWND, D_EV, D_HOST_CPU, D_HOST_MBA,
                                            D_PROBE, D_RATE)
 from taurus.datapath.ccshm import CTL_PROBE_DOORBELL
+from taurus.datapath.hot import hot
 from taurus.datapath.lowlevel import store_release_u64
 
 from .filters import filter_write
@@ -125,7 +126,7 @@ def _poll(prod, cons, ring, ctl, bp, st, n, cap, batch_max, now, owner, nic, las
 K_CALLS, K_UNBOUND, K_NO_ALG = range(3)
 
 
-@nb.njit(cache=True, nogil=True, _nrt=False)   # allocates nothing (inloop._step_on)
+@hot(nogil=True)   # allocates nothing (inloop._step_on)
 def poll_into(M, F, res, cnt, now):
     """_poll on a handler's PollArrays ``M`` and selection arrays ``F``, its
     outcome written to ``res`` and counted in ``cnt``; returns (status,

@@ -50,16 +50,17 @@ import numpy as np
 from taurus.cc_algorithms.algorithm import (D_HOST_CPU, D_HOST_MBA, DECISION_DTYPE, FlowContext,
                                            class_periods, event_mask, param_row)
 from taurus.cc_algorithms.runtime import Runtime
-from taurus.datapath.ccevents import EVENT_NAMES
-from taurus.datapath.ccshm import (COUNT, CTL_DEFAULT_MASK, CTL_OPENED, EV_HOST, EVENT,
-                                   FL_CC_ACTIVE, FLOW, REC_WIDTH, T_FIRST, T_LAST, V0)
+from taurus.datapath.ccevents import EVENT_NAMES, SAMPLER_IDS
+from taurus.datapath.ccshm import (COUNT, CTL_DEFAULT_MASK, CTL_OPENED, DEFAULT_PERIOD_NS,
+                                   EV_HOST, EVENT, FL_CC_ACTIVE, FLOW, REC_WIDTH, T_FIRST,
+                                   T_LAST, V0)
 
 from .busyloop import BusyLoop
 from .fastpath import (NEW_FLOWS, OVERLOAD, READY, ApplyArrays, FastArrays, _new_flows, _poll,
                        _select, apply_write, discard)
 from .filters import CLAMPED, FIELDS, REJECTED, UpdateFilter
 from .messages import S_TAIL_AFTER, RecordBatch
-from .signals import SAMPLER_IDS, host_fields
+from .signals import host_fields
 
 log = logging.getLogger("taurus.agent.handler")
 FAULTS = {REJECTED: "non-finite", CLAMPED: "out of bounds, clamped:"}
@@ -243,8 +244,8 @@ class AlgorithmHandler:
             self.fault(a.name, "setup failed", repr(e))
             return False
         self.falg[f], self.fmask[f] = a.index, conf.mask
-        for c, v in conf.periods.items():    # before the mask: the engine reads both
-            cc.period_ns[f, c] = v
+        for c, v in enumerate(DEFAULT_PERIOD_NS):   # every class: a reused row keeps none of
+            cc.period_ns[f, c] = conf.periods.get(c, v)   # its last flow's (before the mask)
         cc.timer_ns[f] = conf.timer
         cc.event_mask[f] = conf.mask
         cc.flags[f] |= FL_CC_ACTIVE

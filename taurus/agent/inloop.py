@@ -29,6 +29,7 @@ from numba.extending import intrinsic
 from taurus.datapath.byref import at_intrinsic, pin, unpin
 from taurus.datapath.ccnative import _call_entry
 from taurus.datapath.ccshm import CTL_HEARTBEAT_NS, CTL_OPENED, FLOW
+from taurus.datapath.hot import hot
 from taurus.datapath.lowlevel import monotonic_ns
 
 from .fastpath import (K_NO_ALG, NEW_FLOWS, OVERLOAD, R_DFAULTS, R_FAULTS, R_HOST, R_OCC,
@@ -77,7 +78,7 @@ def _table(typingctx, addr, n):
     return types.float64[::1](types.int64, types.int64), codegen
 
 
-@nb.njit(cache=True, _nrt=False)   # allocates nothing: see _step_on
+@hot   # allocates nothing: see _step_on
 def _drain(F, rec, lo, hi, a):
     """Class a's selected rows through its native entry, decisions adding up
     in each flow's D row; returns how many handlers raised (their flows in
@@ -97,13 +98,13 @@ def _drain(F, rec, lo, hi, a):
     return nf
 
 
-@nb.njit(cache=True, _nrt=False)   # allocates nothing (docstring)
+@hot   # allocates nothing (docstring)
 def _step_on(A, now):
     """One step on the agent's arrays ``A`` (a ByRef to StepArgs).  Compiled
     without reference counting, as are _drain and fastpath.poll_into: they
     read dozens of arrays through ``A`` and allocate nothing themselves, and
-    with counting each read was an atomic incref / decref pair (the callees
-    that allocate count their own)."""
+    with counting each read would be an atomic incref / decref pair (the
+    callees that allocate count their own)."""
     M, F, X, W = A.poll, A.fast, A.apply, A.write
     if M.ctl[CTL_OPENED] != F.opened[0]:
         F.res[R_STATUS] = NOT_POLLED   # a row was reused: the whole step in Python

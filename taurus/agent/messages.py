@@ -362,10 +362,6 @@ class MessageHandler:
         return self.st.item(S_CALM)
 
     @property
-    def next_seq(self) -> int | None:
-        return self.st.item(S_NEXT_SEQ) if self.st[S_HAVE_SEQ] else None
-
-    @property
     def refused_seen(self) -> int:
         return self.st.item(S_REFUSED)
 

@@ -41,7 +41,7 @@ import os
 
 import numpy as np
 
-from taurus.datapath.ccevents import HOST_SOURCES
+from taurus.datapath.ccevents import HOST_SOURCES, SAMPLER_IDS
 from taurus.datapath.ccshm import CUSTOM_MAX, V0
 from taurus.datapath.wire import spec
 
@@ -206,11 +206,14 @@ class PsiSampler(Sampler):
 
     def _parse(self):
         out = {}
-        for line in _read(self.path).splitlines():
-            kind, *kv = line.split()
-            for item in kv:
-                k, _, v = item.partition("=")
-                out[f"{kind}_{k}"] = float(v) if k != "total" else int(v)
+        try:
+            for line in _read(self.path).splitlines():
+                kind, *kv = line.split()
+                for item in kv:
+                    k, _, v = item.partition("=")
+                    out[f"{kind}_{k}"] = float(v) if k != "total" else int(v)
+        except ValueError:
+            out = {}
         if "some_total" not in out:
             raise Unavailable(f"{self.path}: not a PSI file")
         return out
@@ -266,8 +269,8 @@ class NetdevDropsSampler(Sampler):
     """A kernel interface's drop/error counters (/sys/class/net/IF/statistics)."""
     KEYS = ("rx_dropped", "tx_dropped", "rx_errors", "tx_errors")
 
-    def __init__(self, iface: str):
-        self.dir = f"/sys/class/net/{iface}/statistics"
+    def __init__(self, iface: str, root: str = "/sys/class/net"):
+        self.dir = os.path.join(root, iface, "statistics")
         self.prev = self._totals()
 
     def _totals(self):
@@ -316,12 +319,7 @@ class CgroupMemorySampler(Sampler):
         return int(v["current"]), int(v["high"])
 
 
-SAMPLER_IDS = {"cpu": 1, "psi_cpu": 2, "psi_memory": 3, "psi_io": 4, "engine_drops": 5,
-               "netdev_drops": 6, "cgroup_memory": 7, **HOST_SOURCES}
-"""The ``source`` of an EV_HOST record: which sampler read it (0: none); the
-NIC's own samples (ccevents.HOST_SOURCES) are in the same numbering."""
-assert set(SAMPLER_IDS) == set(SAMPLERS) | set(HOST_SOURCES)
-assert len(set(SAMPLER_IDS.values())) == len(SAMPLER_IDS)
+assert set(SAMPLER_IDS) == set(SAMPLERS) | set(HOST_SOURCES)   # ccevents' numbering
 
 
 def host_fields(name: str, values: dict) -> tuple[int, int, int]:

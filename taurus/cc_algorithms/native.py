@@ -31,7 +31,7 @@ from taurus.datapath import ccnative as CN
 from taurus.datapath.ccevents import EV_TIMER
 from taurus.datapath.devices.nic.setup import (flow_nic, nic_init_credit, nic_rx_idle, nic_rx_tick,
                                                set_flow_mode)
-from taurus.datapath.devices.nic.state import NR_LINE, NR_MSS
+from taurus.datapath.devices.nic.state import DR_SLOT, NR_LINE, NR_MSS
 
 from .algorithm import (DECISION_DTYPE, FlowContext, check_class, event_mask, param_row)
 from .params import ConfigError, Params, build
@@ -113,12 +113,6 @@ class NativeTable:
             self._native = CN.native_cc(np.zeros(n_st), np.zeros(n_par), tab,
                                         np.full(F, -1, np.int64), np.zeros((F, CN.N_LIM)))
         return self._native
-
-    def id_of(self, cls) -> int:
-        for i, a in enumerate(self.algs):
-            if a.cls is cls:
-                return i
-        raise KeyError(f"algorithm {cls.name!r} is not in the table")
 
     # ---- per flow ---------------------------------------------------------------
     def state(self, alg: int) -> np.ndarray:
@@ -242,7 +236,7 @@ class NativeTable:
         cls = self.algs[alg].cls
         if cls.role != "receiver":
             raise ConfigError(f"algorithm {cls.name!r} is a {cls.role} algorithm, not a receiver")
-        n = int(eng.E.devs.regs[dev, 0])
+        n = int(eng.E.devs.regs[dev, DR_SLOT])
         if not n < min(self.max_flows, len(self.native.nic_alg)):
             raise ValueError(f"NIC index {n} beyond the table's rows")
         p = self.make_params(alg, params)

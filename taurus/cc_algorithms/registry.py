@@ -22,7 +22,7 @@ BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
             "nscc-csig": "taurus.cc_algorithms.nscc:NsccCsig",
             "rccc": "taurus.cc_algorithms.rccc:Rccc",
             "oscar": "taurus.cc_algorithms.oscar:Oscar"}
-ALIASES = {"dctcp-jit": "dctcp"}     # compiled is no longer a separate algorithm
+ALIASES = {"dctcp-jit": "dctcp"}     # an older name: every algorithm runs compiled or not
 
 
 def _load(spec: str, what: str) -> type:

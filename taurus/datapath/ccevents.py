@@ -67,7 +67,7 @@ EVENTS = (
         *((f"w{i}", 2 + i, LAST, f"segment bytes {8 * i}..{8 * i + 7}, little-endian")
           for i in range(8)))),
     ("HOST", CLS_RAW, "sender", (
-        ("source", 0, LAST, "host sampler id (agent.signals.SAMPLER_IDS, HOST_SOURCES)"),
+        ("source", 0, LAST, "host sampler id (SAMPLER_IDS)"),
         ("value", 1, LAST, "the sampler's main reading (its unit)"),
         ("aux", 2, LAST, "a second reading, sampler-specific"))),
     ("NACK", CLS_COALESCENT, "sender", (
@@ -166,11 +166,16 @@ HOST_SOURCES = {"host_buffer": 8, "host_delay": 9, "peer_host_delay": 10}
 its host model's samples (host_buffer: occupancy bytes, aux host drops since
 the last sample; host_delay: delivery delay ns, aux the host bandwidth left
 by the hog, bit/s) and the receiving host's delay that ACKs echo
-(peer_host_delay: ns, aux 0).  agent.signals.SAMPLER_IDS adds them to its
-samplers' ids: one numbering."""
+(peer_host_delay: ns, aux 0)."""
 HOST_SRC_BUFFER = HOST_SOURCES["host_buffer"]
 HOST_SRC_DELAY = HOST_SOURCES["host_delay"]
 HOST_SRC_PEER_DELAY = HOST_SOURCES["peer_host_delay"]
+SAMPLER_IDS = {"cpu": 1, "psi_cpu": 2, "psi_memory": 3, "psi_io": 4, "engine_drops": 5,
+               "netdev_drops": 6, "cgroup_memory": 7, **HOST_SOURCES}
+"""The ``source`` of an EV_HOST record, one numbering: which of the agent's
+host samplers read it (agent/signals.py SAMPLERS), or which of the NIC's
+own samples it is (HOST_SOURCES); 0 none."""
+assert len(set(SAMPLER_IDS.values())) == len(SAMPLER_IDS)
 EVENT_ROLE = {e[0]: e[2] for e in EVENTS}
 
 FIELDS = {e[0]: tuple(f[0] for f in e[3]) for e in EVENTS}

@@ -122,6 +122,3 @@ def clock_advance_to(clk, t):
     if t > clk.i[VNOW]:
         clk.i[VNOW] = t
 
-
-def clock_now_py(clk: Clock) -> int:
-    return int(clock_now(clk))

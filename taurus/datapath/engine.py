@@ -33,13 +33,16 @@ from .devices.dispatch import device_poll, device_timer
 from .devices import pktgen
 from .devices.nic import setup as nic_setup
 from .devices.nic.poll import make_nic_state
+from .devices.nic.state import DR_SLOT
 from .devices.switch import setup as switch_setup
 from .devices.switch.poll import make_switch_state
-from .devices.table import (CTL_YIELD, KIND_NAMES as DEV_KIND_NAMES, L2FWD, NIC, PKTGEN, SWITCH,
-                            make_devices)
+from .ctlblock import (IDLE_ITERS, IDLE_NS, ITERS, N_CTL, NDEVS, NOW, NPORTS, POLL_ALL, POLLS,
+                       REASON, RUN_NS, STATE, STOP, VAG_AT, VAG_DUE, VAG_N, VAG_STEP,
+                       WAKE_PUBLISH, YIELD)
+from .devices.table import KIND_NAMES as DEV_KIND_NAMES, L2FWD, NIC, PKTGEN, SWITCH, make_devices
 from .mbuf import make_pool, mbuf_in_use
 from .ports import memlink
-from .ports.capture import YIELD as CAPTURE_YIELD, CaptureShm
+from .ports.capture import CaptureShm
 from .ports.common import COUNTER_NAMES, INF, KIND_NAMES, MEM, N_COUNTERS, XDP
 from .ports.dispatch import port_next_event, port_service
 from .ports.memlink import arrivals_due, mem_due_ports, mem_next_arrival
@@ -48,11 +51,9 @@ from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
 from .sampler import (NEXT as SMP_NEXT, ROWS as SMP_ROWS, TAKEN as SMP_TAKEN, make_sampler,
                       rows_for, sampler_drain, sampler_start, sampler_take)
-from .report import (ENGINE_WAKE_PUBLISH, ENGINE_YIELD, OWNER_REPORT, make_report_state,
-                     report_timer)
+from .report import OWNER_REPORT, make_report_state, report_timer
 from .shm import Shm
-from .vagents import (VAG_AT, VAG_DUE, VAG_N, VAG_STEP, make_vagents, vagents_from,
-                      vagents_step)
+from .vagents import make_vagents, vagents_from, vagents_step
 from .hot import hot, hot_stage
 from . import watchdog
 from .watchdog import H_MAGIC, H_MAX_PORTS, H_N_COUNTERS, H_PID, MAGIC
@@ -71,24 +72,6 @@ report engine with its views on the agent contract segment (report.py);
 `smp` the sampler of the run's time series (sampler.py); `vag` the agents
 the loop steps itself (vagents.py)."""
 
-# Control block (int64, shared memory).
-(STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD, WAKE_PUBLISH, IDLE_NS,
- RUN_NS, POLL_ALL, POLLS) = range(14)
-N_CTL = 32
-assert POLLS < VAG_N < VAG_DUE < VAG_STEP < VAG_AT < N_CTL
-assert YIELD == CTL_YIELD == ENGINE_YIELD == CAPTURE_YIELD and WAKE_PUBLISH == ENGINE_WAKE_PUBLISH
-"""YIELD: set by a device to end the current chunk at once, so that the
-Python apps between chunks (Engine.on_chunk) act now rather than up to a
-chunk later (a NIC does on each message it delivers, when asked:
-devices/nic/setup.py: nic_yield_on_message; the capture ring when it is
-half full: ports/capture.py).  WAKE_PUBLISH: armed (1) by Python, it makes
-the next report publish set YIELD and disarms itself (report.py;
-Engine.run_until wake_on_publish).
-IDLE_NS, RUN_NS: clock ns the loop spent in passes that did no work, and in
-all (on the wall clock, its busy fraction is 1 - IDLE_NS / RUN_NS).
-POLL_ALL: set by Python, the virtual-clock loop polls every device every
-pass rather than only those with something to do (the same run, slower:
-for tests and diagnosis).  POLLS: device polls so far."""
 ST_INIT, ST_RUNNING, ST_STOPPED = 0, 1, 2
 # Why engine_run returned.
 R_UNTIL, R_STOP, R_IDLE, R_CHUNK, R_AGENT = 1, 2, 3, 4, 5
@@ -272,8 +255,8 @@ def _loop(E, until, chunk_ns):
     for d in range(nd):
         if not _frame_driven(kinds[d]):
             _set_due(wake, d)
-        if kinds[d] == NIC and 0 <= E.devs.regs[d, 0] < nicdev.shape[0]:
-            nicdev[E.devs.regs[d, 0]] = d
+        if kinds[d] == NIC and 0 <= E.devs.regs[d, DR_SLOT] < nicdev.shape[0]:
+            nicdev[E.devs.regs[d, DR_SLOT]] = d
     # Skipping, the devices with a frame due are found at the top of the
     # memory links' arrivals heap (memlink.py; virtual: memory links only),
     # at the start of the pass and after a poll that sent a frame due at

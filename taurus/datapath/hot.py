@@ -11,9 +11,12 @@ returned), or it leaks.
 import numba as nb
 
 
-def hot(fn):
-    """njit(cache=True) without reference counting, for code that never allocates."""
-    return nb.njit(cache=True, _nrt=False)(fn)
+def hot(fn=None, *, nogil: bool = False):
+    """njit(cache=True) without reference counting, for code that never
+    allocates; ``@hot`` or ``@hot(nogil=True)`` (released GIL: a loop other
+    Python threads run beside)."""
+    opts = {"cache": True, "_nrt": False, **({"nogil": True} if nogil else {})}
+    return nb.njit(**opts)(fn) if fn is not None else nb.njit(**opts)
 
 
 def hot_stage(fn):

@@ -26,6 +26,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .hot import hot_stage
+
 MSG_DONTWAIT = 0x40
 POLLIN = 0x001
 POLLOUT = 0x004
@@ -90,7 +92,7 @@ def prefetch(typingctx, addr):
     return types.none(addr), codegen
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@hot_stage
 def prefetch_bytes(addr, n):
     """prefetch every cache line of the n bytes at a raw address."""
     a = addr & ~np.int64(63)
@@ -192,11 +194,6 @@ store_release_u32_at = _addr_store(32, "release")
 # Array views over raw addresses, for code compiled with reference counting
 # (the raw benchmarks in bench/); the engine's port paths use peek/poke.
 @nb.njit(cache=True, inline="always")
-def u8_view(addr, n):
-    return nb.carray(_int_to_voidptr(addr), (n,), np.uint8)
-
-
-@nb.njit(cache=True, inline="always")
 def u32_view(addr, n):
     return nb.carray(_int_to_voidptr(addr), (n,), np.uint32)
 
@@ -226,11 +223,6 @@ def wake_rx(fd):
     r = sys_recvfrom(np.int32(fd), voidptr(0), np.uint64(0), np.int32(MSG_DONTWAIT),
                      voidptr(0), voidptr(0))
     return r
-
-
-def address_of(arr: np.ndarray) -> int:
-    """The address of a numpy array's first byte (for the register tables)."""
-    return int(arr.ctypes.data)
 
 
 _memcpy = types.ExternalFunction("memcpy", types.voidptr(types.voidptr, types.voidptr, types.uint64))

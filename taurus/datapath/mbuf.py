@@ -17,8 +17,7 @@ frame's data uses; a frame the kernel receives or sends is at most
 import mmap
 from collections import namedtuple
 
-import numba as nb
-from .hot import hot  # compiled without reference counting (the hot path)
+from .hot import hot, hot_stage  # compiled without reference counting (the hot path)
 import numpy as np
 
 Pool = namedtuple("Pool", ["data", "length", "ts", "port", "free", "top"])
@@ -48,7 +47,7 @@ def make_pool(n_frames: int = 16384, buf_size: int = DEFAULT_BUF) -> Pool:
     )
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@hot_stage
 def mbuf_alloc(pool):
     """A free frame index, or -1 when the pool is exhausted."""
     t = pool.top[0]
@@ -59,14 +58,14 @@ def mbuf_alloc(pool):
     return pool.free[t]
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@hot_stage
 def mbuf_free(pool, i):
     t = pool.top[0]
     pool.free[t] = i
     pool.top[0] = t + 1
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@hot_stage
 def mbuf_received(pool, i, length, now, port):
     """Stamp frame i as received: its length, RX time and input port."""
     pool.length[i] = length

@@ -50,6 +50,7 @@ import numpy as np
 from . import ccevents
 from . import ccshm as C
 from .ccnative import native_call
+from .ctlblock import WAKE_PUBLISH, YIELD
 from .hot import hot
 from .wire import spec as S
 from .wire.codec import get_field
@@ -126,11 +127,9 @@ def _ring(R, k):
     return Ring(R.hdr, R.rings.prod[k], R.rings.cons[k], R.rings.rec[k])
 
 
-ENGINE_YIELD, ENGINE_WAKE_PUBLISH = 8, 9
-"""The engine's ctl words (engine.py) this module sets: a publish ends the
-engine's chunk once (YIELD) when WAKE_PUBLISH is armed, so an agent stepped
-between chunks (the experiment runner's) wakes only when it has records."""
-
+# A publish ends the engine's chunk once (YIELD) when WAKE_PUBLISH is armed,
+# so an agent stepped between chunks (the experiment runner's) wakes only
+# when it has records.
 
 @hot
 def report_publish(E, k, now):
@@ -142,9 +141,9 @@ def report_publish(E, k, now):
         ring_doorbell(ring)          # wakes the agent if it blocked on the bell
         R.ctls[k, C.CTL_REPORTED] += n
         R.staged[k, 0] = 0
-        if E.ctl[ENGINE_WAKE_PUBLISH] != 0:
-            E.ctl[ENGINE_WAKE_PUBLISH] = 0
-            E.ctl[ENGINE_YIELD] = 1
+        if E.ctl[WAKE_PUBLISH] != 0:
+            E.ctl[WAKE_PUBLISH] = 0
+            E.ctl[YIELD] = 1
         vagents_published(E.ctl, now)
 
 

@@ -9,8 +9,8 @@ native algorithm's decision, else the flow's own), and for each sampled
 switch port the bytes queued over all its classes.  The sample due at t is
 taken in the first loop pass at t that goes on running (after the pass's
 stop checks), before any timer or device acts at t: the state after every
-event before t and after whatever Python did between runs at t — what the
-runner used to read after returning from ``run_until(t)``.
+event before t and after whatever Python did between runs at t — what
+Python reads after ``run_until(t)`` returns.
 
 ``meta`` words: PERIOD (0: off), ORIGIN (samples fall at ORIGIN + k PERIOD,
 k >= 1), NEXT (engine ns of the next sample), ROWS (rows written so far),
@@ -25,7 +25,7 @@ from collections import namedtuple
 import numpy as np
 
 from .devices.nic.state import CX_CWND, FL_ACKED_OFF
-from .devices.table import CTL_YIELD
+from .ctlblock import YIELD
 from .hot import hot
 from .ports.common import INF
 
@@ -60,7 +60,7 @@ def sampler_take(E, now):
     cap = S.buf.shape[0]
     if m[ROWS] - m[TAKEN] >= cap:          # full: wait for Python, never overwrite
         m[LATE] += 1
-        E.ctl[CTL_YIELD] = 1
+        E.ctl[YIELD] = 1
         return 0
     row = S.buf[m[ROWS] % cap]
     row[0] = now
@@ -81,7 +81,7 @@ def sampler_take(E, now):
     m[ROWS] += 1
     m[NEXT] = m[ORIGIN] + ((now - m[ORIGIN]) // m[PERIOD] + 1) * m[PERIOD]
     if 2 * (m[ROWS] - m[TAKEN]) >= cap:
-        E.ctl[CTL_YIELD] = 1             # half full: Python drains between chunks
+        E.ctl[YIELD] = 1             # half full: Python drains between chunks
     return 1
 
 

@@ -19,12 +19,9 @@ from numba import types
 from numba.extending import intrinsic
 
 from .ccnative import _codegen
+from .ctlblock import VAG_AT, VAG_DUE, VAG_N, VAG_STEP
 from .hot import hot
 
-VAG_N, VAG_DUE, VAG_STEP, VAG_AT = 16, 17, 18, 19
-"""The engine's ctl words (engine.py): how many agents are registered (0:
-none, Python steps them), when they are next due (0: not due), the grid
-step (ns), the agent a run ended at (R_AGENT)."""
 MAX_AGENTS = 256
 DONE, MORE, PYTHON = 0, 1, 2
 

@@ -43,6 +43,7 @@ import numba as nb
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from .hot import hot, hot_stage
 from .ports.common import INF
 
 Wheel = namedtuple("Wheel", ["due", "nxt", "prv", "slot", "owner", "arg",
@@ -98,7 +99,7 @@ def late_bucket_bounds(i: int) -> tuple[int, int]:
     return lo, lo + (1 << (b - 3))
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot   # never allocates: no refcount per call
 def wheel_alloc(w, owner, arg):
     """A new timer id for `owner`, or -1 when the wheel is full."""
     t = w.meta[NEXT_ID]
@@ -130,7 +131,7 @@ def _unlink(w, t):
         w.meta[LB_EXACT] = 0      # the earliest may be gone: LB stays a lower bound
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot   # never allocates: no refcount per call
 def wheel_cancel(w, t):
     if w.slot[t] >= 0:
         _unlink(w, t)
@@ -141,7 +142,7 @@ def wheel_armed(w, t):
     return w.slot[t] >= 0
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot   # never allocates: no refcount per call
 def wheel_schedule(w, t, due):
     """Arm (or re-arm) timer t for time `due`.  A due time in the past fires
     at the next expiry."""
@@ -166,7 +167,7 @@ def wheel_schedule(w, t, due):
         w.meta[LB] = due          # the earliest now (exact if LB was)
 
 
-@nb.njit(cache=True, _nrt=False, inline="always")
+@hot_stage
 def wheel_quiet(meta, now):
     """Would an expiry at `now` find nothing due?  Then it is done: the
     wheel's ``meta`` records it as wheel_expire would (the engine's loop
@@ -179,7 +180,7 @@ def wheel_quiet(meta, now):
     return False
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot   # never allocates: no refcount per call
 def wheel_expire(w, now, out, maxn):
     """Disarm every timer due at or before `now` (at most maxn) into out;
     returns how many."""
@@ -240,7 +241,7 @@ def wheel_expire(w, now, out, maxn):
     return n
 
 
-@nb.njit(cache=True, _nrt=False)   # never allocates: no refcount per call
+@hot   # never allocates: no refcount per call
 def wheel_next_due(w):
     """The earliest due time of any armed timer (INF when none)."""
     if w.meta[ARMED] == 0:
@@ -253,7 +254,7 @@ def wheel_next_due(w):
     return best
 
 
-@nb.njit(cache=True, _nrt=False)
+@hot
 def _next_due(w):
     shift = w.meta[SHIFT]
     nslots = w.meta[NSLOTS]

@@ -49,7 +49,7 @@ from taurus.cc_algorithms.params import ConfigError
 from taurus.cc_algorithms.registry import lookup, make_params
 from taurus.datapath.ccshm import CcShm
 from taurus.datapath.devices.nic import setup as NS
-from taurus.datapath.devices.nic.state import (CQ_RX, CQ_TX, CX_RATE, FL_ACKED_OFF,
+from taurus.datapath.devices.nic.state import (DR_SLOT, CQ_RX, CQ_TX, CX_RATE, FL_ACKED_OFF,
                                               FL_SRTT, SG_ECN, SG_UE)
 from taurus.datapath.devices.switch.setup import switch_stats
 from taurus.datapath.engine import Engine
@@ -270,7 +270,7 @@ class Runner:
                                           "mss": base.mss, "line_rate_bps": link_rate(self.x, h),
                                           "jit": base.jit},
                                 "override": over})
-            slot = int(self.eng.E.devs.regs[self.nics[h], 0])
+            slot = int(self.eng.E.devs.regs[self.nics[h], DR_SLOT])
             a = Agent(self.eng.name + "-cc", cfg, cc=CcShm.attach(self.eng.name + "-cc", nic=slot),
                       stats_dir=None, slot=slot)
             self.agents[h] = a
@@ -485,7 +485,7 @@ class Runner:
         return None
 
     def _slot(self, h) -> int:
-        return int(self.eng.E.devs.regs[self.nics[h], 0])
+        return int(self.eng.E.devs.regs[self.nics[h], DR_SLOT])
 
     def _rpc_done(self, i, t) -> None:
         r, st = self.plan.rpcs[i], self.rpc_state[i]

@@ -1,8 +1,9 @@
-"""OSCAR (seed 001): `oscar-convergence` (the slides' 1 long + 9 short flows
-micro-benchmark: control updates to converge at a microburst's onset and
-release, OSCAR against DCTCP, DCQCN, Swift and HPCC), `oscar-bls` (delay
-gradient by batched least squares against divide + EWMA, judged by the
-switch queue's true growth rate) and `oscar-fairness` (Jain of 2 and 8
+"""OSCAR ("OSCAR: O(1)-Step Convergence And Readily-deployable Congestion
+Control", Nanjing University): `oscar-convergence` (the slides' 1 long + 9
+short flows micro-benchmark: control updates to converge at a microburst's
+onset and release, OSCAR against DCTCP, DCQCN, Swift and HPCC), `oscar-bls`
+(delay gradient by batched least squares against divide + EWMA, judged by
+the switch queue's true growth rate) and `oscar-fairness` (Jain of 2 and 8
 OSCAR flows).
 
 Scaling: the slides' testbed has 40 Gbit/s links and a 13.5 us base RTT.

@@ -1,4 +1,4 @@
-"""`tcd-*`: TCD (seed 002, "Congestion Detection in Lossless Networks"):
+"""`tcd-*`: TCD ("Congestion Detection in Lossless Networks", SIGCOMM 2021):
 ternary CE / UE marking at PFC-paused ports (the switch, marks.py), with
 DCQCN reacting to CE only (cc_algorithms/dcqcn.py, ``tcd = true``).
 

@@ -1,4 +1,5 @@
-"""Ultra Ethernet NSCC (seeds 003 CSIG and 004 UET; issue 19):
+"""Ultra Ethernet NSCC (the UEC transport's sender CC) and CSIG ("CSIG:
+Fine-Grained Congestion Signals for ML Workloads", SIGCOMM 2025 tutorial):
 `csig-nscc-fairness`, the CSIG talk's 3-flow victim scenario, NSCC against
 NSCC + CSIG max(Delay); `nscc-lb`, a permutation on a leaf-spine with a
 fixed EV against NSCC's EV load balancing.
@@ -18,7 +19,7 @@ from .core import drops, outputs, pyplot, run_dict, scenario
 RATE = 25_000_000_000          # the seeds' 100 Gbit/s, scaled by MSS 1 KB / 4 KB
 MSS = 1024
 HOP_DELAY = 1_000              # ns, the CSIG talk's link delay
-SEED_FAIR = (5.0, 2.3)         # seed 003: competitor : victim, NSCC and NSCC + CSIG max(Delay)
+SEED_FAIR = (5.0, 2.3)         # CSIG: competitor : victim, NSCC and NSCC + CSIG max(Delay)
 SCALE_NOTE = ("links 25 Gbit/s with 1 KB MTUs (the seeds' 100 Gbit/s with 4 KB, scaled 1/4 in "
               "bytes: BDP in packets, buffer/BDP and threshold/BDP kept), 1 us link delays")
 
@@ -129,7 +130,7 @@ def fairness_run(alg: str, quick: bool) -> dict:
             "window_ns": [warm, dur], **marks}
 
 
-@scenario("csig-nscc-fairness", "seed 003: a victim flow across two congested queues, each "
+@scenario("csig-nscc-fairness", "CSIG: a victim flow across two congested queues, each "
                                 "shared with one competitor; NSCC vs NSCC + CSIG max(Delay)")
 def csig_nscc_fairness(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     if mode != "native":
@@ -257,7 +258,7 @@ def nscc_lb(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
         echo(f"  {k:<9} {u:<28} {r['util_max_min']:7.2f} {r['fct_p50_ns'] / 1e3:8.0f} / "
              f"{r['fct_p99_ns'] / 1e3:5.0f} {r['completed']:3d}/{r['flows']} {r['drops']:5d} "
              f"{r['trims']:5d}")
-    echo("  seed 004: NSCC rotates the EV on ECN to trigger packet-level load balancing; "
+    echo("  UET: NSCC rotates the EV on ECN to trigger packet-level load balancing; "
          "the issue's goal: balancing lowers spine max/min utilisation")
     plots = _plot_lb(out, res)
     f, b = res["fixed"], res["balanced"]

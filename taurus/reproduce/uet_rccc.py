@@ -1,8 +1,9 @@
-"""Ultra Ethernet RCCC and CSIG's Swift + FRU (seeds 003 CSIG and 004 UET;
-issue 19): `rccc-incast`, an 8:1 incast through a leaf-spine with RCCC at
-the receiver and NSCC at the senders against NSCC alone; `csig-swift-fru`,
-cross-rack foreground RPCs against bursty background RPCs, Swift against
-Swift + CSIG Fast Ramp-Up.
+"""Ultra Ethernet RCCC ("Receiver Credit-based Congestion Control") and CSIG's
+Swift + FRU ("CSIG: Fine-Grained Congestion Signals for ML Workloads"):
+`rccc-incast`, an 8:1 incast through a leaf-spine with RCCC at the receiver
+and NSCC at the senders against NSCC alone; `csig-swift-fru`, cross-rack
+foreground RPCs against bursty background RPCs, Swift against Swift + CSIG
+Fast Ramp-Up.
 
 Scaling: the seeds' 100 Gbit/s host links with 4 KB MTUs become 25 Gbit/s
 with 1 KB MTUs (uet_nscc.py's scaling: every byte quantity a quarter, the
@@ -103,7 +104,7 @@ def incast_row(s: dict, run_dir: str) -> dict:
             "span_ns": t2 - t0, "all_active_ns": t1 - t0}
 
 
-@scenario("rccc-incast", "seed 004: 8 senders -> 1 receiver through a leaf-spine; RCCC at the "
+@scenario("rccc-incast", "UET RCCC: 8 senders -> 1 receiver through a leaf-spine; RCCC at the "
                          "receiver with NSCC at the senders vs NSCC alone")
 def rccc_incast(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     res = {}
@@ -121,7 +122,7 @@ def rccc_incast(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
         echo(f"  {k:<6} {r['drops']:5d} {r['trims']:5d} {100 * r['utilisation']:14.1f}% "
              f"{100 * r['incast_utilisation']:13.1f}% {r['share_max_min']:15.3f} "
              f"{r['queue_p99'] / 1e3:18.1f}  {r['completed']}/{r['flows']}")
-    echo("  seed 004: RCCC grants match the receiver's link, so the incast runs without loss "
+    echo("  UET RCCC: RCCC grants match the receiver's link, so the incast runs without loss "
          "at full rate; the issue's goal: 0 drops, >= 95% utilisation, shares within 5%")
     plots = _plot_incast(out, res)
     r, n = res["rccc"], res["nscc"]
@@ -203,7 +204,7 @@ def fru_row(s: dict, run_dir: str) -> dict:
             "drops": drops(s)}
 
 
-@scenario("csig-swift-fru", "seed 003: cross-rack foreground RPCs against bursty background "
+@scenario("csig-swift-fru", "CSIG: cross-rack foreground RPCs against bursty background "
                             "RPCs; Swift vs Swift + CSIG min(ABW/C) Fast Ramp-Up")
 def csig_swift_fru(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     res = {}
@@ -226,7 +227,7 @@ def csig_swift_fru(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
              f"{r['drops']:6d}")
     a, b = res["swift"], res["swift+fru"]
     gain = 100 * (1 - b["fg_p50_ns"] / a["fg_p50_ns"]) if a["fg_p50_ns"] > 0 else 0.0
-    echo(f"  seed 003 (Google testbed): Swift + FRU 15% lower median foreground latency, "
+    echo(f"  CSIG (Google testbed): Swift + FRU 15% lower median foreground latency, "
          f"background unchanged; ours: {gain:.1f}% lower, background median "
          f"{100 * (b['bg_p50_ns'] / a['bg_p50_ns'] - 1):+.1f}%")
     plots = _plot_fru(out, res)

@@ -1,9 +1,9 @@
 """One entry point per event for every device kind; the engine calls only these.
 
 Both run once per device per loop pass and take the whole engine tuple (over
-a hundred arrays): compiled with reference counting, each call paid an
-atomic incref/decref pair per array, several microseconds a pass.  They
-never allocate, so they are ``hot``; so is l2fwd.
+a hundred arrays).  They never allocate, so they are ``hot`` (compiled
+without reference counting, which would cost an atomic incref/decref pair
+per array per call); so is l2fwd.
 """
 from ..hot import hot
 

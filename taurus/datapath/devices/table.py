@@ -11,9 +11,6 @@ NIC = 4      # a host NIC running the UET-style transport
 IMPAIR = 5   # drops / delays / reorders between two ports (tests)
 
 KIND_NAMES = {L2FWD: "l2fwd", PKTGEN: "pktgen", SWITCH: "switch", NIC: "nic", IMPAIR: "impair"}
-CTL_YIELD = 8
-"""The engine's ctl word a device sets to end the loop's chunk at once
-(engine.py's control block; named here since devices cannot import it)."""
 MAX_DEV_PORTS = 64
 N_DEV_REGS = 32
 

@@ -29,6 +29,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..ctlblock import YIELD
 from ..hot import hot
 from ..lowlevel import copy_bytes, load_acquire_u64, store_release_u64
 from ..shm import Shm
@@ -48,7 +49,6 @@ Capture = namedtuple("Capture", ["on", "ctl", "hdr", "data", "yld"])
 """on int64[P]; ctl int64[N_CTL]; hdr int64[S, 4]; data uint8[S, B] (S a
 power of two); yld: the engine's control block, whose YIELD word a half-full
 ring sets (``Capture.yld[YIELD] = 1``)."""
-YIELD = 8   # engine.YIELD (asserted there): the engine imports this module, not back
 
 
 def _layout(max_ports: int, slots: int, slot_bytes: int):

@@ -16,11 +16,6 @@ class WouldBlock(BlockingIOError):
     retry after the engine has made progress."""
 
 
-def sq_space(N, n: int) -> int:
-    b = n * N_QC
-    return N.sq.shape[1] - int(N.qc[b + QC_SQ_HEAD] - N.qc[b + QC_SQ_TAIL])
-
-
 def sq_submit(N, n: int, op: int, ident: int, end: int, msg: int = 0) -> None:
     """One submission; WouldBlock when the SQ is full."""
     b = n * N_QC

@@ -21,7 +21,7 @@ from .frame import tx_flush
 from .rx import ack_timer, rx_control, rx_data, rx_tick
 from .host import host_tick
 from .rxcc import rx_cc_idle
-from .state import (C_DROP_BAD_TYPE, C_DROP_CSUM, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRAMES, NR_IP,
+from .state import (DR_SLOT, C_DROP_BAD_TYPE, C_DROP_CSUM, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRAMES, NR_IP,
                         NR_PORT, TK_ACK, TK_HOST, TK_PACE, TK_RTO, TK_RXIDLE, TK_RXTICK, TK_SHIFT, FL_SCHED, SCH_IDLE,
                         NicState, make_nic_state)
 from .sq import sq_poll
@@ -69,7 +69,7 @@ def nic_rx_frame(E, n, i, now):
 
 @hot
 def nic_poll(E, d, now):
-    n = E.devs.regs[d, 0]
+    n = E.devs.regs[d, DR_SLOT]
     cc_watch(E, n, now)  # a silent agent puts this NIC's flows on the fallback rate
     k = port_rx_burst(E.ports, E.pool, E.nic.nr[n, NR_PORT], now, E.burst, E.burst.shape[0])
     for j in range(k):
@@ -90,7 +90,7 @@ def nic_poll(E, d, now):
 
 @hot
 def nic_timer(E, d, timer, now):
-    n = E.devs.regs[d, 0]
+    n = E.devs.regs[d, DR_SLOT]
     arg = E.wheel.arg[timer]
     kind = arg >> TK_SHIFT
     x = arg & 0xFFFFFFFF

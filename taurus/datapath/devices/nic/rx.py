@@ -42,7 +42,7 @@ from .close import pdc_free, pdc_idle_ns, pdc_linger_ns, pdc_reclaim
 from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .host import host_admit
 from .rxcc import rx_cc_data, rx_cc_event
-from ..table import CTL_YIELD
+from ...ctlblock import YIELD
 from .state import (C_RX_UE, C_TX_CNP, C_TX_WINDOW_ADV, NR_CNP_GAP, NR_LASTHOP_DSCP, RP_CNP_MARKS, RP_CNP_T,
                     RP_NP, RP_UE, C_DROP_BAD_TYPE, C_RX_PROBE, C_DROP_RX_WINDOW, RP_READ, RP_WADV, RP_WBLOCK, C_DROP_BAD_OFFSET, C_DROP_BAD_SES, C_DROP_NO_PDC, C_DROP_PSN_OOR,
                         C_DROP_WRONG_PDC, C_PDC_OPEN, C_RX_CE, C_RX_DATA, C_RX_DUP, C_RX_OOO,
@@ -456,7 +456,7 @@ def _rx_deliver(E, N, rp, n, r, nxt, msk, now):
             cq_push(N, n, CQ_RX, r, N.rs_msg[r, s] - 1, N.rs_end[r, s], now)
             N.rs_msg[r, s] = 0
             if N.meta[M_YIELD_RX] != 0:
-                E.ctl[CTL_YIELD] = 1    # an app between chunks answers it
+                E.ctl[YIELD] = 1    # an app between chunks answers it
         nxt += 1
     rp[r, RP_NXT] = nxt
     if N.nr[n, NR_SINK] != 0:

@@ -37,7 +37,7 @@ import numpy as np
 from ... import ccshm as C
 from ...ccnative import T_ENTRY, T_ST_OFF, T_ST_ROW
 from ...wire import spec as S
-from .state import (N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR_HOG_STOP, NR_HOST_BUF, NR_HOST_BW,
+from .state import (DR_SLOT, N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_START, NR_HOG_STOP, NR_HOST_BUF, NR_HOST_BW,
                     NR_HOST_DELAY, NR_HOST_PERIOD, NR_HOST_Q, NR_HOST_T, NR_HOST_TIMER, TK_HOST,
                     NR_CNP_GAP, NR_LASTHOP_DSCP, NR_RX_TICK, NR_RX_TTIMER, TK_RXTICK,
                     NR_RX_IDLE, NR_RX_TIMER, TK_RXIDLE, CQ_TIME, CX_CREDIT, CX_CWND, CX_RATE, CX_VERSION, FL_ACKED_OFF,
@@ -163,7 +163,7 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     if cnp_gap_ns < 0 or not 0 <= last_hop_dscp < 64:
         raise ValueError("cnp_gap_ns >= 0 and last_hop_dscp in 0..63 required")
     d = eng.add_device(NIC, [port], name)
-    eng.E.devs.regs[d, 0] = n
+    eng.E.devs.regs[d, DR_SLOT] = n
     r = N.nr[n]
     r[NR_DEV], r[NR_PORT], r[NR_MAC], r[NR_IP] = d, port, mac_int(mac), ip_int(ip)
     r[NR_LINE], r[NR_MSS], r[NR_ACK_EVERY], r[NR_ACK_DELAY] = (line_rate_bps, mss, ack_every,
@@ -195,7 +195,7 @@ def nic_rx_tick(eng, d: int, period_ns: int) -> None:
     """NIC `d`'s receiver algorithm gets TIMER for each of its active
     senders every period_ns (rxcc.py); 0: never."""
     N = eng.E.nic
-    n = int(eng.E.devs.regs[d, 0])
+    n = int(eng.E.devs.regs[d, DR_SLOT])
     if period_ns < 0:
         raise ValueError("period_ns must be >= 0")
     N.nr[n, NR_RX_TICK] = int(period_ns)
@@ -210,14 +210,14 @@ def nic_init_credit(eng, d: int, nbytes: int) -> None:
     (its receive PDC's first cumulative credit)."""
     if nbytes < 0:
         raise ValueError("init credit must be >= 0")
-    eng.E.nic.nr[int(eng.E.devs.regs[d, 0]), NR_INIT_CREDIT] = int(nbytes)
+    eng.E.nic.nr[int(eng.E.devs.regs[d, DR_SLOT]), NR_INIT_CREDIT] = int(nbytes)
 
 
 def nic_rx_idle(eng, d: int, idle_ns: int) -> None:
     """Senders of NIC `d` silent for idle_ns leave its receiver algorithm's
     table (rxcc.py: LEAVE); 0: never.  Starts the NIC's idle scan."""
     N = eng.E.nic
-    n = int(eng.E.devs.regs[d, 0])
+    n = int(eng.E.devs.regs[d, DR_SLOT])
     if idle_ns < 0:
         raise ValueError("idle_ns must be >= 0")
     N.nr[n, NR_RX_IDLE] = int(idle_ns)
@@ -234,7 +234,7 @@ def nic_host_model(eng, d: int, host_bw: int, buffer_bytes: int = 256 << 10,
     its ACKs echo the delivery delay.  host_bw 0: unlimited, no model (the
     sampling stops).  Between runs only; the buffer starts empty."""
     N = eng.E.nic
-    n = int(eng.E.devs.regs[d, 0])
+    n = int(eng.E.devs.regs[d, DR_SLOT])
     if host_bw < 0:
         raise ValueError(f"host_bw must be >= 0 bit/s, got {host_bw}")
     if host_bw and (buffer_bytes < int(N.nr[n, NR_MSS]) or sample_ns <= 0):
@@ -257,7 +257,7 @@ def nic_hog(eng, d: int, share: float, start_ns: int, stop_ns: int) -> None:
     from start_ns to stop_ns (engine clock); share 0: none.  Needs a host
     model (nic_host_model)."""
     N = eng.E.nic
-    n = int(eng.E.devs.regs[d, 0])
+    n = int(eng.E.devs.regs[d, DR_SLOT])
     if not 0.0 <= share <= 1.0:
         raise ValueError(f"hog share must be in 0..1, got {share}")
     if share and N.nr[n, NR_HOST_BW] <= 0:
@@ -284,7 +284,7 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
     CLOSE: the receiver tells a new connection on the same PDC id from late
     packets of the old one by it (state.py: RP_START)."""
     N = eng.E.nic
-    n = int(eng.E.devs.regs[d, 0])
+    n = int(eng.E.devs.regs[d, DR_SLOT])
     rwnd = int(N.nr[n, NR_RXCAP]) if rwnd_bytes is None else int(rwnd_bytes)
     if buf_bytes < 1 or rwnd < N.nr[n, NR_MSS]:
         raise ValueError("buf_bytes must be >= 1 and rwnd_bytes >= the MSS")
@@ -384,9 +384,9 @@ def nic_close(eng, d: int, f: int) -> None:
     process submits it).  A failed flow (retransmissions exhausted) is
     freed at once.  Nothing may be posted on f after this."""
     N = eng.E.nic
-    if N.fl[f, FL_NIC] != int(eng.E.devs.regs[d, 0]) + 1:
+    if N.fl[f, FL_NIC] != int(eng.E.devs.regs[d, DR_SLOT]) + 1:
         raise ValueError(f"flow {f} does not belong to device {d}")
-    sq_submit(N, int(eng.E.devs.regs[d, 0]), OP_CLOSE, f, 0)
+    sq_submit(N, int(eng.E.devs.regs[d, DR_SLOT]), OP_CLOSE, f, 0)
 
 
 def nic_req_close(eng, d: int, src_ip, f: int) -> None:
@@ -395,7 +395,7 @@ def nic_req_close(eng, d: int, src_ip, f: int) -> None:
     r = rx_pdc(eng, d, src_ip, f)
     if r == 0:
         raise ValueError(f"no open receive PDC of flow {f} of {src_ip} at device {d}")
-    sq_submit(eng.E.nic, int(eng.E.devs.regs[d, 0]), OP_REQ_CLOSE, r, 0)
+    sq_submit(eng.E.nic, int(eng.E.devs.regs[d, DR_SLOT]), OP_REQ_CLOSE, r, 0)
 
 
 def flow_closed(eng, f: int) -> bool:
@@ -682,7 +682,7 @@ def nic_sink(eng, d: int, window: int = 1 << 30) -> None:
     delivered and never copied, and senders see a window of `window`
     bytes.  Before any connection reaches it."""
     N = eng.E.nic
-    n = int(eng.E.devs.regs[d, 0])
+    n = int(eng.E.devs.regs[d, DR_SLOT])
     if any(int(N.rp[r, RP_NIC]) == n + 1 for r in range(1, int(N.meta[M_NRP]) + 1)):
         raise ValueError("nic_sink: the NIC already has receive PDCs")
     N.nr[n, NR_SINK] = 1
@@ -791,7 +791,7 @@ def nic_service(eng) -> int:
 
 def nic_counters(eng, d: int) -> dict:
     N = eng.E.nic
-    n = int(eng.E.devs.regs[d, 0])
+    n = int(eng.E.devs.regs[d, DR_SLOT])
     out = {name: int(N.ncnt[n, k]) for k, name in enumerate(NIC_COUNTERS)}
     out["parse"] = status_counts(N.pcnt[n])
     return out

@@ -4,8 +4,8 @@ The signal path reaches the report engine (report.py), which is large, so
 the NIC's packet functions call it out of line rather than inline it.
 Like them it is compiled without reference counting (``datapath/hot.py``):
 the report engine and the native calls it makes never allocate, and with
-counting each array read through the engine's state was an atomic
-incref / decref pair (per signal, a third of a per-event run's samples).
+counting each array read through the engine's state would be an atomic
+incref / decref pair per signal.
 The calls receive only what signals use: the report state, the wheel, the
 native algorithms (native flows' events go to them from the report
 engine), the engine's ctl words (a publish may end its chunk: report.py)

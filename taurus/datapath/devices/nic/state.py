@@ -5,7 +5,7 @@ sender's PDC id is its flow index, the receiver's PDC id is its rx-PDC index
 (both start at 1; 0 means "none", so zero-filled arrays are empty tables).
 A peer may have many PDCs.  Rows are int64 tables with named columns:
 
-- ``nr[n, NR_*]``   per NIC (n = E.devs.regs[d, 0]).
+- ``nr[n, NR_*]``   per NIC (n = E.devs.regs[d, DR_SLOT]).
 - ``fl[f, FL_*]``   per sending flow: PSNs, in-flight, RTT, message queue, ...
 - ``ctx[f, CX_*]``  rate / cwnd / credit / version: the future shared CC
                     context table the agent writes; the scheduler reads only it.
@@ -29,12 +29,15 @@ PSNs are 64-bit inside, 32-bit on the wire (``psn_recon``).
 """
 from collections import namedtuple
 
-import numba as nb
-from ...hot import hot  # compiled without reference counting (the hot path)
+from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
 import numpy as np
 
 from ...lowlevel import load_acquire_u64, store_release_u64
 from ...wire.desc import N_CFG, N_DESC, N_STATUS, make_parse_config
+
+DR_SLOT = 0
+"""A NIC device's register (``E.devs.regs[d, DR_SLOT]``): its slot n, the
+row of ``nr`` and of every per-NIC table that is its own."""
 
 NicState = namedtuple("NicState", [
     "nr", "ncnt", "pcnt", "fl", "ctx", "sig", "sl_state", "sl_off", "sl_len",
@@ -271,7 +274,7 @@ def make_nic_state(max_ports: int, max_flows: int, alloc=None, **sizes) -> NicSt
 assert N_CFG == 4
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@hot_stage
 def psn_recon(p32, ref):
     """The 64-bit PSN nearest to `ref` whose low 32 bits are p32."""
     d = (np.int64(p32) - ref) & np.int64(0xFFFFFFFF)
@@ -280,7 +283,7 @@ def psn_recon(p32, ref):
     return ref + d
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@hot_stage
 def unit_recon(v, ref, bits):
     """Same for a `bits`-wide counter (credit units, ooo counts)."""
     m = (np.int64(1) << bits) - 1
@@ -290,12 +293,12 @@ def unit_recon(v, ref, bits):
     return ref + d
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@hot_stage
 def _rx_key(n, ip, spdcid):
     return ((np.int64(n) << 48) | ((np.int64(ip) & 0xFFFFFFFF) << 16) | (spdcid & 0xFFFF)) + 1
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@hot_stage
 def _rx_home(key, mask):
     return ((key * np.int64(-7046029254386353131)) >> 20) & mask
 

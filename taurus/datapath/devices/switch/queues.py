@@ -9,11 +9,6 @@ from .state import NCLS, S_DH, S_DT, S_FH, S_FT
 
 
 @nb.njit(cache=True, inline="always")
-def q_len(sw, p, c):
-    return sw.qt[p, c] - sw.qh[p, c]
-
-
-@nb.njit(cache=True, inline="always")
 def q_bytes(sw, p):
     t = np.int64(0)
     for c in range(NCLS):
