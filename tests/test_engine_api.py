@@ -106,3 +106,20 @@ def test_only_the_engine_touches_its_private_fields():
             with open(path, encoding="utf-8") as src:
                 found += [f"{path}:{k}" for k, line in enumerate(src, 1) if private.search(line)]
     assert found == []
+
+
+def test_a_nic_with_a_bad_setting_leaves_nothing_registered():
+    """Every setting is checked before the NIC is registered: a bad one
+    raises and the next NIC takes the device index and slot it would have."""
+    from taurus.datapath.devices.nic.setup import NicConfig
+    from taurus.datapath.devices.nic.state import DR_SLOT, M_NNIC, NR_MSS
+    from taurus.datapath.engine import NDEVS
+    with Engine(clock="virtual") as eng:
+        a, b = eng.add_mem_link("h1", "h2", delay_ns=1000, rate_bps=10**10)
+        for bad, msg in (({"rx_buf_bytes": 100}, "rx_buf_bytes"), ({"mss": 10}, "mss"),
+                         ({"last_hop_dscp": 64}, "last_hop_dscp")):
+            with pytest.raises(ValueError, match=msg):
+                eng.add_nic(a, "02:00:00:00:00:01", "10.0.0.1", **bad)
+            assert eng.ctl[NDEVS] == 0 and eng.E.nic.meta[M_NNIC] == 0
+        d = eng.add_nic(a, "02:00:00:00:00:01", "10.0.0.1", NicConfig(mss=1500))
+        assert d == 0 and eng.E.devs.regs[d, DR_SLOT] == 0 and eng.E.nic.nr[0, NR_MSS] == 1500

@@ -23,6 +23,8 @@ of the datapath beyond reports (``mask_requests``): the CSIG tag its data
 packets carry (type and format, MASK_CSIG_SHIFT).  A sender whose mask
 binds CNP asks its receivers to act as notification point (spec.F_REQ_NP).
 """
+from collections import namedtuple
+
 import numpy as np
 
 CLS_ACCUMULABLE, CLS_COALESCENT, CLS_RAW = range(3)
@@ -190,6 +192,9 @@ for _i, (_name, _cls, _role, _fields) in enumerate(EVENTS):
     for _f, _w, _m, _ in _fields:
         assert WORD.setdefault(_f, _w) == _w, f"{_f}: one name, two words"
         MERGE[_i, _w] = _m
+W = namedtuple("ValueWords", WORD)(**WORD)
+"""WORD as attributes, for compiled code: ``v[W.psn] = psn`` writes a
+signal's value by its field name (Numba folds the word to a constant)."""
 
 
 def _dtype() -> np.dtype:

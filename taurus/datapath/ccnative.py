@@ -147,17 +147,21 @@ def _invoke(A, ctl, a, row, flow, ev, now):
 
 @hot
 def native_call(A, R, k, flow, ev, now):
-    """Flow `flow`'s algorithm on the event whose values are in A.rec[V0:]
-    already; apply what it decided.  k: the flow's NIC slot (counters).
+    """Flow `flow`'s algorithm on the event whose values are in the report
+    engine's scratch (``R.vals``); apply what it decided.  k: the flow's NIC
+    slot (counters).
     FL_NATIVE lives in shared memory that other processes can write: a flow
     the table does not cover (an engine without native algorithms has one
     row) has no algorithm, never an index past the table."""
     a = A.flow_alg[flow] if flow < A.flow_alg.shape[0] else np.int64(-1)
     if a >= A.tab.shape[0]:
         a = -1
-    if a >= 0:
-        R.delivered[flow, ev] += 1
-    if a >= 0 and _invoke(A, R.ctls[k], a, flow, flow, ev, now) == 0:
+    if a < 0:
+        return
+    R.delivered[flow, ev] += 1
+    for i in range(C.N_VALUES):
+        A.rec[C.V0 + i] = R.vals[i]
+    if _invoke(A, R.ctls[k], a, flow, flow, ev, now) == 0:
         native_apply(A, R, k, flow, now)
 
 

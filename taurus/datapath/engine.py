@@ -63,14 +63,16 @@ from .wheel import (LATE_MAX, make_wheel, slot_shift, wheel_alloc, wheel_expire,
 log = logging.getLogger("taurus.engine")
 
 Engine_ = namedtuple("Engine_", ["clk", "pool", "ports", "wheel", "devs", "ctl",
-                                 "burst", "expired", "sw", "nic", "rep", "alg", "smp", "vag"])
+                                 "burst", "expired", "sw", "nic", "rep", "alg", "smp", "vag",
+                                 "loop"])
 """Everything the loop touches, passed to every device as `E`.  `sw` and
 `nic` hold the state of every switch / host NIC of this engine (each kind
 sizes its own arrays; see devices/switch/ and devices/nic/); `rep` is the
 report engine with its views on the agent contract segment (report.py);
 `alg` the native (in-engine) algorithms handed to the engine (ccnative.py);
 `smp` the sampler of the run's time series (sampler.py); `vag` the agents
-the loop steps itself (vagents.py)."""
+the loop steps itself (vagents.py); `loop` the loop's own scratch
+(LoopScratch)."""
 
 ST_INIT, ST_RUNNING, ST_STOPPED = 0, 1, 2
 # Why engine_run returned.
@@ -210,120 +212,180 @@ def engine_run(addr, until, chunk_ns):
     return _loop(state_at(addr), until, chunk_ns)
 
 
-@nb.njit(cache=True)      # with reference counting: it allocates its scratch arrays
-def _loop(E, until, chunk_ns):
-    # Arrays the passes read, taken from E once: _loop counts references
-    # (it allocates), so each E.x[...] inside the loop would be an atomic
-    # incref / decref pair (as would the clock's, inlined).
-    clk = E.clk
-    ctl = E.ctl
-    expired = E.expired
-    towner = E.wheel.owner
-    targ = E.wheel.arg
-    wmeta = E.wheel.meta
-    smeta = E.smp.meta
-    pkind = E.ports.kind
-    virtual = clock_is_virtual(clk)
-    start = _clock(clk)
-    it = 0
-    idle = 0
-    idle_ns = 0
-    prev = start
-    prev_idle = False
-    reason = R_CHUNK
-    # Which devices to poll this pass.  On the wall clock, all: other
-    # processes (apps, agents) give them work at any time.  On the virtual
-    # clock, only Python gives work besides frames and timers, and only
-    # between runs: so all in the first pass, then a quiet kind only if
-    # its last poll did work, one of its timers fired, or a frame waits at
-    # one of its ports (a switch: only the last, _frame_driven).  A skipped
-    # poll would have done nothing, so the run is the one polling every
-    # device every pass gives, and an engine of many quiet devices pays for
-    # the busy ones.
-    nd = E.ctl[NDEVS]
-    due = np.empty(max(1, (nd + 63) >> 6), np.uint64)      # a bit per device
-    _all_due(due)
-    skip = virtual and E.ctl[POLL_ALL] == 0
-    # A decision may free a flow on any NIC: after one, every device but
-    # the frame-driven ones is due.  A report timer concerns one NIC slot
-    # (a native algorithm's decision on a TIMER tick is for that slot's
-    # flow; a window or a deadline only stages or publishes to its ring):
-    # after one, that NIC is due (nicdev: the device of each NIC slot).
+LoopScratch = namedtuple("LoopScratch", ["due", "wake", "nicdev", "pdev", "arrived"])
+"""The loop's own arrays, sized by the engine's limits and filled at the
+start of each run (_scratch_init): ``due`` a bitmap of the devices to poll
+this pass, ``wake`` those due after an agent's decisions, ``nicdev`` the
+device of each NIC slot, ``pdev`` the device of each port, ``arrived`` the
+ports with a frame due (memlink.mem_due_ports' stack and answer)."""
+
+
+def make_loop_scratch(max_devices: int, max_ports: int, max_nics: int) -> LoopScratch:
+    w = max(1, (max_devices + 63) >> 6)
+    return LoopScratch(due=np.zeros(w, np.uint64), wake=np.zeros(w, np.uint64),
+                       nicdev=np.full(max(1, max_nics), -1, np.int64),
+                       pdev=np.full(max(1, max_ports), -1, np.int64),
+                       arrived=np.zeros(2 * max_ports + 2, np.int64))
+
+
+@hot_stage
+def _scratch_init(E, nd):
+    """Which devices to poll.  On the wall clock, all, every pass: other
+    processes (apps, agents) give them work at any time.  On the virtual
+    clock, only Python gives work besides frames and timers, and only
+    between runs: so all in the first pass, then a quiet kind only if its
+    last poll did work, one of its timers fired, or a frame waits at one of
+    its ports (a switch: only the last, _frame_driven).  A skipped poll
+    would have done nothing, so the run is the one polling every device
+    every pass gives.  A decision may free a flow on any NIC: after one,
+    every device but the frame-driven ones is due (``wake``); a report timer
+    concerns one NIC slot: after one, that NIC is due (``nicdev``).  The
+    devices with a frame due are found at the top of the memory links'
+    arrivals heap (``pdev``: the device of each port)."""
+    L = E.loop
     kinds = E.devs.kind
-    wake = np.zeros(due.shape[0], np.uint64)
-    nicdev = np.full(max(1, E.nic.nr.shape[0]), -1, np.int64)
+    for k in range(L.due.shape[0]):
+        L.due[k] = ~np.uint64(0)      # bits past the last device too: _due_from stops at nd
+        L.wake[k] = 0
+    for k in range(L.nicdev.shape[0]):
+        L.nicdev[k] = -1
+    for k in range(L.pdev.shape[0]):
+        L.pdev[k] = -1
     for d in range(nd):
         if not _frame_driven(kinds[d]):
-            _set_due(wake, d)
-        if kinds[d] == NIC and 0 <= E.devs.regs[d, DR_SLOT] < nicdev.shape[0]:
-            nicdev[E.devs.regs[d, DR_SLOT]] = d
-    # Skipping, the devices with a frame due are found at the top of the
-    # memory links' arrivals heap (memlink.py; virtual: memory links only),
-    # at the start of the pass and after a poll that sent a frame due at
-    # once, so that a device polled later in the pass sees it, as asking
-    # each of its ports did.
-    pdev = np.full(E.ctl[NPORTS], -1, np.int64)
-    for d in range(nd):
+            _set_due(L.wake, d)
+        n = E.devs.regs[d, DR_SLOT]
+        if kinds[d] == NIC and 0 <= n < L.nicdev.shape[0]:
+            L.nicdev[n] = d
         for k in range(E.devs.nports[d]):
-            pdev[E.devs.ports[d, k]] = d
-    arrived = np.empty(2 * E.ctl[NPORTS] + 2, np.int64)
+            L.pdev[E.devs.ports[d, k]] = d
+
+
+@hot_stage
+def _reason_to_return(E, now, until, due):
+    """Before a pass: the sample due at `now` is taken (the state before
+    anything acts at `now`), then whether to return (R_*; 0: go on).  The
+    in-loop agents due now are stepped; one that needs Python ends the run."""
+    ctl = E.ctl
+    if now >= E.smp.meta[SMP_NEXT]:
+        sampler_take(E, now)
+    if now >= until:
+        return R_UNTIL
+    if ctl[STOP] != 0:
+        return R_STOP
+    if ctl[YIELD] != 0:
+        ctl[YIELD] = 0
+        return R_CHUNK
+    if ctl[VAG_DUE] != 0 and now >= ctl[VAG_DUE]:
+        if vagents_step(E, now) >= 0:
+            return R_AGENT                # one needs Python (vagents.py)
+        _or_due(due, E.loop.wake)         # a decision may free a flow on any NIC
+    return 0
+
+
+@hot_stage
+def _fire_timers(E, now, nd, due):
+    """The timers due: the report engine's and the devices'; each makes its
+    device due.  Returns how many fired."""
+    # Asked inline first: most passes find no timer due.
+    W = E.wheel
+    n = 0 if wheel_quiet(W.meta, now) else wheel_expire(W, now, E.expired, E.expired.shape[0])
+    nicdev, kinds = E.loop.nicdev, E.devs.kind
+    for k in range(n):
+        t = E.expired[k]
+        owner = W.owner[t]
+        if owner == OWNER_REPORT:
+            slot = report_timer(E, W.arg[t], now)
+            if 0 <= slot < nicdev.shape[0] and nicdev[slot] >= 0:
+                _set_due(due, nicdev[slot])
+        else:
+            device_timer(E, owner, t, now)
+            if 0 <= owner < nd and not _frame_driven(kinds[owner]):
+                _set_due(due, owner)
+    return n
+
+
+@hot_stage
+def _poll_devices(E, now, nd, due, skip):
+    """Poll each device due, in order; returns (work done, polls).  A frame
+    a poll sends that is due at once makes its device due in this pass, so
+    a device polled later sees it, as asking each of its ports did."""
     sent = E.ports.arr        # the arrivals heap; its last word: frames sent due at once
     last = sent.shape[0] - 1
+    kinds = E.devs.kind
+    if skip and arrivals_due(sent, now):
+        _mark_arrived(E, now, E.loop.pdev, E.loop.arrived, due)
+    work = 0
     polls = 0
+    d = _due_from(due, 0, nd)
+    while d < nd:
+        sent_now = sent[last]
+        w = device_poll(E, d, now)
+        if skip and sent[last] != sent_now and arrivals_due(sent, now):
+            _mark_arrived(E, now, E.loop.pdev, E.loop.arrived, due)
+        polls += 1
+        work += w
+        kd = kinds[d]
+        if skip and (w == 0 and _quiet_kind(kd) or _frame_driven(kd)):
+            due[d >> 6] &= ~(np.uint64(1) << np.uint64(d & 63))   # else it stays due
+        d = _due_from(due, d + 1, nd)
+    return work, polls
+
+
+@hot_stage
+def _service_ports(E, now):
+    """The real ports' own service (TX completions, fill rings)."""
+    work = 0
+    for p in range(E.ctl[NPORTS]):
+        if E.ports.kind[p] != MEM:
+            work += port_service(E.ports, E.pool, p, now)
+    return work
+
+
+@hot_stage
+def _skip_ahead(E, now, until, due):
+    """Virtual clock, after a pass that did work: if the next pass would find
+    nothing to do at `now` (a fabric's switch timers make half of all
+    passes so), the clock moves on at once; True if it did (the pass it
+    skipped counts as idle)."""
+    if not _settled(E, now, due):
+        return False
+    nxt = _next_event(E, now)
+    if now < nxt < INF:
+        _advance(E.clk, min(nxt, until))
+        return True
+    return False
+
+
+@hot
+def _loop(E, until, chunk_ns):
+    """Pass after pass: timers -> devices -> ports (the real ones, on the wall
+    clock), until `until`, a stop, a yield, an agent that needs Python, the
+    end of a chunk or (virtual clock) nothing left to do; returns why.  On
+    the virtual clock an idle pass moves the clock to the next event."""
+    clk, ctl = E.clk, E.ctl
+    virtual = clock_is_virtual(clk)
+    skip = virtual and ctl[POLL_ALL] == 0
+    nd = ctl[NDEVS]
+    _scratch_init(E, nd)
+    due = E.loop.due[:max(1, (nd + 63) >> 6)]
+    start = prev = _clock(clk)
+    it = idle = idle_ns = polls = 0
+    prev_idle = False
     while True:
         now = _clock(clk)
         if prev_idle:
             idle_ns += now - prev
         prev = now
-        if now >= smeta[SMP_NEXT]:
-            sampler_take(E, now)      # first: the state before anything at `now`
-        if now >= until:
-            reason = R_UNTIL
+        reason = _reason_to_return(E, now, until, due)
+        if reason != 0:
             break
-        if ctl[STOP] != 0:
-            reason = R_STOP
-            break
-        if ctl[YIELD] != 0:
-            ctl[YIELD] = 0
-            break
-        if ctl[VAG_DUE] != 0 and now >= ctl[VAG_DUE]:
-            if vagents_step(E, now) >= 0:
-                reason = R_AGENT          # one needs Python (vagents.py)
-                break
-            _or_due(due, wake)            # a decision may free a flow on any NIC
-        work = 0
-        # Asked inline first: most passes find no timer and no frame due.
-        n = 0 if wheel_quiet(wmeta, now) else wheel_expire(E.wheel, now, expired, expired.shape[0])
-        for k in range(n):
-            t = expired[k]
-            owner = towner[t]
-            if owner == OWNER_REPORT:
-                slot = report_timer(E, targ[t], now)
-                if 0 <= slot < nicdev.shape[0] and nicdev[slot] >= 0:
-                    _set_due(due, nicdev[slot])
-            else:
-                device_timer(E, owner, t, now)
-                if 0 <= owner < nd and not _frame_driven(kinds[owner]):
-                    _set_due(due, owner)
-        work += n
-        if skip and arrivals_due(sent, now):
-            _mark_arrived(E, now, pdev, arrived, due)
-        d = _due_from(due, 0, nd)
-        while d < nd:
-            sent_now = sent[last]
-            w = device_poll(E, d, now)
-            if skip and sent[last] != sent_now and arrivals_due(sent, now):
-                _mark_arrived(E, now, pdev, arrived, due)    # due on arrival: later devices see it
-            polls += 1
-            work += w
-            kd = kinds[d]
-            if skip and (w == 0 and _quiet_kind(kd) or _frame_driven(kd)):
-                due[d >> 6] &= ~(np.uint64(1) << np.uint64(d & 63))   # else it stays due
-            d = _due_from(due, d + 1, nd)
+        work = _fire_timers(E, now, nd, due)
+        w, p = _poll_devices(E, now, nd, due, skip)
+        work += w
+        polls += p
         if not virtual:                      # virtual: memory links only, which need no service
-            for p in range(ctl[NPORTS]):
-                if pkind[p] != MEM:
-                    work += port_service(E.ports, E.pool, p, now)
+            work += _service_ports(E, now)
         it += 1
         prev_idle = work == 0
         if work == 0:
@@ -336,28 +398,30 @@ def _loop(E, until, chunk_ns):
                 _advance(clk, min(nxt, until))
                 continue
         if virtual:
+            reason = R_CHUNK
             if it >= VIRTUAL_CHUNK_ITERS:
                 break
-            if skip and _settled(E, now, due):
-                # The next pass would find nothing to do at `now` (a fabric's
-                # switch timers make half of all passes so): counted as the
-                # idle pass it would be, and the clock moves on at once.
-                nxt = _next_event(E, now)
-                if now < nxt < INF:
-                    it += 1
-                    idle += 1
-                    prev_idle = True
-                    _advance(clk, min(nxt, until))
+            if skip and _skip_ahead(E, now, until, due):
+                it += 1
+                idle += 1
+                prev_idle = True
         elif (it & 255) == 0 and now - start >= chunk_ns:
+            reason = R_CHUNK
             break
-    ctl[NOW] = _clock(clk)
-    ctl[RUN_NS] += ctl[NOW] - start
+    _account(ctl, start, _clock(clk), it, idle, idle_ns, polls, reason)
+    return reason
+
+
+@hot_stage
+def _account(ctl, start, end, it, idle, idle_ns, polls, reason):
+    """The run's counts into the control block (ctlblock.py)."""
+    ctl[NOW] = end
+    ctl[RUN_NS] += end - start
     ctl[ITERS] += it
     ctl[IDLE_ITERS] += idle
     ctl[IDLE_NS] += idle_ns
     ctl[POLLS] += polls
     ctl[REASON] = reason
-    return reason
 
 
 def _layout(max_ports: int):
@@ -475,7 +539,8 @@ class Engine:
                              sw=make_switch_state(max_ports, max_flows),
                              nic=make_nic_state(max_ports, max_flows),
                              rep=make_report_state(self.cc),
-                             alg=alg, smp=make_sampler(), vag=make_vagents())
+                             alg=alg, smp=make_sampler(), vag=make_vagents(),
+                             loop=make_loop_scratch(max_devices, max_ports, max_ports))
             if not STATE_T:
                 STATE_T.append(nb.typeof(self.E))
             self._compile(now)
@@ -594,10 +659,10 @@ class Engine:
         nic_reserve: max_flows, win, tx_bytes, rx_bytes, msgs, cq, sq)."""
         nic_setup.nic_reserve(self, **sizes)
 
-    def add_nic(self, port: int, mac, ip, **opts) -> int:
-        """A host NIC on `port`; returns its device index (nic/setup.py
-        add_nic for the options)."""
-        return nic_setup.add_nic(self, port, mac, ip, **opts)
+    def add_nic(self, port: int, mac, ip, cfg=None, **opts) -> int:
+        """A host NIC on `port` with settings ``cfg`` (nic/setup.py NicConfig,
+        or its fields as keywords); returns its device index."""
+        return nic_setup.add_nic(self, port, mac, ip, cfg, **opts)
 
     def reserve_switches(self, **sizes):
         """Size the switch tables before the first add_switch (switch/setup.py

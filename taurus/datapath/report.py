@@ -48,6 +48,7 @@ import numba as nb
 import numpy as np
 
 from . import ccevents
+from .ccevents import W
 from . import ccshm as C
 from .ccnative import native_call
 from .ctlblock import WAKE_PUBLISH, YIELD
@@ -63,7 +64,8 @@ Report = namedtuple("Report", ["acc", "win_timer", "staged", "dl_timer", "hdr",
                                "rate", "cwnd", "credit", "flags", "fallback",
                                "srtt", "probe", "probe_n", "probe_t", "segs", "probe_seen",
                                "version", "updated_ns", "ev", "ev_n", "timer_ns",
-                               "tm_timer", "tm_on", "tm_ticks", "tm_seen", "delivered"])
+                               "tm_timer", "tm_on", "tm_ticks", "tm_seen", "delivered",
+                               "vals"])
 """acc int64[F, N_EVENTS, A_W]: open aggregates; win_timer int32[F, 3]:
 window timer per (flow, class), -1 until first used; staged int64[K, 2]:
 messages staged per NIC and when the oldest was staged; dl_timer int32[K];
@@ -75,7 +77,10 @@ each flow's TIMER timer, -1 until first used; tm_on int64[F]: 1 while it
 runs; tm_ticks int64[F]: its expiries; tm_seen int64[K]: the last TIMER
 doorbell NIC k acted on; delivered int64[F, N_EVENTS]: records of each
 event handed to each flow's algorithm (into the ring, or to its native
-entry), a view on the CcShm like the rest (other processes read it)."""
+entry), a view on the CcShm like the rest (other processes read it);
+vals int64[N_VALUES]: the value words of the signal being reported
+(report_scratch), copied into the native entry's call record for a native
+flow."""
 
 A_COUNT, A_FIRST, A_LAST, A_V = 0, 1, 2, 3
 A_W = A_V + C.N_VALUES
@@ -89,7 +94,7 @@ TAG_ARG = (np.int64(1) << 40) - 1
 SUM, MAX, LAST, MIN = ccevents.SUM, ccevents.MAX, ccevents.LAST, ccevents.MIN
 WORST, BY_WORST = ccevents.WORST, ccevents.BY_WORST
 MERGE = ccevents.MERGE     # how each value of each event merges inside a window
-CSIG_TYPE_WORD = ccevents.WORD["csig_type"]
+CSIG_TYPE_WORD = ccevents.W.csig_type
 
 
 MAX_TIMER_NS = 1 << 50      # a longer TIMER period is refused (now + period must not wrap)
@@ -119,7 +124,7 @@ def make_report_state(cc: "C.CcShm") -> Report:
                   timer_ns=cc.timer_ns, tm_timer=np.full(f, -1, np.int32),
                   tm_on=np.zeros(f, np.int64), tm_ticks=np.zeros(f, np.int64),
                   tm_seen=np.zeros(k, np.int64),
-                  delivered=cc.delivered)
+                  delivered=cc.delivered, vals=np.zeros(C.N_VALUES, np.int64))
 
 
 @nb.njit(cache=True, inline="always")
@@ -179,24 +184,22 @@ def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
             wheel_cancel(E.wheel, R.dl_timer[k])
 
 
+@nb.njit(cache=True, inline="always")
+def report_bound(E, flow, ev):
+    """Whether flow's algorithm bound event ev (a signal's first question:
+    an unbound one costs nothing more)."""
+    R = E.rep
+    return flow_slot(R, flow) >= 0 and ((R.mask[flow] >> ev) & 1) != 0
+
+
 @hot
 def report_signal(E, flow, ev, now, v0, v1, v2, v3):
-    """One signal of event `ev` for `flow` at time `now` (values V0..V3 by
-    event as in ccevents; V4, V5 zero: report_signal6)."""
-    report_signal6(E, flow, ev, now, v0, v1, v2, v3, 0, 0)
-
-
-@hot
-def report_signal6(E, flow, ev, now, v0, v1, v2, v3, v4, v5):
-    """One signal of event `ev` for `flow` at time `now` (values V0..V5 by
-    event as in ccevents): report_values with these values.  Cheap when the
-    flow's algorithm did not bind the event."""
-    R = E.rep
-    if flow_slot(R, flow) < 0 or ((R.mask[flow] >> ev) & 1) == 0:
-        return
-    v = _values(E)
-    v[0], v[1], v[2], v[3], v[4], v[5] = v0, v1, v2, v3, v4, v5
-    report_values(E, flow, ev, now)
+    """A synthetic signal with value words V0..V3 given in order (tests and
+    tools; the NIC's signals write their values by name: report_scratch)."""
+    if report_bound(E, flow, ev):
+        v = report_scratch(E)
+        v[0], v[1], v[2], v[3] = v0, v1, v2, v3
+        report_values(E, flow, ev, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -242,10 +245,10 @@ def report_custom(E, flow, now, seg_id, buf, off, n):
         return
     n = min(n, C.CUSTOM_MAX)
     native = R.flags[flow] & C.FL_NATIVE
-    vals = _values(E)
-    vals[0], vals[1] = seg_id, n
+    vals = report_scratch(E)
+    vals[W.segment], vals[W.length] = seg_id, n
     for i in range(n):  # little-endian words
-        vals[2 + i // 8] |= np.int64(buf[off + i]) << np.int64(8 * (i % 8))
+        vals[W.w0 + i // 8] |= np.int64(buf[off + i]) << np.int64(8 * (i % 8))
     if native:
         native_call(E.alg, R, k, flow, C.EV_CUSTOM, now)
         return
@@ -278,8 +281,8 @@ def report_rtt(E, flow, rtt, psn, srtt, now, send_t, qdelay, hops):
     if due:
         R.probe_n[flow] = 0
         R.probe_t[flow] = now
-        v = _values(E)
-        v[0], v[1], v[2], v[3], v[4] = rtt, send_t, psn, qdelay, hops
+        v = report_scratch(E)
+        v[W.rtt], v[W.send_time], v[W.psn], v[W.qdelay], v[W.hops] = rtt, send_t, psn, qdelay, hops
         report_values(E, flow, C.EV_RTT, now)
 
 
@@ -292,11 +295,11 @@ def report_rtt_ls(E, flow, send_t, rtt, now):
     if flow_slot(R, flow) < 0 or ((R.mask[flow] >> C.EV_RTT_LS) & 1) == 0:
         return
     a = R.acc[flow, C.EV_RTT_LS]
-    x0 = a[A_V + 5] if a[A_COUNT] > 0 else send_t
+    x0 = a[A_V + W.x0] if a[A_COUNT] > 0 else send_t
     x = send_t - x0
-    v = _values(E)
-    v[0], v[1], v[2] = 1, x, rtt
-    v[3], v[4], v[5] = x * x // ccevents.LS_SCALE, x * rtt // ccevents.LS_SCALE, x0
+    v = report_scratch(E)
+    v[W.n], v[W.sx], v[W.sy] = 1, x, rtt
+    v[W.sxx], v[W.sxy], v[W.x0] = x * x // ccevents.LS_SCALE, x * rtt // ccevents.LS_SCALE, x0
     report_values(E, flow, C.EV_RTT_LS, now)
 
 
@@ -306,22 +309,22 @@ _INT_RATES = np.array(S.INT_RATES_BPS, np.int64)
 @hot
 def report_int(E, flow, buf, o, hop, nhops, psn, now):
     """One INT hop record (8 wire bytes at buf[o]) as an INT event."""
-    v = _values(E)
-    v[0] = hop
-    v[1] = get_field(buf, o, S.INTHOP_QLEN) * S.INT_QLEN_UNIT
-    v[2] = psn
-    v[3] = get_field(buf, o, S.INTHOP_TX_BYTES) * S.INT_TX_UNIT
-    v[4] = get_field(buf, o, S.INTHOP_TS)
-    v[5] = _INT_RATES[get_field(buf, o, S.INTHOP_RATE_CODE)]
-    v[6] = nhops
+    v = report_scratch(E)
+    v[W.hop] = hop
+    v[W.qlen] = get_field(buf, o, S.INTHOP_QLEN) * S.INT_QLEN_UNIT
+    v[W.psn] = psn
+    v[W.tx_bytes] = get_field(buf, o, S.INTHOP_TX_BYTES) * S.INT_TX_UNIT
+    v[W.ts] = get_field(buf, o, S.INTHOP_TS)
+    v[W.link_rate] = _INT_RATES[get_field(buf, o, S.INTHOP_RATE_CODE)]
+    v[W.nhops] = nhops
     report_values(E, flow, C.EV_INT, now)
 
 
 @nb.njit(cache=True, inline="always")
-def _values(E):
-    """The value words of the call scratch record (native entry's record),
-    zeroed: report_values reads them from there."""
-    v = E.alg.rec[C.V0:]
+def report_scratch(E):
+    """The value words of the signal being reported, zeroed, for a signal
+    to write by name (``v[W.bytes] = n``) before report_values reads them."""
+    v = E.rep.vals
     v[:] = 0
     return v
 
@@ -329,8 +332,8 @@ def _values(E):
 @hot
 def report_values(E, flow, ev, now):
     """One signal of event `ev` for `flow` whose N_VALUES values are in the
-    scratch record (``_values``): report_signal for events with more than
-    four values.  Cheap when the flow's algorithm did not bind the event."""
+    scratch record (``report_scratch``).  Cheap when the flow's algorithm
+    did not bind the event."""
     R = E.rep
     k = flow_slot(R, flow)
     m = R.mask[flow]
@@ -341,7 +344,7 @@ def report_values(E, flow, ev, now):
     if R.flags[flow] & C.FL_NATIVE:
         native_call(E.alg, R, k, flow, ev, now)
         return
-    vals = E.alg.rec[C.V0:]
+    vals = R.vals
     ctl = R.ctls[k]
     ctl[C.CTL_SIGNALS] += 1
     cls = C.EVENT_CLASS[ev]
@@ -482,7 +485,10 @@ def report_tick(E, flow, now):
         due = now + p
     wheel_schedule(E.wheel, t, due)
     R.tm_ticks[flow] += 1
-    report_signal(E, flow, C.EV_TIMER, now, R.tm_ticks[flow], p, 0, 0)
+    if report_bound(E, flow, C.EV_TIMER):
+        v = report_scratch(E)
+        v[W.ticks], v[W.period] = R.tm_ticks[flow], p
+        report_values(E, flow, C.EV_TIMER, now)
 
 
 @hot

@@ -282,94 +282,34 @@ class Runner:
 
     # ------------------------------------------------------------ run
     def run(self) -> None:
+        """Step the engine from Python point to point until the run's end:
+        flows begin and stop, the engine runs to the next point anything is
+        due, then completions, agents, loads and samples are taken."""
         x, eng = self.x, self.eng
-        flows = self.plan.flows
-        order = sorted(range(len(flows)), key=lambda k: flows[k].start)
-        nxt = 0                                     # next flow (by start) not yet begun
-        stops: list[tuple[int, int]] = []           # (stop, k) of open-ended flows running
-        self.rpc_state = [dict(left=r.count, issued=-1, resolved=-1) for r in self.plan.rpcs]
-        self.not_rpc: set = set()
-        self.t0 = eng.now()
-        self.loads.start(self.t0)
-        for h in x.host_load:           # hogs in the host model: a share of its bandwidth
-            if h.share:
-                NS.nic_hog(eng, self.nics[h.host], h.share, self.t0 + h.start,
-                           self.t0 + (x.duration if h.stop is None else h.stop))
-        step = self.step
-        every = x.stepping == "fixed" or bool(self.plan.rpcs)
-        self._loop_agents(not every)
-        wake = bool(self.agents) and not every and not self.in_loop
-        # the engine samples the series itself (datapath/sampler.py)
-        period = self.sample_every * step
-        eng.start_sampler(self.fid, [p for _, p in self.port_list], period, self.t0)
-        next_sample = period                        # for live_samples only
-        agent_due = 0                               # a drain was capped: step again next point
-        self.probe = fidelity.Probe(eng)
+        self._start()
         wall0 = time.monotonic()
         last_bar = 0.0
         while self.now < x.duration:
             if self.stop_requested:
                 raise Stopped(self.stop_requested)
-            while nxt < len(order) and flows[order[nxt]].start <= self.now:
-                k = order[nxt]
-                nxt += 1
-                self._begin(k)
-                if flows[k].size is None:
-                    heapq.heappush(stops, (flows[k].stop, k))
-            while stops and stops[0][0] <= self.now:
-                NS.nic_generate_stop(eng, int(self.fid[heapq.heappop(stops)[1]]))
-            point = (self.now // step + 1) * step   # the next point Python may act at
-            if every:
-                until = point
-            else:
-                due = [x.duration] + ([next_sample] if self.live_samples else [])
-                if nxt < len(order):
-                    due.append(flows[order[nxt]].start)
-                if stops:
-                    due.append(stops[0][0])
-                if agent_due:
-                    due.append(agent_due)
-                due += [t - self.t0 for t in self._sampler_due()]
-                until = max(point, -(-min(due) // step) * step)
-            until = min(x.duration, until)
+            self._flows_due()
             w0 = time.perf_counter()
-            r = eng.run_until(self.t0 + until, stop_idle=False, wake_on_publish=wake)
+            r = eng.run_until(self.t0 + self._until(), stop_idle=False, wake_on_publish=self.wake)
             if r == "woken":
                 # an agent has a batch: it drains at the next point, as at every point
                 woke = eng.now() - self.t0
-                r = eng.run_until(self.t0 + min(x.duration, (woke // step + 1) * step),
+                r = eng.run_until(self.t0 + min(x.duration, (woke // self.step + 1) * self.step),
                                   stop_idle=False)
-            w1 = time.perf_counter()
-            self.engine_s += w1 - w0
+            self.engine_s += time.perf_counter() - w0
             self.now = eng.now() - self.t0
             self.steps += 1
             self._completions()
-            agent_due = 0
-            if self.agents:
-                c0 = time.thread_time()     # agents run in this thread (process_time:
-                #                             ~1 ms a call in a process with many threads)
-                if self.in_loop:
-                    # the loop's steps ran inside the engine's time; the ones
-                    # here count in c0's, and sync folds the counts of both
-                    s = sum(il.step_seconds() for il in self.in_loop)
-                    self.agent_cpu_s += s
-                    self.engine_s -= s
-                    self._step_in_loop(eng.agent_at() if r == "agent" else -1, eng.now())
-                    for il in self.in_loop:
-                        il.sync()
-                    more = any(a.messages.more for a in self.agents.values())
-                    eng.agents_due(eng.now() + step if more else 0)
-                else:
-                    for a in self.agents.values():
-                        a.step(eng.now())
-                    if any(a.messages.more for a in self.agents.values()):
-                        agent_due = self.now + step
-                self.agent_cpu_s += time.thread_time() - c0
+            self._step_agents(r)
             self.loads.poll(self.now)
             self._samples()
-            if self.live_samples and self.now >= next_sample:
+            if self.live_samples and self.now >= self.next_sample:
                 self._on_sample()
-                next_sample = (self.now // period + 1) * period
+                self.next_sample = (self.now // self.period + 1) * self.period
             if self.progress and time.monotonic() - last_bar > 0.2:
                 last_bar = time.monotonic()
                 self._bar(time.monotonic() - wall0)
@@ -378,6 +318,89 @@ class Runner:
             self._bar(self.loop_s)
             sys.stderr.write("\n")
         self.complete = True
+
+    def _start(self) -> None:
+        """The run's state at t0: flows by start, hogs, agents, the sampler."""
+        x, eng = self.x, self.eng
+        flows = self.plan.flows
+        self.order = sorted(range(len(flows)), key=lambda k: flows[k].start)
+        self.nxt = 0                                 # next flow (by start) not yet begun
+        self.stops: list[tuple[int, int]] = []       # (stop, k) of open-ended flows running
+        self.rpc_state = [dict(left=r.count, issued=-1, resolved=-1) for r in self.plan.rpcs]
+        self.not_rpc: set = set()
+        self.t0 = eng.now()
+        self.loads.start(self.t0)
+        for h in x.host_load:           # hogs in the host model: a share of its bandwidth
+            if h.share:
+                NS.nic_hog(eng, self.nics[h.host], h.share, self.t0 + h.start,
+                           self.t0 + (x.duration if h.stop is None else h.stop))
+        self.every = x.stepping == "fixed" or bool(self.plan.rpcs)
+        self._loop_agents(not self.every)
+        self.wake = bool(self.agents) and not self.every and not self.in_loop
+        # the engine samples the series itself (datapath/sampler.py)
+        self.period = self.sample_every * self.step
+        eng.start_sampler(self.fid, [p for _, p in self.port_list], self.period, self.t0)
+        self.next_sample = self.period               # for live_samples only
+        self.agent_due = 0                           # a drain was capped: step again next point
+        self.probe = fidelity.Probe(eng)
+
+    def _flows_due(self) -> None:
+        """Begin the flows whose start has come; stop the open-ended ones
+        whose stop has."""
+        flows = self.plan.flows
+        while self.nxt < len(self.order) and flows[self.order[self.nxt]].start <= self.now:
+            k = self.order[self.nxt]
+            self.nxt += 1
+            self._begin(k)
+            if flows[k].size is None:
+                heapq.heappush(self.stops, (flows[k].stop, k))
+        while self.stops and self.stops[0][0] <= self.now:
+            NS.nic_generate_stop(self.eng, int(self.fid[heapq.heappop(self.stops)[1]]))
+
+    def _until(self) -> int:
+        """Where the engine runs to: the next point (every point when
+        stepping is fixed), else the first point at or after the next
+        thing due (a flow, a stop, a sample, a capped drain, the end)."""
+        x, step, flows = self.x, self.step, self.plan.flows
+        point = (self.now // step + 1) * step   # the next point Python may act at
+        if self.every:
+            return min(x.duration, point)
+        due = [x.duration] + ([self.next_sample] if self.live_samples else [])
+        if self.nxt < len(self.order):
+            due.append(flows[self.order[self.nxt]].start)
+        if self.stops:
+            due.append(self.stops[0][0])
+        if self.agent_due:
+            due.append(self.agent_due)
+        due += [t - self.t0 for t in self._sampler_due()]
+        return min(x.duration, max(point, -(-min(due) // step) * step))
+
+    def _step_agents(self, r: str) -> None:
+        """The agents after a run: in-loop ones finished (the one a run ended
+        at first), the rest stepped here; their CPU time counted apart."""
+        self.agent_due = 0
+        if not self.agents:
+            return
+        eng, step = self.eng, self.step
+        c0 = time.thread_time()     # agents run in this thread (process_time:
+        #                             ~1 ms a call in a process with many threads)
+        if self.in_loop:
+            # the loop's steps ran inside the engine's time; the ones
+            # here count in c0's, and sync folds the counts of both
+            s = sum(il.step_seconds() for il in self.in_loop)
+            self.agent_cpu_s += s
+            self.engine_s -= s
+            self._step_in_loop(eng.agent_at() if r == "agent" else -1, eng.now())
+            for il in self.in_loop:
+                il.sync()
+            more = any(a.messages.more for a in self.agents.values())
+            eng.agents_due(eng.now() + step if more else 0)
+        else:
+            for a in self.agents.values():
+                a.step(eng.now())
+            if any(a.messages.more for a in self.agents.values()):
+                self.agent_due = self.now + step
+        self.agent_cpu_s += time.thread_time() - c0
 
     def _step_in_loop(self, at: int, now: int) -> None:
         """Step the in-loop agents at `now`, as Python's stepping would, with

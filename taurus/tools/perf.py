@@ -830,48 +830,8 @@ def _client(args, t, choice, out) -> int:
         if credit:
             _setup_receivers(ep, t.ip_of(dst), hdr,
                              [t.ip_of(dst)] * fwd + [t.ip_of(src)] * rev)
-        legs = []
-        for _ in range(args.parallel if fwd else 0):
-            if args.rpc:
-                d = ep.connect(t.ip_of(dst), duplex=True, credit=credit)
-                d.send(_header(dict(hdr, dir="fwd", echo=True)))   # answer every message
-                s = Stream(d.tx, msg, d)
-            else:
-                c = ep.connect(t.ip_of(dst), credit=credit)
-                c.send(_header(dict(hdr, dir="fwd")))
-                s = Stream(c, msg, rate=rate)
-            legs.append(Leg(N, cc, s.c.flow, ep.n, peer_ep.n, True, stream=s))
-        for _ in range(args.parallel if rev else 0):
-            d = ep.connect(t.ip_of(dst), duplex=True)
-            d.send(_header(dict(hdr, dir="rev", credit=credit)))
-            leg = Leg(N, cc, 0, peer_ep.n, ep.n, False, duplex=d)
-            legs.append(leg)
-        # Reverse legs: the server's flow (HELLO names ours), then its PDC here.
-        t_end = time.monotonic() + CC_WAIT_S
-        for leg in legs:
-            if leg.duplex is not None and not leg.sender:
-                leg.rx = ep._reverse_of(leg.duplex.peer, leg.duplex.tx.flow, CC_WAIT_S)
-                leg.flow, leg.pdc = leg.rx.peer[1], leg.rx.pdc
-        # Wait for perf -s to put each sending flow under its CC before filling.
-        if choice is not None:
-            from taurus.datapath.ccshm import FL_CC_ACTIVE, FL_NATIVE
-            for leg in legs:
-                while not int(cc.flags[leg.flow]) & (FL_CC_ACTIVE | FL_NATIVE):
-                    if time.monotonic() > t_end:
-                        raise RuntimeError(f"perf -s did not set flow {leg.flow}'s CC "
-                                           f"({choice.mode} {choice.algorithm}; see its "
-                                           "output)")
-                    ep.check()
-                    time.sleep(1e-3)
-        # Count from a quiet point: each header we sent delivered and ACKed.
-        t_end = time.monotonic() + CC_WAIT_S
-        while time.monotonic() < t_end and not all(
-                (x := leg.sample())["acked"] == x["delivered"] > 0 for leg in legs
-                if leg.sender):
-            ep.check()
-            time.sleep(1e-3)
-        for leg in legs:
-            leg.last = leg.base = leg.sample()
+        legs = _open_legs(args, ep, peer_ep, cc, t.ip_of(dst), hdr, msg, rate, credit)
+        _settle(legs, ep, cc, choice, time.monotonic() + CC_WAIT_S)
         if not args.json:
             _print_start(args, out, t, src, dst, legs, choice)
         grants0 = _grants(N, rx_slots)
@@ -888,21 +848,75 @@ def _client(args, t, choice, out) -> int:
             a.stop()
         for s, h in old.items():
             signal.signal(s, h)
-    cpu1, wall1 = os.times(), time.monotonic()
-    rcpu1 = _cpu_of(epid)
-    wall = max(1e-9, wall1 - wall0)
-    cpu = {"host_total": 100 * ((cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)) / wall,
-           "host_user": 100 * (cpu1.user - cpu0.user) / wall,
-           "host_system": 100 * (cpu1.system - cpu0.system) / wall,
-           "remote_total": 100 * ((rcpu1[0] - rcpu0[0]) + (rcpu1[1] - rcpu0[1])) / wall,
-           "remote_user": 100 * (rcpu1[0] - rcpu0[0]) / wall,
-           "remote_system": 100 * (rcpu1[1] - rcpu0[1]) / wall}
+    cpu = _cpu_use(cpu0, os.times(), rcpu0, _cpu_of(epid), time.monotonic() - wall0)
     doc = _result(args, t, src, dst, legs, res, choice, cpu, [a.pid for a in agents])
     if args.json:
         out.raw(json.dumps(doc, indent=2))
     else:
         _print_end(args, out, doc, legs)
     return 1 if res["stopped"] and not res["intervals"] else 0
+
+
+def _open_legs(args, ep, peer_ep, cc, dst_ip: str, hdr: dict, msg, rate, credit: bool) -> list:
+    """The test's connections, each a Leg: -P forward streams (or RPC
+    duplexes), and -P reverse ones (-R, --bidir) whose server flow HELLO
+    names."""
+    N = ep.N
+    fwd, rev = not args.reverse, args.reverse or args.bidir
+    legs = []
+    for _ in range(args.parallel if fwd else 0):
+        if args.rpc:
+            d = ep.connect(dst_ip, duplex=True, credit=credit)
+            d.send(_header(dict(hdr, dir="fwd", echo=True)))   # answer every message
+            s = Stream(d.tx, msg, d)
+        else:
+            c = ep.connect(dst_ip, credit=credit)
+            c.send(_header(dict(hdr, dir="fwd")))
+            s = Stream(c, msg, rate=rate)
+        legs.append(Leg(N, cc, s.c.flow, ep.n, peer_ep.n, True, stream=s))
+    for _ in range(args.parallel if rev else 0):
+        d = ep.connect(dst_ip, duplex=True)
+        d.send(_header(dict(hdr, dir="rev", credit=credit)))
+        legs.append(Leg(N, cc, 0, peer_ep.n, ep.n, False, duplex=d))
+    # Reverse legs: the server's flow (HELLO names ours), then its PDC here.
+    for leg in legs:
+        if leg.duplex is not None and not leg.sender:
+            leg.rx = ep._reverse_of(leg.duplex.peer, leg.duplex.tx.flow, CC_WAIT_S)
+            leg.flow, leg.pdc = leg.rx.peer[1], leg.rx.pdc
+    return legs
+
+
+def _settle(legs, ep, cc, choice, t_end: float) -> None:
+    """Wait for perf -s to put each sending flow under its CC before
+    filling, then count from a quiet point: each header we sent delivered
+    and ACKed."""
+    if choice is not None:
+        from taurus.datapath.ccshm import FL_CC_ACTIVE, FL_NATIVE
+        for leg in legs:
+            while not int(cc.flags[leg.flow]) & (FL_CC_ACTIVE | FL_NATIVE):
+                if time.monotonic() > t_end:
+                    raise RuntimeError(f"perf -s did not set flow {leg.flow}'s CC "
+                                       f"({choice.mode} {choice.algorithm}; see its output)")
+                ep.check()
+                time.sleep(1e-3)
+    t_end = time.monotonic() + CC_WAIT_S
+    while time.monotonic() < t_end and not all(
+            (x := leg.sample())["acked"] == x["delivered"] > 0 for leg in legs if leg.sender):
+        ep.check()
+        time.sleep(1e-3)
+    for leg in legs:
+        leg.last = leg.base = leg.sample()
+
+
+def _cpu_use(cpu0, cpu1, rcpu0, rcpu1, wall: float) -> dict:
+    """CPU use in % of the run's wall time, here and in the engine (remote)."""
+    wall = max(1e-9, wall)
+    return {"host_total": 100 * ((cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)) / wall,
+            "host_user": 100 * (cpu1.user - cpu0.user) / wall,
+            "host_system": 100 * (cpu1.system - cpu0.system) / wall,
+            "remote_total": 100 * ((rcpu1[0] - rcpu0[0]) + (rcpu1[1] - rcpu0[1])) / wall,
+            "remote_user": 100 * (rcpu1[0] - rcpu0[0]) / wall,
+            "remote_system": 100 * (rcpu1[1] - rcpu0[1]) / wall}
 
 
 def _setup_receivers(ep, dst_ip: str, hdr: dict, receivers: list) -> None:

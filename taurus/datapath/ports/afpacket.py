@@ -115,17 +115,8 @@ def open_packet_port(ports, p, ifname, *, netns=None, block_size=1 << 20, n_bloc
     over when it is full or block_timeout_ms after its first packet.  TX ring:
     slots of frame_size bytes grouped in blocks of block_size, at least
     tx_frames of them (rounded up to whole blocks)."""
-    if block_size <= 0 or block_size % PAGE:
-        raise ValueError(f"block_size {block_size} must be a positive multiple of {PAGE}")
-    if frame_size % 16 or not (TPACKET3_HDRLEN + 60 <= frame_size <= block_size):
-        raise ValueError(f"frame_size {frame_size} must be a multiple of 16 in "
-                         f"[{TPACKET3_HDRLEN + 60}, block_size]")
-    if n_blocks <= 0 or tx_frames <= 0 or block_timeout_ms < 0:
-        raise ValueError("n_blocks and tx_frames must be positive, block_timeout_ms >= 0")
+    _check_ring(ifname, block_size, n_blocks, frame_size, tx_frames, block_timeout_ms)
     name = ifname.encode()
-    if not 0 < len(name) < 16:
-        raise ValueError(f"bad interface name {ifname!r}")
-
     where = f"af_packet port on {ifname!r}" + (f" in netns {netns!r}" if netns else "")
     h = PacketPortHandle(ports, p, ifname, netns)
     fpb = block_size // frame_size
@@ -186,10 +177,31 @@ def open_packet_port(ports, p, ifname, *, netns=None, block_size=1 << 20, n_bloc
         h.close()
         raise
 
+    _set_regs(ports.regs[p], s.fileno(), addr, rx_len, block_size, n_blocks, frame_size,
+              tx_blocks, mtu)
+    ports.kind[p] = PACKET
+    return h
+
+
+def _check_ring(ifname, block_size, n_blocks, frame_size, tx_frames, block_timeout_ms) -> None:
+    if block_size <= 0 or block_size % PAGE:
+        raise ValueError(f"block_size {block_size} must be a positive multiple of {PAGE}")
+    if frame_size % 16 or not (TPACKET3_HDRLEN + 60 <= frame_size <= block_size):
+        raise ValueError(f"frame_size {frame_size} must be a multiple of 16 in "
+                         f"[{TPACKET3_HDRLEN + 60}, block_size]")
+    if n_blocks <= 0 or tx_frames <= 0 or block_timeout_ms < 0:
+        raise ValueError("n_blocks and tx_frames must be positive, block_timeout_ms >= 0")
+    if not 0 < len(ifname.encode()) < 16:
+        raise ValueError(f"bad interface name {ifname!r}")
+
+
+def _set_regs(regs, fd, addr, rx_len, block_size, n_blocks, frame_size, tx_blocks, mtu) -> None:
+    """The port's registers (afpacket_ring.py reads them), RX_BASE last: a
+    nonzero base means "open"."""
+    fpb = block_size // frame_size
     room = frame_size - R.TX_DATA_OFF
-    regs = ports.regs[p]
     regs[:R.N_PKT_REGS] = 0
-    regs[R.FD] = s.fileno()
+    regs[R.FD] = fd
     regs[R.RX_BSZ] = block_size
     regs[R.RX_NBLK] = n_blocks
     regs[R.TX_BASE] = addr + rx_len
@@ -199,6 +211,4 @@ def open_packet_port(ports, p, ifname, *, netns=None, block_size=1 << 20, n_bloc
     regs[R.TX_BSZ] = block_size
     regs[R.TX_MAXLEN] = min(room, mtu + 14)
     regs[R.TX_MAXVLAN] = min(room, mtu + 18)
-    regs[R.RX_BASE] = addr  # last: a nonzero base means "open"
-    ports.kind[p] = PACKET
-    return h
+    regs[R.RX_BASE] = addr

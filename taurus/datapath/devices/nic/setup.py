@@ -27,6 +27,7 @@ ask for connections through its request rows, which ``nic_service`` answers
 (the engine calls it between run chunks).  What only Python needs (the
 segment, neighbours, read marks) is the engine's ``nics`` (NicTables).
 """
+import dataclasses
 import functools
 import ipaddress
 import os
@@ -127,17 +128,12 @@ def nic_reserve(eng, max_flows: int | None = None, win: int = 256, tx_bytes: int
     eng.on_chunk.append(lambda: nic_service(eng))
 
 
-def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
-            ack_every: int = 4, ack_delay_ns: int = 2000, rto_min_ns: int = 50_000,
-            rto_init_ns: int = 200_000, max_retries: int = 15, init_credit: int = 16384,
-            credit_window: int = 65536, rx_buf_bytes: int = 1 << 20, dupthresh: int = 3,
-            budget: int = 32, name: str | None = None, host_bw: int = 0,
-            host_buffer: int = 256 << 10, host_sample_ns: int = 10_000,
-            cnp_gap_ns: int = 50_000, last_hop_dscp: int = 47, ack_requests: int = 0) -> int:
-    """A host NIC on engine port `port`; returns its device index.
-    ``host_bw`` > 0 models the host behind it (bit/s into memory through a
-    ``host_buffer``-byte buffer, HOST samples every ``host_sample_ns``:
-    nic_host_model); 0, the default, delivers at once.
+@dataclasses.dataclass(frozen=True)
+class NicConfig:
+    """A host NIC's settings (add_nic), checked as a whole before anything
+    is registered.  ``host_bw`` > 0 models the host behind it (bit/s into
+    memory through a ``host_buffer``-byte buffer, HOST samples every
+    ``host_sample_ns``: nic_host_model); 0, the default, delivers at once.
     ``rto_min_ns`` floors the RTO's variance margin: RTO = srtt +
     max(4 rttvar, rto_min) (as Linux does), ``rto_init_ns`` is the RTO
     before the first RTT sample.  ``cnp_gap_ns``: the least time between
@@ -148,38 +144,71 @@ def add_nic(eng, port: int, mac, ip, line_rate_bps: int = 0, mss: int = 1024,
     tx.py: _ack_req), so the peer's ``ack_every`` / ``ack_delay_ns`` may
     coalesce more than a window holds; 0 (the default) leaves ACKs to the
     peer's coalescing (and AR at the end of each message)."""
+    line_rate_bps: int = 0
+    mss: int = 1024
+    ack_every: int = 4
+    ack_delay_ns: int = 2000
+    rto_min_ns: int = 50_000
+    rto_init_ns: int = 200_000
+    max_retries: int = 15
+    init_credit: int = 16384
+    credit_window: int = 65536
+    rx_buf_bytes: int = 1 << 20
+    dupthresh: int = 3
+    budget: int = 32
+    host_bw: int = 0
+    host_buffer: int = 256 << 10
+    host_sample_ns: int = 10_000
+    cnp_gap_ns: int = 50_000
+    last_hop_dscp: int = 47
+    ack_requests: int = 0
+
+    def check(self, max_mss: int) -> None:
+        """ValueError naming what is wrong (max_mss: the frame pool's room)."""
+        if not 64 <= self.mss <= max_mss:
+            raise ValueError(f"mss must be in 64..{max_mss}")
+        if self.ack_every < 1 or self.ack_delay_ns < 0 or self.budget < 1 or self.dupthresh < 1:
+            raise ValueError("ack_every, budget, dupthresh >= 1 and ack_delay_ns >= 0 required")
+        if self.ack_requests < 0:
+            raise ValueError("ack_requests >= 0 required")
+        if self.cnp_gap_ns < 0 or not 0 <= self.last_hop_dscp < 64:
+            raise ValueError("cnp_gap_ns >= 0 and last_hop_dscp in 0..63 required")
+        if self.rx_buf_bytes < self.mss:
+            raise ValueError("rx_buf_bytes must hold at least one MSS")
+
+
+def add_nic(eng, port: int, mac, ip, cfg: NicConfig | None = None, name: str | None = None,
+            **settings) -> int:
+    """A host NIC on engine port `port` with settings ``cfg`` (NicConfig, or
+    its fields as keywords); returns its device index.  Everything is
+    checked before the NIC is registered: a bad setting leaves no part of
+    one behind."""
+    cfg = cfg if cfg is not None else NicConfig(**settings)
     if not eng.nics.reserved:
         nic_reserve(eng)
     N = eng.E.nic
     n = int(N.meta[M_NNIC])
     if n >= N.nr.shape[0]:
         raise ValueError("too many NICs")
-    if not 64 <= mss <= eng.E.pool.data.shape[1] - DATA_HDR:
-        raise ValueError(f"mss must be in 64..{eng.E.pool.data.shape[1] - DATA_HDR}")
-    if ack_every < 1 or ack_delay_ns < 0 or budget < 1 or dupthresh < 1:
-        raise ValueError("ack_every, budget, dupthresh >= 1 and ack_delay_ns >= 0 required")
-    if ack_requests < 0:
-        raise ValueError("ack_requests >= 0 required")
-    if cnp_gap_ns < 0 or not 0 <= last_hop_dscp < 64:
-        raise ValueError("cnp_gap_ns >= 0 and last_hop_dscp in 0..63 required")
+    cfg.check(eng.E.pool.data.shape[1] - DATA_HDR)
     d = eng.add_device(NIC, [port], name)
     eng.E.devs.regs[d, DR_SLOT] = n
     r = N.nr[n]
     r[NR_DEV], r[NR_PORT], r[NR_MAC], r[NR_IP] = d, port, mac_int(mac), ip_int(ip)
-    r[NR_LINE], r[NR_MSS], r[NR_ACK_EVERY], r[NR_ACK_DELAY] = (line_rate_bps, mss, ack_every,
-                                                               ack_delay_ns)
-    r[NR_RTO_MIN], r[NR_RTO_INIT], r[NR_RETRIES] = rto_min_ns, rto_init_ns, max_retries
-    r[NR_INIT_CREDIT], r[NR_CREDIT_WIN], r[NR_RXCAP] = init_credit, credit_window, rx_buf_bytes
-    r[NR_DUPTHRESH], r[NR_BUDGET] = dupthresh, budget
-    r[NR_CNP_GAP], r[NR_LASTHOP_DSCP], r[NR_ACK_REQ] = cnp_gap_ns, last_hop_dscp, ack_requests
-    if rx_buf_bytes < mss:
-        raise ValueError("rx_buf_bytes must hold at least one MSS")
+    r[NR_LINE], r[NR_MSS] = cfg.line_rate_bps, cfg.mss
+    r[NR_ACK_EVERY], r[NR_ACK_DELAY] = cfg.ack_every, cfg.ack_delay_ns
+    r[NR_RTO_MIN], r[NR_RTO_INIT], r[NR_RETRIES] = (cfg.rto_min_ns, cfg.rto_init_ns,
+                                                    cfg.max_retries)
+    r[NR_INIT_CREDIT], r[NR_CREDIT_WIN] = cfg.init_credit, cfg.credit_window
+    r[NR_RXCAP], r[NR_DUPTHRESH], r[NR_BUDGET] = cfg.rx_buf_bytes, cfg.dupthresh, cfg.budget
+    r[NR_CNP_GAP], r[NR_LASTHOP_DSCP] = cfg.cnp_gap_ns, cfg.last_hop_dscp
+    r[NR_ACK_REQ] = cfg.ack_requests
     eng.nics.shm.set_name(n, name or f"nic{n}")
     eng.nics.neigh[ip_int(ip)] = mac_int(mac)
     r[NR_TXTIMER] = _nic_timer(eng, d, n, TK_TX)
     N.meta[M_NNIC] = n + 1
-    if host_bw:
-        nic_host_model(eng, d, host_bw, host_buffer, host_sample_ns)
+    if cfg.host_bw:
+        nic_host_model(eng, d, cfg.host_bw, cfg.host_buffer, cfg.host_sample_ns)
     return d
 
 

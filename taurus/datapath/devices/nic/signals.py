@@ -9,9 +9,9 @@ native algorithm (ccnative.py).
 import numba as nb
 
 from ... import ccshm as C
-from ...ccevents import CSIG_FROM_WIRE
-from ...report import (report_int, report_rtt, report_rtt_ls, report_segments, report_signal,
-                       report_signal6)
+from ...ccevents import CSIG_FROM_WIRE, W
+from ...report import (report_bound, report_int, report_rtt, report_rtt_ls, report_scratch,
+                       report_segments, report_values)
 from ...wire.csig import csig_value
 from ...wire.desc import D_PDS_FLAGS
 
@@ -38,7 +38,11 @@ def signal_ack(E, N, f, acked_bytes, psn, now):
     fl = N.desc[D_PDS_FLAGS]
     marked = acked_bytes if fl & S.F_ACK_M else 0
     ue = acked_bytes if fl & S.F_ACK_UE else 0
-    report_signal6(E, f, C.EV_ACK, now, acked_bytes, 1, psn, marked, ue, 0)
+    if report_bound(E, f, C.EV_ACK):
+        v = report_scratch(E)
+        v[W.bytes], v[W.packets], v[W.psn] = acked_bytes, 1, psn
+        v[W.ecn_bytes], v[W.ue_bytes] = marked, ue
+        report_values(E, f, C.EV_ACK, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -48,14 +52,19 @@ def signal_ecn(E, N, f, ce_bytes, ce, ue_bytes, ue, now):
     N.sig[f, SG_ECN] += ce
     N.sig[f, SG_ECN_BYTES] += ce_bytes
     N.sig[f, SG_UE] += ue
-    report_signal6(E, f, C.EV_ECN, now, ce_bytes, ce, 0, 0, ue_bytes, ue)
+    if report_bound(E, f, C.EV_ECN):
+        v = report_scratch(E)
+        v[W.ce_bytes], v[W.ce_packets], v[W.ue_bytes], v[W.ue_packets] = ce_bytes, ce, ue_bytes, ue
+        report_values(E, f, C.EV_ECN, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_ooo(E, N, f, count, now):
     """The receiver saw `count` more out-of-order packets (ACK ooo_count)."""
     N.sig[f, SG_OOO] += count
-    report_signal(E, f, C.EV_OOO, now, count, 0, 0, 0)
+    if report_bound(E, f, C.EV_OOO):
+        report_scratch(E)[W.ooo] = count
+        report_values(E, f, C.EV_OOO, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -65,13 +74,19 @@ def signal_nack(E, N, f, psn, code, now):
     last = 1 if code == S.NACK_TRIMMED_LASTHOP else 0
     trimmed = 1 if code == S.NACK_TRIMMED or last else 0
     N.sig[f, SG_TRIM] += trimmed
-    report_signal(E, f, C.EV_NACK, now, 1, trimmed, psn, last)
+    if report_bound(E, f, C.EV_NACK):
+        v = report_scratch(E)
+        v[W.nacks], v[W.trimmed], v[W.psn], v[W.last_hop] = 1, trimmed, psn, last
+        report_values(E, f, C.EV_NACK, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_rto(E, N, f, psn, now):
     N.sig[f, SG_RTO] += 1
-    report_signal(E, f, C.EV_RTO, now, 1, 0, psn, 0)
+    if report_bound(E, f, C.EV_RTO):
+        v = report_scratch(E)
+        v[W.timeouts], v[W.psn] = 1, psn
+        report_values(E, f, C.EV_RTO, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -124,7 +139,9 @@ def signal_int(E, f, buf, base, nh, psn, now):
 def signal_credit(E, N, f, credit_bytes, now):
     """New cumulative credit from the receiver (ACK_CC CREDIT)."""
     N.sig[f, SG_CREDIT] = credit_bytes
-    report_signal(E, f, C.EV_CREDIT, now, credit_bytes, 0, 0, 0)
+    if report_bound(E, f, C.EV_CREDIT):
+        report_scratch(E)[W.credit] = credit_bytes
+        report_values(E, f, C.EV_CREDIT, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -137,8 +154,12 @@ def signal_csig(E, N, f, t, s, lm, d, fmt, now):
     N.sig[f, SG_CSIG_S] = s
     N.sig[f, SG_CSIG_LM] = lm
     N.sig[f, SG_CSIG_D] = d
-    if t <= S.CSIG_T_QDEPTH and (fmt == S.CSIG_COMPACT or fmt == S.CSIG_WIDE):
-        report_signal(E, f, C.EV_CSIG, now, CSIG_FROM_WIRE[t], csig_value(t, fmt, s), lm, fmt)
+    if (t <= S.CSIG_T_QDEPTH and (fmt == S.CSIG_COMPACT or fmt == S.CSIG_WIDE)
+            and report_bound(E, f, C.EV_CSIG)):
+        v = report_scratch(E)
+        v[W.csig_type], v[W.value] = CSIG_FROM_WIRE[t], csig_value(t, fmt, s)
+        v[W.locator], v[W.fmt] = lm, fmt
+        report_values(E, f, C.EV_CSIG, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -146,7 +167,10 @@ def signal_cnp(E, N, f, ce, ue, psn, now):
     """A CNP from the flow's receiver (its notification point): ce / ue are
     1 when it notifies CE / UE marks; psn the PSN that triggered it."""
     N.sig[f, SG_CNP] += 1
-    report_signal(E, f, C.EV_CNP, now, ce, ue, psn, 0)
+    if report_bound(E, f, C.EV_CNP):
+        v = report_scratch(E)
+        v[W.ce], v[W.ue], v[W.psn] = ce, ue, psn
+        report_values(E, f, C.EV_CNP, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -161,14 +185,20 @@ def count_tx(N, f, nbytes, retx):
 def signal_tx(E, N, f, nbytes, retx, inflight, now):
     """A data packet left (TX counters)."""
     count_tx(N, f, nbytes, retx)
-    report_signal(E, f, C.EV_TX, now, nbytes, 1, 0, inflight)
+    if report_bound(E, f, C.EV_TX):
+        v = report_scratch(E)
+        v[W.bytes], v[W.packets], v[W.inflight] = nbytes, 1, inflight
+        report_values(E, f, C.EV_TX, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_host(E, f, source, value, aux, now):
     """A host signal for flow f (host.py: the NIC's host model, or the
     receiving host's delay echoed in an ACK): source id, value, aux."""
-    report_signal(E, f, C.EV_HOST, now, source, value, aux, 0)
+    if report_bound(E, f, C.EV_HOST):
+        v = report_scratch(E)
+        v[W.source], v[W.value], v[W.aux] = source, value, aux
+        report_values(E, f, C.EV_HOST, now)
 
 
 @nb.njit(cache=True, inline="always")
