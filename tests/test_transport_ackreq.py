@@ -53,3 +53,30 @@ def test_a_refused_set_up_leaves_no_shared_memory():
     with pytest.raises(ValueError, match="ack_requests"):
         two_hosts(nic_opts=dict(ack_requests=-1))
     assert set(list_segments()) <= before
+
+
+def _acks(post):
+    """ACKs a receiver that coalesces 1000 packets or 1 ms sends for 512 KiB
+    through an open window: its ACKs come from the sender's requests."""
+    eng, d1, d2, _ = two_hosts(nic_opts=dict(ack_every=1000, ack_delay_ns=1_000_000,
+                                             rx_buf_bytes=SIZE))
+    with eng:
+        f = add_flow(eng, d1, MAC2, IP2, cwnd_bytes=SIZE, buf_bytes=SIZE)
+        post(eng, d1, f)
+        eng.run_for(20_000_000)
+        assert flow_done(eng, f)
+        return nic_counters(eng, d1)["rx_ack"]
+
+
+def test_a_generated_finite_flow_asks_for_acks_as_one_message_does():
+    """The NIC cuts a finite generated flow into 64 KiB pieces (gen.py), but
+    it is one transfer: its ACKs are those of the same bytes posted as one
+    message, not of eight messages (each end asks for an ACK)."""
+    from taurus.datapath.devices.nic.setup import nic_generate
+    from taurus.datapath.devices.nic.state import GEN_CHUNK
+    n = 512 * 1024
+    generated = _acks(lambda eng, d, f: nic_generate(eng, f, n))
+    one = _acks(lambda eng, d, f: nic_post(eng, d, f, payload(n)))
+    eight = _acks(lambda eng, d, f: [nic_post(eng, d, f, payload(GEN_CHUNK))
+                                     for _ in range(n // GEN_CHUNK)])
+    assert generated == one < eight - n // GEN_CHUNK // 2, (generated, one, eight)

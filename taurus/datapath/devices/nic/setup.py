@@ -55,7 +55,7 @@ from .state import (DR_SLOT, N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_
                         NR_ACK_EVERY, NR_ACK_REQ,
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
-                        NR_RXCAP, NR_SINK, NR_TXTIMER, FL_GEN_END, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
+                        NR_RXCAP, NR_SINK, NR_TXTIMER, FL_GEN_END, FL_GEN_ONE, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
                         SIGNAL_NAMES, TK_PACE, TK_RTO, TK_SHIFT, TK_TX, rx_lookup)
 from .app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
 from .shm import NicShm
@@ -688,14 +688,18 @@ GEN_FOREVER = 1 << 62
 def nic_generate(eng, f: int, end: int | None = None) -> None:
     """Let the NIC post flow f's messages itself up to stream offset `end`
     (None: open-ended) as ACKs free room (gen.py).  Only the message ending
-    at `end` completes."""
+    at `end` completes; a finite flow is one transfer, so the sender asks
+    for an immediate ACK at its end only, not at each GEN_CHUNK piece (an
+    open-ended stream is a sequence of GEN_CHUNK messages, each asked)."""
     N = eng.E.nic
     if N.fl[f, FL_STATE] != FS_ACTIVE:
         raise ValueError(f"flow {f} is not active")
+    one = end is not None
     end = GEN_FOREVER if end is None else int(end)
     if end <= N.fl[f, FL_POSTED]:
         raise ValueError(f"flow {f} already posted {int(N.fl[f, FL_POSTED])} bytes (>= {end})")
     N.fl[f, FL_GEN_END] = end
+    N.fl[f, FL_GEN_ONE] = int(one)
     at_gen_refill(eng.state_addr(), f, eng.now())
 
 

@@ -43,8 +43,9 @@ from .state import (MAX_BACKOFF, C_CLOSE_FAIL, CL_SENT, CL_WANTED, FL_CLOSING, C
                         FL_PEER_MAC, FL_ACKED_OFF, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
                         FL_RQ_NEXT, FL_RTO, FL_SCHED, FL_SENT_OFF, FL_START, FL_STATE, FL_EV,
                         FL_T_PACE, FL_T_RTO, FL_TXCAP, FL_TXOFF, FL_UNA, FL_RWND, FL_WBLOCK,
-                        FL_WEND, FL_USES_CREDIT, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_EV_I, FS_ACTIVE,
-                        FS_FAILED, NR_ACK_DELAY, NR_ACK_REQ, NR_BUDGET, NR_LINE, NR_MSS, NR_PORT,
+                        FL_WEND, FL_USES_CREDIT, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_EV_I,
+                        FL_GEN_END, FL_GEN_ONE, FS_ACTIVE, FS_FAILED, NR_ACK_DELAY, NR_ACK_REQ,
+                        NR_BUDGET, NR_LINE, NR_MSS, NR_PORT,
                         NR_RETRIES, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE,
                         SCH_QUEUED, SCH_TIMED,
                         SG_FIRST_T, SL_INFL, SL_LOST, SL_RETX)
@@ -246,7 +247,8 @@ def _data_pds(E, N, n, f, buf, q, p, slo, off, ln, cc, retx):
         flags |= S.F_RETX
     # Ask for an immediate ACK where waiting for coalescing would stall us:
     # end of a message, a retransmission, or the last posted byte.
-    if retx or (slo & SLO_EOM) != 0 or off + ln >= N.fl[f, FL_POSTED] or _ack_req(E, N, n, f, p):
+    if retx or _message_end(N, f, slo, off + ln) or off + ln >= N.fl[f, FL_POSTED] \
+            or _ack_req(E, N, n, f, p):
         flags |= S.F_AR
     if syn:
         flags |= S.F_SYN
@@ -262,6 +264,16 @@ def _data_pds(E, N, n, f, buf, q, p, slo, off, ln, cc, retx):
         units = (backlog + S.CREDIT_UNIT_BYTES - 1) // S.CREDIT_UNIT_BYTES
         set_field(buf, q, S.RUD_CC_REQ_CCC_ID, f & 0xFF)
         set_field(buf, q, S.RUD_CC_REQ_CREDIT_TARGET, min(units, 0xFFFFFF))
+
+
+@hot_stage
+def _message_end(N, f, slo, end):
+    """Whether the packet ending at stream offset `end` ends a message the
+    app sees: an EOM, unless it ends a piece the generator cut from one
+    finite transfer (gen.py, FL_GEN_ONE)."""
+    if (slo & SLO_EOM) == 0:
+        return False
+    return N.fl[f, FL_GEN_ONE] == 0 or end >= N.fl[f, FL_GEN_END]
 
 
 @hot_stage
