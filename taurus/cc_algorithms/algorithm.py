@@ -29,12 +29,12 @@ handlers are plain functions in the class body (``staticmethod(f)`` works
 too); taurus/cc_algorithms/lib.py has the pieces most algorithms share
 (units, averages, slow start, resuming in init, once-per-RTT gates).
 
-State fields are float64 words: a name; ``(name, int)`` or ``(name, bool)``
-for a count, an index or a flag; ``(name, n)``, ``(name, int, n)`` for an
-array of n.  Each scalar takes one 8-byte word and each array n words (a
-bool the first byte of its word), because the native table, the agent and
-the in-loop step keep every row as float64 words (native.py, agent/inloop.py)
-and only view it as the record; Numba's records hold no bool arrays, so an
+A state field is a name (a float64); ``(name, int)`` or ``(name, bool)``: a
+count, an index or a flag; ``(name, n)`` or ``(name, int, n)``: an array of
+n.  Each scalar takes one 8-byte word of the flow's row and each array n
+words (a bool the first byte of its word): the native table, the agent and
+the in-loop step keep rows as float64 words (native.py, agent/inloop.py)
+and view them as the record.  Numba's records hold no bool arrays, so an
 array of flags is an int array.
 
 Roles: a ``sender`` algorithm has one state record per flow; a ``receiver``

@@ -151,6 +151,7 @@ def nscc_on_ack(s, p, ev, d):
     update_delay(s, p, s.delay, ecn)
     if not quick_adapt(s, p, False, ecn, s.delay, now):
         four_cases(s, p, ecn, s.delay, ev.bytes, now)
+        # the fulfil period: fulfil_mtus MTUs acknowledged, or network_rtt elapsed
         if s.received > p.fulfil_mtus * p.mss or now - s.t_adjust > p.network_rtt:
             fulfil(s, p, now)
     publish(s, p, d, now, ecn)
