@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from taurus.cc_algorithms import rccc
+from taurus.cc_algorithms.algorithm import state_dtype
 from taurus.cc_algorithms.native import NativeTable
 from taurus.cc_algorithms.rccc import Rccc, RcccParams
 from taurus.datapath.devices.nic.setup import (DATA_HDR, add_flow, add_nic, flow_stats,
@@ -20,9 +21,7 @@ SLICE_BYTES = 10e9 * 1e-6 / 8 * MSS / (MSS + DATA_HDR)       # 10 Gbit/s, 1 us, 
 # ---- synthetic events, the handlers as plain Python -------------------------------
 
 def _receiver(rate=10e9):
-    s = SimpleNamespace(**{f: 0.0 for f in Rccc.state if isinstance(f, str)},
-                        **{f: np.zeros(n) for f, n in (x for x in Rccc.state
-                                                        if not isinstance(x, str))})
+    s = np.zeros(1, state_dtype(Rccc)).view(np.recarray)[0]     # the record handlers get
     p = SimpleNamespace(**vars(RcccParams(rate=rate)), mss=MSS, line_rate=100e9)
     rccc.rccc_init(s, p, None)
     return s, p

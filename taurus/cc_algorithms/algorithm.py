@@ -9,12 +9,12 @@ plain Python (``agent`` with ``jit = false``: prints and pdb work).
     class Dctcp(Algorithm):
         name = "dctcp"
         Params = DctcpParams                  # a Params dataclass: defaults, check()
-        state = ("alpha", "cwnd", ...)        # per-flow state, float64 each
+        state = ("alpha", "cwnd", ...)        # per-flow state, float64 unless typed
         binds = ("ACK", "RTO")                # events delivered (ccevents.EVENTS)
         periods = {"ACK": "rtt", "RTO": 0}    # how often the engine reports each
-        init = staticmethod(dctcp_init)       # (s, p, d): a new flow
-        on_ack = staticmethod(dctcp_on_ack)   # (s, p, ev, d): one per bound event
-        on_rto = staticmethod(dctcp_on_rto)
+        init = dctcp_init                     # (s, p, d): a new flow
+        on_ack = dctcp_on_ack                 # (s, p, ev, d): one per bound event
+        on_rto = dctcp_on_rto
 
 Handlers get four records and read and write their fields by name:
 ``s`` the flow's state (``s.alpha``), ``p`` its parameters (the Params
@@ -24,13 +24,24 @@ the decision, set only through the setters below (``set_cwnd(d, x)``).  What
 a handler sets reaches the NIC after the call (native) or after the drain
 (agent), through the same bounds in every mode.  ``init`` finds in ``d.cwnd``
 and ``d.rate`` the decision in force (0: none; > 0 e.g. after an agent
-restart) and may set decisions too.
+restart) and may set decisions too.  ``init`` and the ``on_<event>``
+handlers are plain functions in the class body (``staticmethod(f)`` works
+too); taurus/cc_algorithms/lib.py has the pieces most algorithms share
+(units, averages, slow start, resuming in init, once-per-RTT gates).
+
+A state field is a name (a float64); ``(name, int)`` or ``(name, bool)``: a
+count, an index or a flag; ``(name, n)`` or ``(name, int, n)``: an array of
+n.  Each scalar takes one 8-byte word of the flow's row and each array n
+words (a bool the first byte of its word): the native table, the agent and
+the in-loop step keep rows as float64 words (native.py, agent/inloop.py)
+and view them as the record.  Numba's records hold no bool arrays, so an
+array of flags is an int array.
 
 Roles: a ``sender`` algorithm has one state record per flow; a ``receiver``
 algorithm (``role = "receiver"``) one per receiving NIC, and its events
 (JOIN, DATA, LEAVE, TIMER) name the sender in ``ev.flow``: ``set_credit(d,
-x)`` grants that sender cumulative credit ``x`` bytes.  A state field may be
-an array, declared ``("backlog", 256)`` (``s.backlog[i]``): a receiver's
+x)`` grants that sender cumulative credit ``x`` bytes.  An array state
+field, ``("backlog", 256)`` (``s.backlog[i]``), makes a receiver's
 per-sender table.
 
 TIMER: ``timer`` is a period in ns, or the name of a parameter holding one;
@@ -45,11 +56,13 @@ binds CNP makes its receivers the notification point (DCQCN): they send a
 CNP on CE or UE marks, at most one per NIC cnp_gap_ns.
 """
 import dataclasses
+import inspect
+import operator
 
 import numpy as np
 from numba.extending import register_jitable
 
-from taurus.datapath.ccevents import (CLS_RAW, CSIG_FORMATS, CSIG_TYPE_NAMES,  # noqa: F401
+from taurus.datapath.ccevents import (CLS_RAW, CSIG_FORMATS, CSIG_TYPE_NAMES,
                                      D_CREDIT, D_CWND, D_EV,
                                      D_HOST_CPU, D_HOST_MBA, D_PROBE, D_RATE, DECISION_DTYPE,
                                      EVENT_CLASS, EVENT_IDS, EVENT_NAMES, EVENT_ROLE,
@@ -58,6 +71,12 @@ from taurus.datapath.ccshm import RTT_UNIT
 
 from .params import ConfigError, Params
 
+__all__ = ["Algorithm", "FlowContext", "kernel", "param", "param_docs", "set_rate", "set_cwnd",
+           "set_credit", "set_ev", "rotate_ev", "spray_ev", "request_probe", "host_cpu",
+           "host_mba", "DECISION_DTYPE", "N_DECISION", "D_CREDIT", "D_CWND", "D_EV",
+           "D_HOST_CPU", "D_HOST_MBA", "D_PROBE", "D_RATE", "FRAMEWORK_PARAMS", "STATE_TYPES",
+           "check_class", "event_mask", "state_field", "state_dtype", "param_dtype", "param_row",
+           "period_value", "class_periods"]
 kernel = register_jitable
 """Marks a handler or a helper: plain Python when called from Python, compiled
 into whatever compiled code calls it."""
@@ -151,6 +170,14 @@ class Algorithm:
     csig = None                  # binds CSIG: (type, format) of the tag its data packets carry
     init = None
 
+    def __init_subclass__(cls, **kw):
+        """``init`` and ``on_<event>`` given as plain functions become static
+        methods, so the class body names its handlers without staticmethod()."""
+        super().__init_subclass__(**kw)
+        for k, v in list(vars(cls).items()):
+            if (k == "init" or k.startswith("on_")) and inspect.isfunction(v):
+                setattr(cls, k, staticmethod(v))
+
     @classmethod
     def bindings(cls, params) -> tuple:
         """Events bound with these parameters; default: ``binds``."""
@@ -204,10 +231,11 @@ def check_class(cls) -> None:
         if f in FRAMEWORK_PARAMS:
             raise ConfigError(f"algorithm {cls.name!r}: parameter {f!r} is the framework's")
     for f in cls.state:
-        if not (isinstance(f, str) or (isinstance(f, tuple) and len(f) == 2
-                                       and isinstance(f[0], str) and int(f[1]) > 0)):
-            raise ConfigError(f"algorithm {cls.name!r}: state field {f!r} is not a name "
-                              f"or (name, length)")
+        try:
+            state_field(f)
+        except (TypeError, ValueError):
+            raise ConfigError(f"algorithm {cls.name!r}: state field {f!r} is not a name, "
+                              f"(name, length), (name, int | bool) or (name, int, length)") from None
     for b in cls.binds:
         e = str(b).upper()
         if e not in EVENT_IDS:
@@ -251,10 +279,41 @@ def event_mask(cls, params) -> int:
 
 
 # ---- record types -----------------------------------------------------------
+STATE_TYPES = {float: "<f8", int: "<i8", bool: "?"}
+
+
+def state_field(f) -> tuple:
+    """(name, type, length or 0) of one ``state`` entry; TypeError or
+    ValueError if it is none of the forms algorithm.py's docstring lists."""
+    if isinstance(f, str):
+        return f, float, 0
+    if not (isinstance(f, tuple) and 2 <= len(f) <= 3 and isinstance(f[0], str)):
+        raise TypeError(f"{f!r}")
+    if len(f) == 2 and isinstance(f[1], type):
+        name, typ, n = f[0], f[1], 0
+    else:
+        name, typ, n = (f[0], float, f[1]) if len(f) == 2 else f
+        if isinstance(n, bool) or operator.index(n) <= 0:
+            raise ValueError(f"{f!r}")
+    if typ not in STATE_TYPES or (typ is bool and n):
+        raise ValueError(f"{f!r}")
+    return name, typ, operator.index(n)
+
+
 def state_dtype(cls) -> np.dtype:
-    fields = [(f, "<f8") if isinstance(f, str) else (f[0], "<f8", (int(f[1]),))
-              for f in cls.state]
-    return np.dtype(fields or [("_", "<f8")])
+    """One flow's state record: each scalar field one 8-byte word, each
+    array n words, so a row is a whole number of float64 words."""
+    names, formats, offsets, words = [], [], [], 0
+    for f in cls.state:
+        name, typ, n = state_field(f)
+        names.append(name)
+        formats.append((STATE_TYPES[typ], (n,)) if n else STATE_TYPES[typ])
+        offsets.append(8 * words)
+        words += n or 1
+    if not names:
+        return np.dtype([("_", "<f8")])
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": 8 * words})
 
 
 def param_dtype(cls) -> np.dtype:

@@ -55,6 +55,7 @@ deeper cut could reach it).
 from dataclasses import dataclass
 
 from .algorithm import Algorithm, kernel, param, set_rate
+from .lib import due, ewma, resume
 from .params import Params, require
 
 
@@ -86,7 +87,7 @@ class DcqcnParams(Params):
 
 @kernel
 def dcqcn_init(s, p, d):
-    s.rc = s.rt = d.rate if d.rate > 0 else p.line_rate   # go on from a rate in force
+    s.rc = s.rt = resume(d.rate, p.line_rate)
     s.alpha = p.alpha_init
     s.t_cut = -1e18
     s.t_alpha = s.t_inc = -1.0           # the timers start at the first event
@@ -101,12 +102,13 @@ def start_clock(s, now):
 
 @kernel
 def cut(s, p, now, d):
-    s.alpha = (1 - p.g) * s.alpha + p.g                # binary feedback: a CNP
+    s.alpha = ewma(s.alpha, 1.0, p.g)                  # binary feedback: a CNP
     s.t_alpha = now                                   # its timer restarts
     s.rt = s.rc
     f = p.tcd_factor if p.tcd else 0.5
     s.rc = max(s.rc * (1 - f * s.alpha), p.R_min)
-    s.tc = s.bc = s.bytes = s.pending = s.stage = 0.0
+    s.tc = s.bc = s.stage = 0
+    s.bytes, s.pending = 0.0, False
     s.t_cut = s.t_inc = now                           # the increase timer restarts
     s.cuts += 1
     set_rate(d, s.rc)
@@ -116,12 +118,12 @@ def cut(s, p, now, d):
 def increase(s, p, d):
     hi, lo = max(s.tc, s.bc), min(s.tc, s.bc)
     if hi <= p.F:
-        s.stage = 0.0                                 # fast recovery towards R_T
+        s.stage = 0                                   # fast recovery towards R_T
     elif lo <= p.F:
-        s.stage = 1.0
+        s.stage = 1
         s.rt += p.R_AI
     else:
-        s.stage = 2.0
+        s.stage = 2
         s.rt += (lo - p.F) * p.R_HAI
     s.rt = min(s.rt, p.line_rate)
     s.rc = (s.rt + s.rc) / 2
@@ -134,22 +136,22 @@ def dcqcn_on_cnp(s, p, ev, d):
     start_clock(s, now)
     if ev.ce == 0 and (p.tcd or ev.ue == 0):
         return                                        # TCD: undetermined, not congested
-    if now - s.t_cut >= p.N:
+    if due(now, s.t_cut, p.N):
         cut(s, p, now, d)
     else:
-        s.pending = 1.0                               # cut once N has passed
+        s.pending = True                              # cut once N has passed
 
 
 @kernel
 def dcqcn_on_timer(s, p, ev, d):
     now = ev.t_last
     start_clock(s, now)
-    if now - s.t_alpha >= p.K:                        # K without a cut: alpha decays
+    if due(now, s.t_alpha, p.K):                      # K without a cut: alpha decays
         s.alpha = (1 - p.g) * s.alpha
         s.t_alpha = now
-    if s.pending > 0 and now - s.t_cut >= p.N:
+    if s.pending and due(now, s.t_cut, p.N):
         cut(s, p, now, d)
-    elif now - s.t_inc >= (p.T_timer / 2 if s.stage == 2 else p.T_timer):
+    elif due(now, s.t_inc, p.T_timer / 2 if s.stage == 2 else p.T_timer):
         s.t_inc = now
         s.tc += 1
         increase(s, p, d)
@@ -168,12 +170,12 @@ class Dcqcn(Algorithm):
     """DCQCN: CNP-driven rate control with fast recovery, additive and hyper increase."""
     name = "dcqcn"
     Params = DcqcnParams
-    state = ("rc", "rt", "alpha", "pending", "t_cut", "t_alpha", "t_inc",
-             "tc", "bc", "bytes", "stage", "cuts")
+    state = ("rc", "rt", "alpha", ("pending", bool), "t_cut", "t_alpha", "t_inc",
+             ("tc", int), ("bc", int), "bytes", ("stage", int), ("cuts", int))
     binds = ("CNP", "TIMER", "TX")
     periods = {"CNP": 0, "TX": "rtt"}       # a CNP at once; sent bytes summed per RTT
     timer = "tick"
-    init = staticmethod(dcqcn_init)
-    on_cnp = staticmethod(dcqcn_on_cnp)
-    on_timer = staticmethod(dcqcn_on_timer)
-    on_tx = staticmethod(dcqcn_on_tx)
+    init = dcqcn_init
+    on_cnp = dcqcn_on_cnp
+    on_timer = dcqcn_on_timer
+    on_tx = dcqcn_on_tx

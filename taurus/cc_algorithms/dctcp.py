@@ -22,6 +22,7 @@ dctcp_alpha_on_init = 1024); the initial window of 10 packets is RFC 6928's.
 from dataclasses import dataclass
 
 from .algorithm import Algorithm, kernel, param, set_cwnd, set_rate
+from .lib import additive_increase, ewma_n, rate_of, resume, slow_start, srtt_sample
 from .params import Params, require
 
 
@@ -42,10 +43,8 @@ class DctcpParams(Params):
 @kernel
 def dctcp_init(s, p, d):
     s.alpha = p.alpha_init
-    s.cwnd = p.init_cwnd_pkts * p.mss
-    s.ssthresh = 1e300 if p.slow_start else s.cwnd
-    if d.cwnd > 0:                   # a window already in force (agent restart): go on from it
-        s.cwnd = s.ssthresh = d.cwnd
+    s.cwnd = resume(d.cwnd, p.init_cwnd_pkts * p.mss)
+    s.ssthresh = resume(d.cwnd, 1e300 if p.slow_start else s.cwnd)
     publish(s, p, d)
 
 
@@ -64,15 +63,14 @@ def dctcp_window(s, p):
     if s.acked < s.cwnd:
         return False                                 # the window is not over yet
     f = min(s.marked / s.acked, 1.0)
-    keep = (1 - p.g) ** (s.acked // s.cwnd)          # k windows of fraction f
-    s.alpha = keep * s.alpha + (1 - keep) * f
+    s.alpha = ewma_n(s.alpha, f, p.g, s.acked // s.cwnd)   # k windows of fraction f
     if s.marked > 0:
         s.cwnd = max(s.cwnd * (1 - s.alpha / 2), p.mss)
         s.ssthresh = s.cwnd
     elif s.cwnd < s.ssthresh:
-        s.cwnd = min(s.cwnd + s.acked, s.ssthresh)   # doubles per window
+        s.cwnd = slow_start(s.cwnd, s.acked, s.ssthresh)
     else:
-        s.cwnd += p.mss * (s.acked // s.cwnd)        # 1 MSS per whole window ACKed
+        s.cwnd = additive_increase(s.cwnd, s.acked, p.mss)
     s.cwnd = min(s.cwnd, p.max_cwnd)
     s.acked = s.marked = 0.0
     return True
@@ -93,14 +91,14 @@ def dctcp_timeout(s, p):
 
 @kernel
 def dctcp_on_rtt(s, p, ev, d):
-    s.srtt = ev.rtt if s.srtt == 0 else s.srtt + (ev.rtt - s.srtt) / 8
+    s.srtt = srtt_sample(s.srtt, ev.rtt)
 
 
 @kernel
 def publish(s, p, d):
     set_cwnd(d, s.cwnd)
     if p.pace and s.srtt > 0:
-        set_rate(d, s.cwnd * 8e9 / s.srtt)
+        set_rate(d, rate_of(s.cwnd, s.srtt))
 
 
 class Dctcp(Algorithm):
@@ -110,10 +108,10 @@ class Dctcp(Algorithm):
     state = ("alpha", "cwnd", "ssthresh", "acked", "marked", "srtt")
     binds = ("ACK", "RTO", "RTT")
     periods = {"ACK": "rtt", "RTO": 0}      # one ACK record per RTT; a timeout at once
-    init = staticmethod(dctcp_init)
-    on_ack = staticmethod(dctcp_on_ack)
-    on_rto = staticmethod(dctcp_on_rto)
-    on_rtt = staticmethod(dctcp_on_rtt)
+    init = dctcp_init
+    on_ack = dctcp_on_ack
+    on_rto = dctcp_on_rto
+    on_rtt = dctcp_on_rtt
 
     @classmethod
     def bindings(cls, params):

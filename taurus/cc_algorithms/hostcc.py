@@ -18,6 +18,8 @@ Here, per flow at the sender:
                window (taurus/cc_algorithms/dctcp.py: alpha EWMA with g,
                cwnd * (1 - alpha / 2) on marks, else slow start / +1 MSS)
     on RTO:    ssthresh <- max(cwnd / 2, 2 MSS); cwnd <- 1 MSS
+The DCTCP part is dctcp.py's: its parameters (g, alpha_init,
+init_cwnd_pkts, slow_start, pace), state, init and timeout, extended here.
 With ``mba`` on, the host-local response, from the local host's own
 samples (HOST host_delay: value the delay, aux the host bandwidth the hog
 leaves): one MBA level up when delay > T_host and that bandwidth is below
@@ -35,8 +37,8 @@ src/README.md: target_iio_wr_threshold,
 target_pcie_threshold; IIO_THRESHOLD, PCIE_BW_THRESHOLD); its MBA steps
 are MBA_VAL_HIGH = 90 (the most throttling: 10% left, our mba_floor) over
 3 levels, lowered at most once per REDUCTION_TIMEOUT_US = 150 us.  The
-DCTCP part keeps Linux's g = 1/16 and alpha_init = 1 and RFC 6928's 10
-packets, as dctcp.py.  The 64 B cache line turning I_T into bytes is
+DCTCP part's defaults are dctcp.py's (Linux's g = 1/16 and alpha_init = 1,
+RFC 6928's 10 packets).  The 64 B cache line turning I_T into bytes is
 ours (an IIO write-buffer entry is one cache line).  hostCC uses no PSI and
 we know of no published threshold for it, so psi_T is off (0) unless set;
 the agent samples PSI when its config asks (`[agent] samplers`), not this
@@ -44,22 +46,21 @@ class, so virtual-time runs stay deterministic.
 """
 from dataclasses import dataclass
 
-from .algorithm import Algorithm, host_mba, kernel, param, set_cwnd
-from .params import Params, require
-from .dctcp import dctcp_timeout, dctcp_window
+from taurus.datapath.ccevents import HOST_SRC_DELAY, HOST_SRC_PEER_DELAY, SAMPLER_IDS
 
-PEER_DELAY, LOCAL_DELAY = 10, 9          # ccevents.HOST_SOURCES peer_host_delay, host_delay
-PSI_MEMORY = 3                           # agent.signals.SAMPLER_IDS psi_memory
+from .algorithm import host_mba, kernel, param
+from .dctcp import Dctcp, DctcpParams, dctcp_window, publish
+from .lib import due, time_of
+from .params import require
+
+PSI_MEMORY = SAMPLER_IDS["psi_memory"]
 CACHE_LINE = 64
 
 
 @dataclass
-class HostccParams(Params):
+class HostccParams(DctcpParams):
     I_T: float = param(70.0, "cache lines", "host congestion threshold (hostCC IIO_THRESHOLD)")
     B_T: float = param(0.84, "of line rate", "network bandwidth target (hostCC 84 of 100 Gbit/s)")
-    g: float = param(1 / 16, "", "EWMA gain of alpha (Linux DCTCP: 1/16)")
-    alpha_init: float = param(1.0, "", "alpha of a new flow (Linux DCTCP: 1)")
-    init_cwnd_pkts: int = param(10, "packets", "initial window (RFC 6928)")
     psi_T: float = param(0.0, "1/100 %", "memory PSI some avg10 counted as host congestion (0: off)")
     mba: bool = param(False, "", "host-local response: MBA on the hog (agent modes)")
     max_level: int = param(3, "", "MBA levels above none (hostCC: 3)")
@@ -70,9 +71,7 @@ class HostccParams(Params):
         require(self.I_T > 0, "I_T", "must be > 0")
         require(self.psi_T >= 0, "psi_T", "must be >= 0")
         require(0 < self.B_T <= 1, "B_T", "must be in (0, 1]")
-        require(0 < self.g <= 1, "g", "must be in (0, 1]")
-        require(0 <= self.alpha_init <= 1, "alpha_init", "must be in [0, 1]")
-        require(self.init_cwnd_pkts >= 1, "init_cwnd_pkts", "must be >= 1")
+        super().check()
         require(self.max_level >= 1, "max_level", "must be >= 1")
         require(0 < self.mba_floor <= 100, "mba_floor", "must be in (0, 100]")
         require(self.reduction_timeout >= 0, "reduction_timeout", "must be >= 0")
@@ -81,61 +80,51 @@ class HostccParams(Params):
 @kernel
 def t_host(p):
     """I_T cache lines' time at the line rate, ns (never, line rate unknown)."""
-    return p.I_T * CACHE_LINE * 8e9 / p.line_rate if p.line_rate > 0 else 1e300
+    return time_of(p.I_T * CACHE_LINE, p.line_rate) if p.line_rate > 0 else 1e300
 
 
 @kernel
-def hostcc_init(s, p, d):
-    s.alpha = p.alpha_init
-    s.cwnd = p.init_cwnd_pkts * p.mss
-    s.ssthresh = 1e300
-    if d.cwnd > 0:                   # a window already in force (agent restart): go on from it
-        s.cwnd = s.ssthresh = d.cwnd
-    set_cwnd(d, s.cwnd)
+def mba_percent(s, p):
+    """The MBA percent of level s.level: 100 at none, mba_floor at the top."""
+    return 100 - s.level * (100 - p.mba_floor) / p.max_level
 
 
 @kernel
 def hostcc_on_host(s, p, ev, d):
-    if ev.source == PEER_DELAY:
-        s.host_cong = 1.0 if ev.value > t_host(p) else 0.0
+    if ev.source == HOST_SRC_PEER_DELAY:
+        s.host_cong = ev.value > t_host(p)
     elif ev.source == PSI_MEMORY and p.psi_T > 0:
-        s.psi_cong = 1.0 if ev.value > p.psi_T else 0.0
-    elif ev.source == LOCAL_DELAY and p.mba:
+        s.psi_cong = ev.value > p.psi_T
+    elif ev.source == HOST_SRC_DELAY and p.mba:
         starved = ev.aux < p.B_T * p.line_rate
         if ev.value > t_host(p) and starved and s.level < p.max_level:
             s.level += 1
-            host_mba(d, 100 - s.level * (100 - p.mba_floor) / p.max_level)
+            host_mba(d, mba_percent(s, p))
         elif (ev.value < t_host(p) and not starved and s.level > 0
-              and ev.t_last - s.t_cut >= p.reduction_timeout):
+              and due(ev.t_last, s.t_cut, p.reduction_timeout)):
             s.level -= 1
             s.t_cut = ev.t_last
-            host_mba(d, 100 - s.level * (100 - p.mba_floor) / p.max_level)
+            host_mba(d, mba_percent(s, p))
 
 
 @kernel
 def hostcc_on_ack(s, p, ev, d):
     s.acked += ev.bytes
     # hostCC's receiver marks what arrives while its host is congested
-    s.marked += ev.bytes if s.host_cong + s.psi_cong > 0 else ev.ecn_bytes
+    s.marked += ev.bytes if s.host_cong or s.psi_cong else ev.ecn_bytes
     if dctcp_window(s, p):
-        set_cwnd(d, s.cwnd)
+        publish(s, p, d)
 
 
-@kernel
-def hostcc_on_rto(s, p, ev, d):
-    dctcp_timeout(s, p)
-    set_cwnd(d, s.cwnd)
-
-
-class Hostcc(Algorithm):
+class Hostcc(Dctcp):
     """Host-congestion CC: DCTCP on fabric ECN and the receiving host's delay."""
     name = "hostcc"
     Params = HostccParams
-    state = ("alpha", "cwnd", "ssthresh", "acked", "marked", "host_cong", "psi_cong", "level",
-             "t_cut")
-    binds = ("ACK", "RTO", "HOST")
-    periods = {"ACK": "rtt", "RTO": 0}
-    init = staticmethod(hostcc_init)
-    on_ack = staticmethod(hostcc_on_ack)
-    on_rto = staticmethod(hostcc_on_rto)
-    on_host = staticmethod(hostcc_on_host)
+    state = Dctcp.state + (("host_cong", bool), ("psi_cong", bool), ("level", int), "t_cut")
+    binds = ("ACK", "RTO", "HOST", "RTT")
+    on_ack = hostcc_on_ack
+    on_host = hostcc_on_host
+
+    @classmethod
+    def bindings(cls, params):
+        return cls.binds if params.pace else ("ACK", "RTO", "HOST")

@@ -39,6 +39,7 @@ rdma-hw.cc, rdma-queue-pair.cc).
 from dataclasses import dataclass
 
 from .algorithm import Algorithm, kernel, param, set_cwnd, set_rate
+from .lib import bdp, bytes_per_ns, clamp, ewma, rate_of
 from .params import Params, require
 
 TS_WRAP = float(1 << 24)      # INT ts, ns
@@ -74,7 +75,7 @@ def hpcc_init(s, p, d):
 @kernel
 def start(s, p, d, T):
     s.base_rtt = T
-    s.Wc = s.W = p.line_rate * T / 8e9
+    s.Wc = s.W = bdp(p.line_rate, T)
     publish(s, p, d)
 
 
@@ -95,25 +96,25 @@ def hpcc_on_int(s, p, ev, d):
         return
     if h == 0:                                 # a new stack: MeasureInflight from scratch
         s.u = s.tau = 0.0
-    if s.seen[h] != 0 and s.base_rtt > 0 and ev.link_rate > 0:
+    if s.seen[h] and s.base_rtt > 0 and ev.link_rate > 0:
         tau = (ev.ts - s.prev_ts[h]) % TS_WRAP
         if tau > 0:
-            B = ev.link_rate / 8e9                          # bytes per ns
+            B = bytes_per_ns(ev.link_rate)
             sent = (ev.tx_bytes - s.prev_tx[h]) % TX_WRAP
             u = min(ev.qlen, s.prev_q[h]) / (B * s.base_rtt) + sent / tau / B
             if u > s.u:
                 s.u, s.tau = u, tau
-    s.prev_ts[h], s.prev_tx[h], s.prev_q[h], s.seen[h] = ev.ts, ev.tx_bytes, ev.qlen, 1.0
+    s.prev_ts[h], s.prev_tx[h], s.prev_q[h], s.seen[h] = ev.ts, ev.tx_bytes, ev.qlen, 1
     if h == ev.nhops - 1 and s.tau > 0:
         tau = min(s.tau, s.base_rtt)
-        s.U = (1 - tau / s.base_rtt) * s.U + tau / s.base_rtt * s.u
+        s.U = ewma(s.U, s.u, tau / s.base_rtt)
         update_wc = ev.psn >= s.last_seq       # sent after the last update: an RTT of feedback
         compute_wind(s, p, update_wc)
         if update_wc:
             s.last_seq = s.sent                # lastUpdateSeq = snd_nxt
         publish(s, p, d)
     elif h == ev.nhops - 1 and s.last_seq == 0:
-        s.last_seq = max(s.sent, 1.0)          # the first stack: stored, an RTT before updating
+        s.last_seq = max(s.sent, 1)            # the first stack: stored, an RTT before updating
 
 
 @kernel
@@ -123,15 +124,15 @@ def hpcc_on_tx(s, p, ev, d):
 
 @kernel
 def compute_wind(s, p, update_wc):
-    w_init = p.line_rate * s.base_rtt / 8e9
+    w_init = bdp(p.line_rate, s.base_rtt)
     w_ai = p.W_AI if p.W_AI > 0 else w_init / 2500
     if s.U >= p.eta or s.stage >= p.maxStage:
         w = s.Wc / max(s.U / p.eta, 1e-9) + w_ai
-        stage = 0.0
+        stage = 0
     else:
         w = s.Wc + w_ai
         stage = s.stage + 1
-    s.W = min(max(w, p.min_rate * s.base_rtt / 8e9), w_init)
+    s.W = clamp(w, bdp(p.min_rate, s.base_rtt), w_init)
     if update_wc:
         s.Wc, s.stage = s.W, stage
 
@@ -139,21 +140,21 @@ def compute_wind(s, p, update_wc):
 @kernel
 def publish(s, p, d):
     set_cwnd(d, max(s.W, p.mss))
-    set_rate(d, s.W * 8e9 / s.base_rtt)
+    set_rate(d, rate_of(s.W, s.base_rtt))
 
 
 class Hpcc(Algorithm):
     """HPCC: INT-driven window towards eta utilisation of the worst hop."""
     name = "hpcc"
     Params = HpccParams
-    state = ("U", "W", "Wc", "stage", "last_seq", "sent", "base_rtt", "u", "tau",
-             ("prev_ts", MAX_HOPS), ("prev_tx", MAX_HOPS), ("prev_q", MAX_HOPS),
-             ("seen", MAX_HOPS))
+    state = ("U", "W", "Wc", ("stage", int), ("last_seq", int), ("sent", int), "base_rtt", "u",
+             "tau", ("prev_ts", MAX_HOPS), ("prev_tx", MAX_HOPS), ("prev_q", MAX_HOPS),
+             ("seen", int, MAX_HOPS))
     binds = ("INT", "TX", "RTT")
-    init = staticmethod(hpcc_init)
-    on_int = staticmethod(hpcc_on_int)
-    on_tx = staticmethod(hpcc_on_tx)
-    on_rtt = staticmethod(hpcc_on_rtt)
+    init = hpcc_init
+    on_int = hpcc_on_int
+    on_tx = hpcc_on_tx
+    on_rtt = hpcc_on_rtt
 
     @classmethod
     def bindings(cls, params):

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from taurus.datapath.ccevents import CSIG_DELAY
 
 from .algorithm import Algorithm, kernel, param, rotate_ev, set_cwnd
+from .lib import bdp, clamp, due, ewma_step, resume
 from .params import Params, require
 
 
@@ -121,8 +122,8 @@ def base(s, p):
 
 @kernel
 def nscc_init(s, p, d):
-    s.maxwnd = p.maxwnd_bdp * p.network_rtt * p.line_rate / 8e9
-    s.cwnd = d.cwnd if d.cwnd > 0 else s.maxwnd      # a window in force (agent restart): go on
+    s.maxwnd = bdp(p.line_rate, p.maxwnd_bdp * p.network_rtt)
+    s.cwnd = resume(d.cwnd, s.maxwnd)
     set_cwnd(d, s.cwnd)
 
 
@@ -130,7 +131,7 @@ def nscc_init(s, p, d):
 def nscc_on_rtt(s, p, ev, d):
     if s.base_rtt == 0 or ev.rtt < s.base_rtt:
         s.base_rtt = ev.rtt
-        s.maxwnd = max(p.maxwnd_bdp * ev.rtt * p.line_rate / 8e9, p.mss)
+        s.maxwnd = max(bdp(p.line_rate, p.maxwnd_bdp * ev.rtt), p.mss)
     if not p.csig:
         s.delay = ev.rtt - s.base_rtt
 
@@ -143,90 +144,96 @@ def nscc_on_csig(s, p, ev, d):
 
 @kernel
 def nscc_on_ack(s, p, ev, d):
-    now = ev.t_last
-    ecn = ev.ecn_bytes > 0
+    now, ecn = ev.t_last, ev.ecn_bytes > 0
     s.achieved += ev.bytes
     s.received += ev.bytes
     s.ignored += ev.bytes
-    average(s, p, s.delay, ecn)
+    update_delay(s, p, s.delay, ecn)
     if not quick_adapt(s, p, False, ecn, s.delay, now):
         four_cases(s, p, ecn, s.delay, ev.bytes, now)
-    if p.ev_lb and ecn:
-        rotate(s, d, now)
-    set_cwnd(d, s.cwnd)
+        # the fulfil period: fulfil_mtus MTUs acknowledged, or network_rtt elapsed
+        if s.received > p.fulfil_mtus * p.mss or now - s.t_adjust > p.network_rtt:
+            fulfil(s, p, now)
+    publish(s, p, d, now, ecn)
 
 
 @kernel
-def average(s, p, delay, ecn):
+def update_delay(s, p, delay, ecn):
     """htsim update_delay: an unmarked sample above target counts as a
     quarter base RTT (the queue is not ours)."""
     x = base(s, p) * 0.25 if not ecn and delay > target(p) else delay
-    s.avg_delay += p.delay_alpha * (x - s.avg_delay)
+    s.avg_delay = ewma_step(s.avg_delay, x, p.delay_alpha)
 
 
 @kernel
 def four_cases(s, p, ecn, delay, acked, now):
-    tq = target(p)
-    a = scale_a(p)
-    if not ecn and delay >= tq:
-        s.inc += p.fi_mss * p.mss * a * acked                        # fair increase
+    """htsim updateCwndOnAck_NSCC: the case of this ACK's ECN and delay."""
+    if not ecn and delay >= target(p):
+        s.inc += p.fi_mss * p.mss * scale_a(p) * acked               # fair increase
         s.n_fair += 1
     elif not ecn:
-        if fast_increase(s, p, delay, acked, a):
-            s.n_fast += 1
-        else:                                                        # proportional increase
-            alpha = p.alpha_mss * p.mss * a * (tq / p.ref_rtt) / tq
-            s.inc += alpha * acked * (tq - delay)
-            s.n_prop += 1
-    elif delay >= tq:                                                # multiplicative decrease
-        s.fast = 0.0
-        s.fi_count = 0.0
-        s.n_md += 1
-        if s.avg_delay > tq and now - s.t_dec > base(s, p):
-            s.cwnd *= max(1 - p.gamma * (s.avg_delay - tq) / s.avg_delay, p.min_md_factor)
-            s.t_dec = now
+        if not fast_increase(s, p, delay, acked):
+            proportional_increase(s, p, delay, acked)
+    elif delay >= target(p):
+        multiplicative_decrease(s, p, now)
     else:
         s.n_noop += 1                                                # marked, short queue: move only
     bound(s, p)
-    if s.received > p.fulfil_mtus * p.mss or now - s.t_adjust > p.network_rtt:
-        s.cwnd += s.inc / s.cwnd                                     # fulfil the increases
-        if now - s.t_adjust >= p.network_rtt:
-            s.cwnd += p.eta_mss * p.mss * a
-            s.t_adjust = now
-        s.inc = s.received = 0.0
-        bound(s, p)
 
 
 @kernel
-def fast_increase(s, p, delay, acked, a):
+def proportional_increase(s, p, delay, acked):
+    tq = target(p)
+    alpha = p.alpha_mss * p.mss * scale_a(p) * (tq / p.ref_rtt) / tq
+    s.inc += alpha * acked * (tq - delay)
+    s.n_prop += 1
+
+
+@kernel
+def fast_increase(s, p, delay, acked):
     """A window's worth of ACKs with next to no queue: grow by a share of
     every ACK at once, until the delay comes back."""
-    if delay < p.fast_delay:
-        s.fi_count += acked
-        if s.fi_count > s.cwnd or s.fast > 0:
-            s.cwnd += acked * p.fi_scale * a
-            s.fast = 1.0
-            return True
-    else:
-        s.fi_count = 0.0
-    s.fast = 0.0
-    return False
+    s.fi_count = s.fi_count + acked if delay < p.fast_delay else 0.0
+    s.fast = delay < p.fast_delay and (s.fi_count > s.cwnd or s.fast)
+    if s.fast:
+        s.cwnd += acked * p.fi_scale * scale_a(p)
+        s.n_fast += 1
+    return s.fast
+
+
+@kernel
+def multiplicative_decrease(s, p, now):
+    tq = target(p)
+    s.fast, s.fi_count = False, 0.0
+    s.n_md += 1
+    if s.avg_delay > tq and now - s.t_dec > base(s, p):
+        s.cwnd *= max(1 - p.gamma * (s.avg_delay - tq) / s.avg_delay, p.min_md_factor)
+        s.t_dec = now
+
+
+@kernel
+def fulfil(s, p, now):
+    """htsim fulfill_adjustment: the increases gathered since the last
+    fulfil, inc / cwnd, and eta once per network_rtt."""
+    s.cwnd += s.inc / s.cwnd
+    if due(now, s.t_adjust, p.network_rtt):
+        s.cwnd += p.eta_mss * p.mss * scale_a(p)
+        s.t_adjust = now
+    s.inc = s.received = 0.0
+    bound(s, p)
 
 
 @kernel
 def quick_adapt(s, p, loss, ecn, delay, now):
     """True if this ACK or NACK is consumed: ignored (marked, of the window
     sent before the last quick adapt) or the window reset to what arrived."""
-    done = False
-    if ecn and s.ignored < s.to_ignore:
-        done = True
-    elif now > s.t_qa:
-        if (s.t_qa != 0 and (s.trigger > 0 or loss or delay > p.qa_x * target(p))
+    done = ecn and s.ignored < s.to_ignore
+    if not done and now > s.t_qa:
+        if (s.t_qa != 0 and (s.trigger or loss or delay > p.qa_x * target(p))
                 and s.achieved < s.maxwnd / 2 ** p.qa_gate):
             s.to_ignore = s.cwnd                 # about what is in flight now
             s.cwnd = max(s.achieved, p.mss)
-            s.ignored = 0.0
-            s.trigger = 0.0
+            s.ignored, s.trigger = 0.0, False
             s.n_qa += 1
             done = True
         s.achieved = 0.0
@@ -238,39 +245,36 @@ def quick_adapt(s, p, loss, ecn, delay, now):
 
 @kernel
 def nscc_on_nack(s, p, ev, d):
-    now = ev.t_last
     nbytes = ev.nacks * p.mss
     s.ignored += nbytes
-    average(s, p, p.network_rtt, True)      # about the delay at the trim threshold (htsim)
-    s.trigger = 1.0
-    if not quick_adapt(s, p, True, True, 0.0, now):
+    update_delay(s, p, p.network_rtt, True)      # about the delay at the trim threshold (htsim)
+    s.trigger = True
+    if not quick_adapt(s, p, True, True, 0.0, ev.t_last):
         s.cwnd -= (ev.nacks - ev.last_hop) * p.mss if p.rccc else nbytes
         bound(s, p)
-    if p.ev_lb and ev.nacks > ev.last_hop:
-        rotate(s, d, now)
-    set_cwnd(d, s.cwnd)
+    publish(s, p, d, ev.t_last, ev.nacks > ev.last_hop)
 
 
 @kernel
 def nscc_on_rto(s, p, ev, d):
     s.cwnd -= max(ev.timeouts, 1) * p.mss    # the timed-out packet leaves the window
     bound(s, p)
-    if p.ev_lb:
-        rotate(s, d, ev.t_last)
+    publish(s, p, d, ev.t_last, True)
+
+
+@kernel
+def publish(s, p, d, now, move):
+    """The window; with ev_lb and ``move``, a new EV, at most once per base RTT."""
+    if p.ev_lb and move and (s.n_rotate == 0 or due(now, s.t_rotate, s.base_rtt)):
+        rotate_ev(d)
+        s.t_rotate = now
+        s.n_rotate += 1
     set_cwnd(d, s.cwnd)
 
 
 @kernel
-def rotate(s, d, now):
-    if s.n_rotate == 0 or now - s.t_rotate >= s.base_rtt:
-        rotate_ev(d)
-        s.t_rotate = now
-        s.n_rotate += 1
-
-
-@kernel
 def bound(s, p):
-    s.cwnd = min(max(s.cwnd, p.mss), s.maxwnd, p.max_cwnd)
+    s.cwnd = clamp(s.cwnd, p.mss, min(s.maxwnd, p.max_cwnd))
 
 
 class Nscc(Algorithm):
@@ -278,17 +282,18 @@ class Nscc(Algorithm):
     name = "nscc"
     Params = NsccParams
     state = ("cwnd", "maxwnd", "base_rtt", "delay", "avg_delay", "inc", "received", "achieved",
-             "ignored", "to_ignore", "trigger", "fi_count", "fast", "t_dec", "t_adjust", "t_qa",
-             "t_rotate", "n_md", "n_fair", "n_prop", "n_fast", "n_noop", "n_qa", "n_rotate")
+             "ignored", "to_ignore", ("trigger", bool), "fi_count", ("fast", bool), "t_dec",
+             "t_adjust", "t_qa", "t_rotate", ("n_md", int), ("n_fair", int), ("n_prop", int),
+             ("n_fast", int), ("n_noop", int), ("n_qa", int), ("n_rotate", int))
     binds = ("ACK", "RTT", "NACK", "RTO", "CSIG")
     periods = {"ACK": 0, "NACK": 0, "RTO": 0, "CSIG": 0}     # the four cases run per ACK
     csig = ("delay", "wide")       # 4 ns steps: compact buckets (45% apart) hide the target
-    init = staticmethod(nscc_init)
-    on_ack = staticmethod(nscc_on_ack)
-    on_rtt = staticmethod(nscc_on_rtt)
-    on_csig = staticmethod(nscc_on_csig)
-    on_nack = staticmethod(nscc_on_nack)
-    on_rto = staticmethod(nscc_on_rto)
+    init = nscc_init
+    on_ack = nscc_on_ack
+    on_rtt = nscc_on_rtt
+    on_csig = nscc_on_csig
+    on_nack = nscc_on_nack
+    on_rto = nscc_on_rto
 
     @classmethod
     def bindings(cls, params):

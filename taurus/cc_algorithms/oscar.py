@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from taurus.datapath.ccevents import LS_SCALE
 
 from .algorithm import Algorithm, kernel, param, set_cwnd, set_rate
+from .lib import bdp, clamp, resume, time_of
 from .params import Params, require
 
 HIST = 32          # decisions remembered for the reference state (>= RTT / tau)
@@ -100,7 +101,7 @@ def unify(u_w, u_r, accelerate):
 
 @kernel
 def oscar_init(s, p, d):
-    s.u = d.rate / p.line_rate if d.rate > 0 else 1.0     # a rate in force: go on from it
+    s.u = resume(d.rate, 1.0, p.line_rate)
     s.rtt_min = p.base_rtt
     remember(s, -1e300, s.u, -1.0)                    # -1: no window of ours yet
     set_rate(d, s.u * p.line_rate)
@@ -128,7 +129,7 @@ def oscar_on_rtt_ls(s, p, ev, d):
         return
     s.g = bls_slope(s.N, s.SX, s.SY, s.SXX, s.SXY) if span <= p.max_span * p.tau else 0.0
     s.delay = s.SY / s.N
-    update(s, p, s.X0 + s.SX / s.N, min(max(span / p.tau, 1.0), p.max_span))
+    update(s, p, s.X0 + s.SX / s.N, clamp(span / p.tau, 1.0, p.max_span))
     s.N = s.SX = s.SY = s.SXX = s.SXY = 0.0
     publish(s, p, d, float(ev.t_last))
 
@@ -137,25 +138,25 @@ def oscar_on_rtt_ls(s, p, ev, d):
 def update(s, p, sent_at, periods):
     """One OSCAR step from the closed batch (s.g, s.delay) sent around sent_at,
     spanning ``periods`` batch periods tau."""
-    d_target = s.rtt_min + p.target_queue * 8e9 / p.line_rate
+    d_target = s.rtt_min + time_of(p.target_queue, p.line_rate)
     if s.delay < s.rtt_min + p.hyper_gap:
         u = s.u + p.linear_start
     else:
         u_ref, w_ref = reference(s, sent_at)
-        bdp = p.line_rate * s.rtt_min / 8e9
+        bdp_bytes = bdp(p.line_rate, s.rtt_min)
         if w_ref < 0:
-            w_ref = min(u_ref * (bdp + p.target_queue), bdp)
+            w_ref = min(u_ref * (bdp_bytes + p.target_queue), bdp_bytes)
         u_r = u_ref / (1 + max(s.g, p.grad_floor))
-        u_w = w_ref / (bdp + p.target_queue) * d_target / s.delay
+        u_w = w_ref / (bdp_bytes + p.target_queue) * d_target / s.delay
         # ai per tau, as the authors' one batch per tau gives: a slow flow whose
         # batch waits several tau for min_batch samples gets as much per unit time
         u = unify(u_w, u_r, s.delay < d_target - p.accel_margin) + p.ai * periods
-    s.u = min(max(u, p.min_rate_ratio), 1.0)
+    s.u = clamp(u, p.min_rate_ratio, 1.0)
 
 
 @kernel
 def remember(s, t, u, w):
-    i = int(s.h_i) % HIST
+    i = s.h_i % HIST
     s.h_t[i], s.h_u[i], s.h_w[i] = t, u, w
     s.h_i = (i + 1) % HIST
     s.h_n = min(s.h_n + 1, HIST)
@@ -165,8 +166,8 @@ def remember(s, t, u, w):
 def reference(s, t):
     """(rate ratio, window bytes or -1) in force at time t: the newest decision made
     at or before t (the oldest remembered if all are later)."""
-    i = (int(s.h_i) - 1) % HIST
-    for _ in range(int(s.h_n) - 1):
+    i = (s.h_i - 1) % HIST
+    for _ in range(s.h_n - 1):
         if s.h_t[i] <= t:
             break
         i = (i - 1) % HIST
@@ -179,8 +180,8 @@ def publish(s, p, d, now):
     if s.rtt_min <= 0:
         remember(s, now, s.u, -1.0)
         return
-    bdp = p.line_rate * s.rtt_min / 8e9
-    cwnd = min(s.u * (bdp + p.target_queue), bdp)
+    bdp_bytes = bdp(p.line_rate, s.rtt_min)
+    cwnd = min(s.u * (bdp_bytes + p.target_queue), bdp_bytes)
     set_cwnd(d, max(cwnd, float(p.mss)))
     remember(s, now, s.u, cwnd)
 
@@ -190,8 +191,8 @@ class Oscar(Algorithm):
     name = "oscar"
     Params = OscarParams
     state = ("u", "rtt_min", "g", "delay", "N", "X0", "T0", "SX", "SY", "SXX", "SXY",
-             "h_i", "h_n", ("h_t", HIST), ("h_u", HIST), ("h_w", HIST))
+             ("h_i", int), ("h_n", int), ("h_t", HIST), ("h_u", HIST), ("h_w", HIST))
     binds = ("RTT_LS",)
     periods = {"RTT_LS": 5_000}       # the engine sums one batch per tau (default) in agent mode
-    init = staticmethod(oscar_init)
-    on_rtt_ls = staticmethod(oscar_on_rtt_ls)
+    init = oscar_init
+    on_rtt_ls = oscar_on_rtt_ls

@@ -41,6 +41,7 @@ beyond its initial credit.
 from dataclasses import dataclass
 
 from .algorithm import Algorithm, kernel, param, set_credit
+from .lib import bdp
 from .params import Params, require
 
 TABLE = 1024            # receive-PDC indices the per-sender table holds
@@ -69,7 +70,7 @@ class RcccParams(Params):
 def slice_bytes(p):
     """Payload bytes one slice of the receiver's link carries."""
     rate = p.rate if p.rate > 0 else p.line_rate
-    return rate * p.slice / 8e9 * p.mss / (p.mss + p.hdr_bytes)
+    return bdp(rate, p.slice) * p.mss / (p.mss + p.hdr_bytes)
 
 
 @kernel
@@ -88,24 +89,24 @@ def demand(s, p, r):
 def divide(s, p, cap):
     """Water-filling of cap bytes over the members by demand."""
     left = s.n
-    for i in range(int(s.n)):
-        s.done[i] = 0.0
+    for i in range(s.n):
+        s.done[i] = 0
     while left > 0 and cap > 1e-9:
         share = cap / left
         fitted = False
-        for i in range(int(s.n)):
-            r = int(s.members[i])
-            if s.done[i] == 0 and demand(s, p, r) <= share:
+        for i in range(s.n):
+            r = s.members[i]
+            if not s.done[i] and demand(s, p, r) <= share:
                 g = demand(s, p, r)
                 s.granted[r] += g
                 cap -= g
-                s.done[i] = 1.0
+                s.done[i] = 1
                 left -= 1
                 fitted = True
         if not fitted:                     # everyone left wants more than the share
-            for i in range(int(s.n)):
-                if s.done[i] == 0:
-                    s.granted[int(s.members[i])] += share
+            for i in range(s.n):
+                if not s.done[i]:
+                    s.granted[s.members[i]] += share
             cap = 0.0
     s.unused += cap
 
@@ -126,7 +127,7 @@ def advance(s, p, now):
 @kernel
 def add_member(s, p, r):
     if s.slot[r] == 0:
-        s.members[int(s.n)] = r
+        s.members[s.n] = r
         s.n += 1
         s.slot[r] = s.n
         s.granted[r] = max(s.granted[r], s.rcvd[r] + p.init_slices * slice_bytes(p))
@@ -176,9 +177,9 @@ def rccc_on_leave(s, p, ev, d):
     if r >= TABLE:
         return
     advance(s, p, ev.t_last)
-    i = int(s.slot[r]) - 1
+    i = s.slot[r] - 1
     if i >= 0:                             # the last member takes its place
-        last = int(s.members[int(s.n) - 1])
+        last = s.members[s.n - 1]
         s.members[i] = last
         s.slot[last] = i + 1
         s.slot[r] = 0
@@ -193,12 +194,13 @@ class Rccc(Algorithm):
     name = "rccc"
     role = "receiver"
     Params = RcccParams
-    state = ("t_slice", "n", "slices", "unused", ("members", TABLE), ("slot", TABLE),
-             ("done", TABLE), ("granted", TABLE), ("rcvd", TABLE), ("backlog", TABLE))
+    state = ("t_slice", ("n", int), "slices", "unused", ("members", int, TABLE),
+             ("slot", int, TABLE), ("done", int, TABLE), ("granted", TABLE), ("rcvd", TABLE),
+             ("backlog", TABLE))
     binds = ("JOIN", "DATA", "LEAVE", "TIMER")
     timer = "slice"
-    init = staticmethod(rccc_init)
-    on_join = staticmethod(rccc_on_join)
-    on_data = staticmethod(rccc_on_data)
-    on_timer = staticmethod(rccc_on_timer)
-    on_leave = staticmethod(rccc_on_leave)
+    init = rccc_init
+    on_join = rccc_on_join
+    on_data = rccc_on_data
+    on_timer = rccc_on_timer
+    on_leave = rccc_on_leave

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from taurus.datapath.ccevents import HOST_SRC_PEER_DELAY
 
 from .algorithm import Algorithm, kernel, param, set_cwnd, set_rate
+from .lib import clamp, due, rate_of, resume, srtt_sample
 from .params import Params, require
 
 
@@ -88,7 +89,7 @@ def target_delay(p, cwnd, hops):
     """Swift's fabric target (ns) for a window of cwnd packets over hops switches."""
     fs_alpha = p.fs_range / (1 / math.sqrt(p.fs_min_cwnd) - 1 / math.sqrt(p.fs_max_cwnd))
     fs_beta = -fs_alpha / math.sqrt(p.fs_max_cwnd)
-    fs = min(max(fs_alpha / math.sqrt(cwnd) + fs_beta, 0.0), p.fs_range)
+    fs = clamp(fs_alpha / math.sqrt(cwnd) + fs_beta, 0.0, p.fs_range)
     return p.base_target + max(hops, 0) * p.h_per_hop + fs
 
 
@@ -103,7 +104,7 @@ def aimd(p, cwnd, delay, target, can_decrease, abw_c=0.0):
 
 @kernel
 def swift_init(s, p, d):
-    s.fcwnd = d.cwnd / p.mss if d.cwnd > 0 else p.init_cwnd_pkts   # a window in force: go on from it
+    s.fcwnd = resume(d.cwnd, p.init_cwnd_pkts, p.mss)
     s.ecwnd = s.fcwnd
     s.t_last_decrease = -1e300
     publish(s, p, d, 0.0)
@@ -113,8 +114,8 @@ def swift_init(s, p, d):
 def swift_on_rtt(s, p, ev, d):
     now = ev.t_last
     s.delay = ev.rtt
-    s.srtt = ev.rtt if s.srtt == 0 else s.srtt + (ev.rtt - s.srtt) / 8
-    can_decrease = now - s.t_last_decrease >= s.srtt
+    s.srtt = srtt_sample(s.srtt, ev.rtt)
+    can_decrease = due(now, s.t_last_decrease, s.srtt)
     s.retx_cnt = 0
     s.target = target_delay(p, s.fcwnd, ev.hops)
     s.fcwnd = aimd(p, s.fcwnd, ev.rtt, s.target, can_decrease, s.abw_c if p.fru else 0.0)
@@ -137,7 +138,7 @@ def swift_on_csig(s, p, ev, d):
 @kernel
 def swift_on_nack(s, p, ev, d):
     s.retx_cnt = 0
-    if ev.t_last - s.t_last_decrease >= s.srtt:
+    if due(ev.t_last, s.t_last_decrease, s.srtt):
         s.fcwnd *= 1 - p.max_mdf
     publish(s, p, d, ev.t_last)
 
@@ -147,7 +148,7 @@ def swift_on_rto(s, p, ev, d):
     s.retx_cnt += max(ev.timeouts, 1)
     if s.retx_cnt >= p.retx_reset:
         s.fcwnd = p.min_cwnd / p.mss
-    elif ev.t_last - s.t_last_decrease >= s.srtt:
+    elif due(ev.t_last, s.t_last_decrease, s.srtt):
         s.fcwnd *= 1 - p.max_mdf
     publish(s, p, d, ev.t_last)
 
@@ -155,15 +156,15 @@ def swift_on_rto(s, p, ev, d):
 @kernel
 def publish(s, p, d, now):
     lo, hi = p.min_cwnd / p.mss, p.max_cwnd / p.mss
-    s.fcwnd = min(max(s.fcwnd, lo), hi)
-    s.ecwnd = min(max(s.ecwnd, lo), hi)
+    s.fcwnd = clamp(s.fcwnd, lo, hi)
+    s.ecwnd = clamp(s.ecwnd, lo, hi)
     cwnd = min(s.fcwnd, s.ecwnd) if s.edelay > 0 else s.fcwnd   # no endpoint signal yet: fabric only
     if cwnd < s.cwnd:
         s.t_last_decrease = now
     s.cwnd = cwnd
     set_cwnd(d, max(cwnd, 1.0) * p.mss)
     if cwnd < 1 and s.srtt > 0:
-        set_rate(d, cwnd * p.mss * 8e9 / s.srtt)     # less than a packet per RTT: pace
+        set_rate(d, rate_of(cwnd * p.mss, s.srtt))     # less than a packet per RTT: pace
     else:
         set_rate(d, p.line_rate)
 
@@ -173,16 +174,16 @@ class Swift(Algorithm):
     name = "swift"
     Params = SwiftParams
     state = ("fcwnd", "ecwnd", "cwnd", "srtt", "delay", "target", "edelay",
-             "t_last_decrease", "retx_cnt", "abw_c")
+             "t_last_decrease", ("retx_cnt", int), "abw_c")
     binds = ("RTT", "RTO", "NACK", "HOST")
     periods = {"RTO": 0, "NACK": 0, "CSIG": 0}   # RTT and HOST are Raw: one record per sample
     csig = ("abw_c", "compact")             # with fru: min(ABW/C) along the path
-    init = staticmethod(swift_init)
-    on_rtt = staticmethod(swift_on_rtt)
-    on_host = staticmethod(swift_on_host)
-    on_nack = staticmethod(swift_on_nack)
-    on_rto = staticmethod(swift_on_rto)
-    on_csig = staticmethod(swift_on_csig)
+    init = swift_init
+    on_rtt = swift_on_rtt
+    on_host = swift_on_host
+    on_nack = swift_on_nack
+    on_rto = swift_on_rto
+    on_csig = swift_on_csig
 
     @classmethod
     def bindings(cls, params):

@@ -40,6 +40,7 @@ segment takes tens of ms to climb back).
 from dataclasses import dataclass
 
 from .algorithm import Algorithm, kernel, param, set_rate
+from .lib import clamp, ewma, resume
 from .params import Params, require
 
 
@@ -67,7 +68,7 @@ class TimelyParams(Params):
 
 @kernel
 def timely_init(s, p, d):
-    s.rate = d.rate if d.rate > 0 else p.line_rate     # a rate in force: go on from it
+    s.rate = resume(d.rate, p.line_rate)
     s.t_update = -1.0                                  # no sample yet
     set_rate(d, s.rate)
 
@@ -77,16 +78,16 @@ def timely_on_rtt(s, p, ev, d):
     rtt = float(ev.rtt)
     if s.t_update < 0:                                 # the first sample: only a reference
         s.prev_rtt, s.t_update, s.t_prev = rtt, float(ev.t_last), float(ev.send_time)
-        s.psn_update = float(ev.psn)
+        s.psn_update = ev.psn
         return
     if ev.send_time < s.t_update or (ev.psn - s.psn_update) * p.mss < p.segment:
         return                                         # feedback of an RTT already acted on
-    s.psn_update = float(ev.psn)
+    s.psn_update = ev.psn
     s.t_update = float(ev.t_last)
     new_rtt_diff = rtt - s.prev_rtt
     spacing = float(ev.send_time) - s.t_prev           # what new_rtt_diff grew over
     s.prev_rtt, s.t_prev = rtt, float(ev.send_time)
-    s.rtt_diff = (1 - p.alpha) * s.rtt_diff + p.alpha * new_rtt_diff
+    s.rtt_diff = ewma(s.rtt_diff, new_rtt_diff, p.alpha)
     gradient = s.rtt_diff / max(p.min_rtt, spacing)
     if rtt < p.t_low:
         s.rate += p.delta
@@ -99,7 +100,7 @@ def timely_on_rtt(s, p, ev, d):
     else:
         s.rate *= 1 - p.beta * min(gradient, 1.0)
         s.neg = 0
-    s.rate = min(max(s.rate, p.min_rate), p.line_rate)
+    s.rate = clamp(s.rate, p.min_rate, p.line_rate)
     set_rate(d, s.rate)
 
 
@@ -107,8 +108,9 @@ class Timely(Algorithm):
     """TIMELY: rate-based control on the RTT gradient, T_low / T_high guards."""
     name = "timely"
     Params = TimelyParams
-    state = ("rate", "prev_rtt", "rtt_diff", "neg", "t_update", "t_prev", "psn_update")
+    state = ("rate", "prev_rtt", "rtt_diff", ("neg", int), "t_update", "t_prev",
+             ("psn_update", int))
     binds = ("RTT",)
     periods = {}                       # RTT is Raw: one record per sample in every mode
-    init = staticmethod(timely_init)
-    on_rtt = staticmethod(timely_on_rtt)
+    init = timely_init
+    on_rtt = timely_on_rtt
