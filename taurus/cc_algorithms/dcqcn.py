@@ -25,7 +25,7 @@ One TIMER of period ``tick`` drives K, T and that deferred cut by time
 (ours); TX reports feed the byte counter.  A flow starts at line rate (the
 reference code's) or at the rate configured for it.
 
-TCD (seed 002, §5.2.1): with ``tcd`` a CNP that notifies only UE marks
+TCD ("Congestion Detection in Lossless Networks", §5.2.1): with ``tcd`` a CNP that notifies only UE marks
 (ev.ue > 0, ev.ce == 0: the port was undetermined, paused by PFC) leaves
 the rate alone -- no cut, no alpha -- and a cut on CE is R_C (1 -
 tcd_factor alpha) with TCD's factor 1.2 instead of 1/2, floored at R_min.
@@ -43,7 +43,7 @@ the authors' code; the sample config's BYTE_COUNTER is 300,000,000
 bytes, the byte counter all but off): a
 small B lets a fast flow increase more often than a slow one (a 300 KB B
 left two flows at 40 Gbit/s at a 0.75 share for 90 ms).  TCD's factor 1.2
-is seed 002's.  The timer T is the parameter ``T_timer`` (a numpy
+is TCD's.  The timer T is the parameter ``T_timer`` (a numpy
 record's ``.T`` is its transpose).
 
 Not taken from the authors' code: its AdjustRates divides R_T by 8 on

@@ -7,13 +7,15 @@ its bytes the receiver echoed CE on:
     else:      cwnd doubles below ssthresh (slow start), else grows 1 MSS
                per whole window of bytes acknowledged
 On a retransmission timeout: ssthresh <- max(cwnd / 2, 2 MSS); cwnd <- 1 MSS.
-As in Linux, a window closes at the first ACK that completes it, however
-many bytes that ACK covers, and the window is cut at most once.  In agent
-mode one ACK record sums an RTT of ACKs (``periods``) and may cover k >= 1
-windows: alpha then moves as k windows of fraction F would, (1 - g)^k, and
-the additive increase counts whole windows (k MSS; Linux's
-tcp_cong_avoid_ai adds whole windows too).  In native mode each ACK is one
-record, so k is 1 and this is Linux's DCTCP.  With ``pace`` the flow is
+A window closes at the first ACK that completes it, however many bytes
+that ACK covers, and the window is cut at most once, when it closes: the
+paper's once-per-window update.  Linux differs there: it cuts at the first
+ECE of a window (through TCP's CWR) and updates alpha when the window
+closes.  In agent mode one ACK record sums an RTT of ACKs (``periods``) and
+may cover k >= 1 windows: alpha then moves as k windows of fraction F
+would, (1 - g)^k, and the additive increase counts whole windows (k MSS;
+Linux's tcp_cong_avoid_ai adds whole windows too).  In native mode each
+ACK is one record, so k is 1.  With ``pace`` the flow is
 also paced at cwnd / srtt.
 
 Defaults: g = 1/16 and alpha starting at 1 are Linux's (dctcp_shift_g = 4,

@@ -43,7 +43,7 @@ a timeout moves the flow to a new EV (rotate_ev), at most once per base RTT
 (ours: the marks of packets already in flight on the old path are not the
 new one's); clean ACKs keep it.  Last-hop trims never rotate: every path
 ends at that port.  Last-hop ECN marks cannot be told apart at the sender;
-UET turns last-hop ECN off where it matters (seed 004, RCCC), which a
+UET turns last-hop ECN off where it matters (RCCC), which a
 topology does per link (``ecn = false``).
 
 Defaults are htsim's (sim/uec.cpp, initNsccParams / quick_adapt /
@@ -84,7 +84,7 @@ class NsccParams(Params):
     fulfil_mtus: float = param(8.0, "MTUs", "fulfil period in acknowledged bytes (htsim: 8)")
     maxwnd_bdp: float = param(1.5, "BDP", "largest window (htsim: 1.5 BDP)")
     ev_lb: bool = param(False, "", "EV load balancing: rotate the EV on marks, trims, timeouts")
-    csig: bool = param(False, "", "delay samples from the reflected CSIG max(Delay) (seed 003)")
+    csig: bool = param(False, "", "delay samples from the reflected CSIG max(Delay) (CSIG)")
     rccc: bool = param(False, "", "flows also under RCCC: last-hop trims do not cut cwnd (htsim)")
 
     def check(self):
@@ -302,7 +302,7 @@ class Nscc(Algorithm):
 
 @dataclass
 class NsccCsigParams(NsccParams):
-    csig: bool = param(True, "", "delay samples from the reflected CSIG max(Delay) (seed 003)")
+    csig: bool = param(True, "", "delay samples from the reflected CSIG max(Delay) (CSIG)")
 
 
 class NsccCsig(Nscc):

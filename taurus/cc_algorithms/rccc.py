@@ -1,5 +1,5 @@
 """RCCC: Ultra Ethernet's receiver credit-based congestion control (the
-receiver role; seed 004, "Receiver Credit-based Congestion Control").
+receiver role; Ultra Ethernet's "Receiver Credit-based Congestion Control").
 
 The receiving NIC keeps the active-sender table (a sender joins with its
 first RUD_CC_REQ, announcing its backlog as credit_target, and leaves when

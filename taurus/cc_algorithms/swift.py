@@ -24,7 +24,7 @@ RTT; any RTT sample resets the count.  Below one packet the window is
 1 MSS and the flow is paced at cwnd * MSS / srtt (Swift's pacing delay
 srtt / cwnd); above it at line rate.
 
-Fast Ramp-Up (``fru = true``; CSIG seed 003, "Fast and Safe CC Ramp-Up for
+Fast Ramp-Up (``fru = true``; CSIG, "Fast and Safe CC Ramp-Up for
 Swift with CSIG min(ABW/C)"): the flow binds CSIG with an ``abw_c`` tag and,
 below target, grows per RTT by fcwnd += ai + lam * fcwnd * min(ABW/C), the
 latest reflected min(ABW/C) (0 before the first): per RTT sample
