@@ -257,8 +257,9 @@ def render(ledger: dict[str, Entry], scenarios: dict) -> str:
         "```",
         "",
         f"The whole set runs {total / 60:.0f} min of scenario time one after another "
-        "(the sum of the seconds below, measured on 2 cores with a warm compile cache; "
-        "`--workers 2` about halves it).  `--check` prints one line per scenario, `ok` or "
+        "(the sum of the seconds below, measured on 2 cores with a warm compile cache; a "
+        "cold cache adds about 4 min while the first processes compile the engine).  "
+        "`--check` prints one line per scenario, `ok` or "
         "`DRIFT: figure was → now`, and exits non-zero on any crash, drift or scenario "
         "missing from the ledger.  A change to the datapath, the runner or an algorithm "
         "runs it before its issue is resolved.",
