@@ -25,8 +25,9 @@ One TIMER of period ``tick`` drives K, T and that deferred cut by time
 (ours); TX reports feed the byte counter.  A flow starts at line rate (the
 reference code's) or at the rate configured for it.
 
-TCD ("Congestion Detection in Lossless Networks", §5.2.1): with ``tcd`` a CNP that notifies only UE marks
-(ev.ue > 0, ev.ce == 0: the port was undetermined, paused by PFC) leaves
+TCD ("Congestion Detection in Lossless Networks", §5.2.1): with ``tcd`` a
+CNP that notifies only UE marks (ev.ue > 0, ev.ce == 0: the port was
+undetermined, paused by PFC) leaves
 the rate alone -- no cut, no alpha -- and a cut on CE is R_C (1 -
 tcd_factor alpha) with TCD's factor 1.2 instead of 1/2, floored at R_min.
 

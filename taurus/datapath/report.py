@@ -132,12 +132,12 @@ def _ring(R, k):
     return Ring(R.hdr, R.rings.prod[k], R.rings.cons[k], R.rings.rec[k])
 
 
-# A publish ends the engine's chunk once (YIELD) when WAKE_PUBLISH is armed,
-# so an agent stepped between chunks (the experiment runner's) wakes only
-# when it has records.
-
 @hot
 def report_publish(E, k, now):
+    """NIC k's staged records onto its ring, and the doorbell.  A publish
+    ends the engine's chunk once (YIELD) when WAKE_PUBLISH is armed, so an
+    agent stepped between chunks (the experiment runner's) wakes only when
+    it has records."""
     R = E.rep
     n = R.staged[k, 0]
     if n > 0:
@@ -291,10 +291,9 @@ def report_rtt_ls(E, flow, send_t, rtt, now):
     """One (send time, RTT) sample into the flow's RTT_LS sums, if bound.  x
     counts from x0, the send time of the first sample of the open window
     (ccevents.LS_SCALE: the products' unit)."""
-    R = E.rep
-    if flow_slot(R, flow) < 0 or ((R.mask[flow] >> C.EV_RTT_LS) & 1) == 0:
+    if not report_bound(E, flow, C.EV_RTT_LS):
         return
-    a = R.acc[flow, C.EV_RTT_LS]
+    a = E.rep.acc[flow, C.EV_RTT_LS]
     x0 = a[A_V + W.x0] if a[A_COUNT] > 0 else send_t
     x = send_t - x0
     v = report_scratch(E)
