@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from taurus.cc_algorithms.algorithm import D_EV, FlowContext
-from taurus.cc_algorithms.nscc import Nscc, NsccCsig, NsccParams, target
+from taurus.cc_algorithms.nscc import Nscc, NsccCsig, NsccParams
 from taurus.datapath.ccevents import CSIG_DELAY, EVENT_IDS
 from taurus.datapath.ccshm import REC_WIDTH
 from taurus.cc_algorithms.runtime import events
@@ -17,6 +17,11 @@ MSS = 4096
 CTX = FlowContext(mss=MSS, line_rate=100e9, max_cwnd=float(1 << 30))
 BASE = 10_000                      # the flow's least RTT (ns)
 TQ = 12_000                        # default target: network_rtt
+
+
+def target(p):
+    """The target queueing delay NSCC derives for a flow (Params.derive)."""
+    return p.derive(CTX)["target"]
 
 
 def run(evs, params=None, cls=Nscc):

@@ -18,7 +18,9 @@ plain Python (``agent`` with ``jit = false``: prints and pdb work).
 
 Handlers get four records and read and write their fields by name:
 ``s`` the flow's state (``s.alpha``), ``p`` its parameters (the Params
-fields, plus ``p.mss``, ``p.line_rate`` (bit/s) and ``p.max_cwnd`` (bytes)),
+fields, plus ``p.mss``, ``p.line_rate`` (bit/s) and ``p.max_cwnd`` (bytes),
+and any ``derived`` fields: values ``Params.derive(ctx)`` computes once per
+flow, such as a gain scaled by the line rate),
 ``ev`` the event (``ev.bytes``, ``ev.ecn_bytes``; ccevents.FIELDS), and ``d``
 the decision, set only through the setters below (``set_cwnd(d, x)``).  What
 a handler sets reaches the NIC after the call (native) or after the drain
@@ -69,7 +71,7 @@ from taurus.datapath.ccevents import (CLS_RAW, CSIG_FORMATS, CSIG_TYPE_NAMES,
                                      N_DECISION, ROLES, mask_requests)
 from taurus.datapath.ccshm import RTT_UNIT
 
-from .params import ConfigError, Params
+from .params import ConfigError, Params, is_derived
 
 __all__ = ["Algorithm", "FlowContext", "kernel", "param", "param_docs", "set_rate", "set_cwnd",
            "set_credit", "set_ev", "rotate_ev", "spray_ev", "request_probe", "host_cpu",
@@ -212,7 +214,7 @@ def param_docs(P) -> list:
         default = f.default if f.default is not dataclasses.MISSING else None
         out.append({"name": f.name, "type": getattr(f.type, "__name__", str(f.type)),
                     "default": default, "unit": f.metadata.get("unit", ""),
-                    "meaning": f.metadata.get("meaning", "")})
+                    "meaning": f.metadata.get("meaning", ""), "derived": is_derived(f)})
     return out
 
 
@@ -327,6 +329,12 @@ def param_row(cls, params, ctx: FlowContext) -> np.ndarray:
     for f in dataclasses.fields(cls.Params):
         row[f.name] = float(getattr(params, f.name))
     row["mss"], row["line_rate"], row["max_cwnd"] = ctx.mss, ctx.line_rate, ctx.max_cwnd
+    derived = {f.name for f in dataclasses.fields(cls.Params) if is_derived(f)}
+    for k, v in params.derive(ctx).items():
+        if k not in derived:
+            raise ConfigError(f"algorithm {cls.name!r}: derive() sets {k!r}, which is not a "
+                              f"derived field of {cls.Params.__name__}")
+        row[k] = float(v)
     return row
 
 

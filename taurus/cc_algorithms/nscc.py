@@ -61,7 +61,7 @@ from taurus.datapath.ccevents import CSIG_DELAY
 
 from .algorithm import Algorithm, kernel, param, rotate_ev, set_cwnd
 from .lib import bdp, clamp, due, ewma_step, resume
-from .params import Params, require
+from .params import Params, derived, require
 
 
 @dataclass
@@ -86,6 +86,11 @@ class NsccParams(Params):
     ev_lb: bool = param(False, "", "EV load balancing: rotate the EV on marks, trims, timeouts")
     csig: bool = param(False, "", "delay samples from the reflected CSIG max(Delay) (CSIG)")
     rccc: bool = param(False, "", "flows also under RCCC: last-hop trims do not cut cwnd (htsim)")
+    target: float = derived("ns", "target queueing delay")
+    a: float = derived("", "BDP scale: network BDP / reference BDP")
+    alpha: float = derived("1/ns", "proportional increase per acked byte and ns under target")
+    fi: float = derived("", "fair increase per acked byte")
+    eta: float = derived("bytes", "increase per network_rtt")
 
     def check(self):
         require(self.network_rtt > 0, "network_rtt", "must be > 0")
@@ -102,17 +107,16 @@ class NsccParams(Params):
         require(self.fulfil_mtus > 0, "fulfil_mtus", "must be > 0")
         require(self.maxwnd_bdp > 0, "maxwnd_bdp", "must be > 0")
 
-
-@kernel
-def target(p):
-    if p.target_qdelay > 0:
-        return p.target_qdelay
-    return p.network_rtt * 0.75 if p.trimming else p.network_rtt
-
-
-@kernel
-def scale_a(p):
-    return p.network_rtt * p.line_rate / (p.ref_rtt * p.ref_rate)
+    def derive(self, ctx):
+        """htsim initNsccParams: the target and the gains scaled by a and b."""
+        if self.target_qdelay > 0:
+            tq = self.target_qdelay
+        else:
+            tq = self.network_rtt * 0.75 if self.trimming else self.network_rtt
+        a = self.network_rtt * ctx.line_rate / (self.ref_rtt * self.ref_rate)
+        return {"target": tq, "a": a,
+                "alpha": self.alpha_mss * ctx.mss * a * (tq / self.ref_rtt) / tq,
+                "fi": self.fi_mss * ctx.mss * a, "eta": self.eta_mss * ctx.mss * a}
 
 
 @kernel
@@ -161,20 +165,20 @@ def nscc_on_ack(s, p, ev, d):
 def update_delay(s, p, delay, ecn):
     """htsim update_delay: an unmarked sample above target counts as a
     quarter base RTT (the queue is not ours)."""
-    x = base(s, p) * 0.25 if not ecn and delay > target(p) else delay
+    x = base(s, p) * 0.25 if not ecn and delay > p.target else delay
     s.avg_delay = ewma_step(s.avg_delay, x, p.delay_alpha)
 
 
 @kernel
 def four_cases(s, p, ecn, delay, acked, now):
     """htsim updateCwndOnAck_NSCC: the case of this ACK's ECN and delay."""
-    if not ecn and delay >= target(p):
-        s.inc += p.fi_mss * p.mss * scale_a(p) * acked               # fair increase
+    if not ecn and delay >= p.target:
+        s.inc += p.fi * acked                                        # fair increase
         s.n_fair += 1
     elif not ecn:
         if not fast_increase(s, p, delay, acked):
             proportional_increase(s, p, delay, acked)
-    elif delay >= target(p):
+    elif delay >= p.target:
         multiplicative_decrease(s, p, now)
     else:
         s.n_noop += 1                                                # marked, short queue: move only
@@ -183,9 +187,7 @@ def four_cases(s, p, ecn, delay, acked, now):
 
 @kernel
 def proportional_increase(s, p, delay, acked):
-    tq = target(p)
-    alpha = p.alpha_mss * p.mss * scale_a(p) * (tq / p.ref_rtt) / tq
-    s.inc += alpha * acked * (tq - delay)
+    s.inc += p.alpha * acked * (p.target - delay)
     s.n_prop += 1
 
 
@@ -196,18 +198,17 @@ def fast_increase(s, p, delay, acked):
     s.fi_count = s.fi_count + acked if delay < p.fast_delay else 0.0
     s.fast = delay < p.fast_delay and (s.fi_count > s.cwnd or s.fast)
     if s.fast:
-        s.cwnd += acked * p.fi_scale * scale_a(p)
+        s.cwnd += acked * p.fi_scale * p.a
         s.n_fast += 1
     return s.fast
 
 
 @kernel
 def multiplicative_decrease(s, p, now):
-    tq = target(p)
     s.fast, s.fi_count = False, 0.0
     s.n_md += 1
-    if s.avg_delay > tq and now - s.t_dec > base(s, p):
-        s.cwnd *= max(1 - p.gamma * (s.avg_delay - tq) / s.avg_delay, p.min_md_factor)
+    if s.avg_delay > p.target and now - s.t_dec > base(s, p):
+        s.cwnd *= max(1 - p.gamma * (s.avg_delay - p.target) / s.avg_delay, p.min_md_factor)
         s.t_dec = now
 
 
@@ -217,7 +218,7 @@ def fulfil(s, p, now):
     fulfil, inc / cwnd, and eta once per network_rtt."""
     s.cwnd += s.inc / s.cwnd
     if due(now, s.t_adjust, p.network_rtt):
-        s.cwnd += p.eta_mss * p.mss * scale_a(p)
+        s.cwnd += p.eta
         s.t_adjust = now
     s.inc = s.received = 0.0
     bound(s, p)
@@ -229,7 +230,7 @@ def quick_adapt(s, p, loss, ecn, delay, now):
     sent before the last quick adapt) or the window reset to what arrived."""
     done = ecn and s.ignored < s.to_ignore
     if not done and now > s.t_qa:
-        if (s.t_qa != 0 and (s.trigger or loss or delay > p.qa_x * target(p))
+        if (s.t_qa != 0 and (s.trigger or loss or delay > p.qa_x * p.target)
                 and s.achieved < s.maxwnd / 2 ** p.qa_gate):
             s.to_ignore = s.cwnd                 # about what is in flight now
             s.cwnd = max(s.achieved, p.mss)
@@ -237,7 +238,7 @@ def quick_adapt(s, p, loss, ecn, delay, now):
             s.n_qa += 1
             done = True
         s.achieved = 0.0
-        s.t_qa = now + base(s, p) + target(p)
+        s.t_qa = now + base(s, p) + p.target
     if done:
         s.inc = s.received = 0.0
     return done

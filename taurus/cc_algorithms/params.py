@@ -108,10 +108,28 @@ def require(cond: bool, key: str, why: str) -> None:
         raise ConfigError(why, key=key)
 
 
+def derived(unit: str = "", meaning: str = ""):
+    """A value handlers read like a parameter (``p.target``) but that no
+    config sets: ``Params.derive`` computes it once per flow from the
+    parameters and the flow's context, as htsim's initNsccParams does."""
+    return dataclasses.field(default=0.0, init=False,
+                             metadata={"unit": unit, "meaning": meaning, "derived": True})
+
+
+def is_derived(f: dataclasses.Field) -> bool:
+    return bool(f.metadata.get("derived"))
+
+
 @dataclasses.dataclass
 class Params:
     """Base of every algorithm's parameter dataclass; override ``check()``
-    with ``require(...)`` calls."""
+    with ``require(...)`` calls, and ``derive(ctx)`` for ``derived`` fields."""
 
     def check(self) -> None:
         pass
+
+    def derive(self, ctx) -> dict:
+        """{name: value} of the ``derived`` fields for one flow, from the
+        parameters and ``ctx`` (algorithm.FlowContext: mss, line_rate,
+        max_cwnd)."""
+        return {}

@@ -47,10 +47,18 @@ def _no_init(s, p, d):
     pass
 
 
-def _make_dispatch(h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15, h16,
-                   h17, key):
-    """One handler per event id (ccevents order); ``key`` names the source the
-    handlers come from, so that an edit to it is a new cache entry."""
+def _make_dispatch(handlers, key):
+    """The call of ``handlers[ev.event]`` (one per event id, ccevents order).
+    Numba cannot index a tuple of functions by a run-time id, so each gets
+    a name and a test below.  An id outside the table (a corrupt record)
+    raises: the drain counts that record's fault.  The error names ``key``
+    (the algorithm's ``source_key``), and so puts it in the closure, which
+    Numba's cache keys by: an edit to a plugin's file, which the cache
+    directory's hash does not cover (numba_cache.py), is a new entry."""
+    (h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15, h16,
+     h17) = handlers
+    bad_event = f"event id outside ccevents.EVENT_NAMES ({key})"
+
     def dispatch(s, p, ev, d):
         e = ev.event
         if e == 0:
@@ -89,8 +97,8 @@ def _make_dispatch(h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h
             h16(s, p, ev, d)
         elif e == 17:
             h17(s, p, ev, d)
-        elif e == -(1 << 62):
-            print(key)                # never: keeps `key` in the cache key
+        else:
+            raise ValueError(bad_event)
     return dispatch
 
 
@@ -98,12 +106,16 @@ assert len(EVENT_NAMES) == 18, "_make_dispatch has one handler per event"
 
 
 def _make_setup(init, key):
+    """init on row f; a negative f (which would index from the end) raises,
+    naming ``key`` for the cache as _make_dispatch does."""
+    bad_flow = f"negative flow row ({key})"
+
     def setup(S, P, D, f):
+        if f < 0:
+            raise IndexError(bad_flow)
         d = D[f]
         d.set = 0
         init(S[f], P[f], d)
-        if f < -(1 << 62):
-            print(key)
     return setup
 
 
@@ -218,7 +230,7 @@ class Runtime:
         self.state_dtype, self.param_dtype = state_dtype(alg), param_dtype(alg)
         hs = [alg.handler(e) or _ignore for e in EVENT_NAMES]
         init = alg.init or _no_init
-        raw = _make_dispatch(*hs, self.key)
+        raw = _make_dispatch(hs, self.key)
         if not jit:
             self.dispatch = raw
             self.setup = _make_setup(init, self.key)

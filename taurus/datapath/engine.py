@@ -51,7 +51,7 @@ from .ccnative import NativeCC, n_algorithms, no_native
 from .ccshm import CcShm
 from .sampler import (NEXT as SMP_NEXT, ROWS as SMP_ROWS, TAKEN as SMP_TAKEN, make_sampler,
                       rows_for, sampler_drain, sampler_start, sampler_take)
-from .report import OWNER_REPORT, make_report_state, report_timer
+from .report import OWNER_REPORT, make_report_state, report_engine, report_timer
 from .shm import Shm
 from .vagents import make_vagents, vagents_from, vagents_step
 from .hot import hot, hot_stage
@@ -295,7 +295,7 @@ def _fire_timers(E, now, nd, due):
         t = E.expired[k]
         owner = W.owner[t]
         if owner == OWNER_REPORT:
-            slot = report_timer(E, W.arg[t], now)
+            slot = report_timer(report_engine(E), W.arg[t], now)
             if 0 <= slot < nicdev.shape[0] and nicdev[slot] >= 0:
                 _set_due(due, nicdev[slot])
         else:

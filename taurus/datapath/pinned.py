@@ -11,7 +11,7 @@ from .devices.nic.gen import gen_refill
 from .devices.nic.tx import wake_flow
 from .devices.pktgen import pktgen_start
 from .ports.memlink import mem_collect, mem_inject
-from .report import report_timer_start
+from .report import report_engine, report_timer_start
 
 STATE_T: list = []
 """The Numba type of every engine's state tuple (Engine.install refuses
@@ -38,7 +38,7 @@ def at_pktgen_start(addr, d, frame, start):
 
 @nb.njit(cache=True)
 def at_timer_start(addr, flow, now):
-    return report_timer_start(state_at(addr), flow, now)
+    return report_timer_start(report_engine(state_at(addr)), flow, now)
 
 
 @nb.njit(cache=True)

@@ -82,6 +82,21 @@ vals int64[N_VALUES]: the value words of the signal being reported
 (report_scratch), copied into the native entry's call record for a native
 flow."""
 
+ReportEngine = namedtuple("ReportEngine", ["rep", "wheel", "alg", "ctl"])
+"""What every report_* function takes as ``RE``: the report engine's own
+state (``rep``: Report), the wheel its window, deadline and TIMER timers
+live on, the native algorithms it calls for native flows (ccnative.py)
+and the engine's control words (a publish may end the engine's chunk).
+``report_engine(E)`` makes it from the engine's state; tests make it from
+their own tables."""
+
+
+@nb.njit(cache=True, inline="always")
+def report_engine(E):
+    """The report engine's part of the engine's state ``E``."""
+    return ReportEngine(E.rep, E.wheel, E.alg, E.ctl)
+
+
 A_COUNT, A_FIRST, A_LAST, A_V = 0, 1, 2, 3
 A_W = A_V + C.N_VALUES
 REC_BYTES = C.REC_WIDTH * 8
@@ -133,12 +148,12 @@ def _ring(R, k):
 
 
 @hot
-def report_publish(E, k, now):
+def report_publish(RE, k, now):
     """NIC k's staged records onto its ring, and the doorbell.  A publish
     ends the engine's chunk once (YIELD) when WAKE_PUBLISH is armed, so an
     agent stepped between chunks (the experiment runner's) wakes only when
     it has records."""
-    R = E.rep
+    R = RE.rep
     n = R.staged[k, 0]
     if n > 0:
         ring = _ring(R, k)
@@ -146,14 +161,14 @@ def report_publish(E, k, now):
         ring_doorbell(ring)          # wakes the agent if it blocked on the bell
         R.ctls[k, C.CTL_REPORTED] += n
         R.staged[k, 0] = 0
-        if E.ctl[WAKE_PUBLISH] != 0:
-            E.ctl[WAKE_PUBLISH] = 0
-            E.ctl[YIELD] = 1
-        vagents_published(E.ctl, now)
+        if RE.ctl[WAKE_PUBLISH] != 0:
+            RE.ctl[WAKE_PUBLISH] = 0
+            RE.ctl[YIELD] = 1
+        vagents_published(RE.ctl, now)
 
 
 @hot
-def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
+def _stage(RE, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
     """Write one message into NIC k's next free ring slot (unpublished)."""
     ring = _ring(R, k)
     n = R.staged[k, 0]
@@ -174,32 +189,32 @@ def _stage(E, R, k, flow, ev, count, t_first, t_last, vals, nvals, now):
         R.staged[k, 1] = now
         t = R.dl_timer[k]
         if t < 0:
-            t = wheel_alloc(E.wheel, OWNER_REPORT, TAG_DEADLINE | k)
+            t = wheel_alloc(RE.wheel, OWNER_REPORT, TAG_DEADLINE | k)
             R.dl_timer[k] = t
         if t >= 0:
-            wheel_schedule(E.wheel, t, now + R.ctls[k, C.CTL_DEADLINE_NS])
+            wheel_schedule(RE.wheel, t, now + R.ctls[k, C.CTL_DEADLINE_NS])
     if (n + 1) * REC_BYTES >= R.ctls[k, C.CTL_BATCH_BYTES]:
-        report_publish(E, k, now)
+        report_publish(RE, k, now)
         if R.dl_timer[k] >= 0:
-            wheel_cancel(E.wheel, R.dl_timer[k])
+            wheel_cancel(RE.wheel, R.dl_timer[k])
 
 
 @nb.njit(cache=True, inline="always")
-def report_bound(E, flow, ev):
+def report_bound(RE, flow, ev):
     """Whether flow's algorithm bound event ev (a signal's first question:
     an unbound one costs nothing more)."""
-    R = E.rep
+    R = RE.rep
     return flow_slot(R, flow) >= 0 and ((R.mask[flow] >> ev) & 1) != 0
 
 
 @hot
-def report_signal(E, flow, ev, now, v0, v1, v2, v3):
+def report_signal(RE, flow, ev, now, v0, v1, v2, v3):
     """A synthetic signal with value words V0..V3 given in order (tests and
     tools; the NIC's signals write their values by name: report_scratch)."""
-    if report_bound(E, flow, ev):
-        v = report_scratch(E)
+    if report_bound(RE, flow, ev):
+        v = report_scratch(RE)
         v[0], v[1], v[2], v[3] = v0, v1, v2, v3
-        report_values(E, flow, ev, now)
+        report_values(RE, flow, ev, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -237,31 +252,31 @@ def _worse(csig_type, new, old):
 
 
 @hot
-def report_custom(E, flow, now, seg_id, buf, off, n):
+def report_custom(RE, flow, now, seg_id, buf, off, n):
     """A custom feedback segment: forwarded raw (at most CUSTOM_MAX bytes)."""
-    R = E.rep
+    R = RE.rep
     k = flow_slot(R, flow)
     if k < 0 or ((R.mask[flow] >> C.EV_CUSTOM) & 1) == 0:
         return
     n = min(n, C.CUSTOM_MAX)
     native = R.flags[flow] & C.FL_NATIVE
-    vals = report_scratch(E)
+    vals = report_scratch(RE)
     vals[W.segment], vals[W.length] = seg_id, n
     for i in range(n):  # little-endian words
         vals[W.w0 + i // 8] |= np.int64(buf[off + i]) << np.int64(8 * (i % 8))
     if native:
-        native_call(E.alg, R, k, flow, C.EV_CUSTOM, now)
+        native_call(RE.alg, R, k, flow, C.EV_CUSTOM, now)
         return
     R.ctls[k, C.CTL_SIGNALS] += 1
-    _stage(E, R, k, flow, C.EV_CUSTOM, 1, now, now, vals, C.N_VALUES, now)
+    _stage(RE, R, k, flow, C.EV_CUSTOM, 1, now, now, vals, C.N_VALUES, now)
 
 
 @hot
-def report_rtt(E, flow, rtt, psn, srtt, now, send_t, qdelay, hops):
+def report_rtt(RE, flow, rtt, psn, srtt, now, send_t, qdelay, hops):
     """An RTT sample: publish the flow's srtt, and report the sample if the
     probe cadence (or the agent's command) says so; a native flow's
     algorithm gets every sample."""
-    R = E.rep
+    R = RE.rep
     R.srtt[flow] = srtt
     k = flow_slot(R, flow)
     if k < 0 or ((R.mask[flow] >> C.EV_RTT) & 1) == 0:
@@ -281,34 +296,34 @@ def report_rtt(E, flow, rtt, psn, srtt, now, send_t, qdelay, hops):
     if due:
         R.probe_n[flow] = 0
         R.probe_t[flow] = now
-        v = report_scratch(E)
+        v = report_scratch(RE)
         v[W.rtt], v[W.send_time], v[W.psn], v[W.qdelay], v[W.hops] = rtt, send_t, psn, qdelay, hops
-        report_values(E, flow, C.EV_RTT, now)
+        report_values(RE, flow, C.EV_RTT, now)
 
 
 @hot
-def report_rtt_ls(E, flow, send_t, rtt, now):
+def report_rtt_ls(RE, flow, send_t, rtt, now):
     """One (send time, RTT) sample into the flow's RTT_LS sums, if bound.  x
     counts from x0, the send time of the first sample of the open window
     (ccevents.LS_SCALE: the products' unit)."""
-    if not report_bound(E, flow, C.EV_RTT_LS):
+    if not report_bound(RE, flow, C.EV_RTT_LS):
         return
-    a = E.rep.acc[flow, C.EV_RTT_LS]
+    a = RE.rep.acc[flow, C.EV_RTT_LS]
     x0 = a[A_V + W.x0] if a[A_COUNT] > 0 else send_t
     x = send_t - x0
-    v = report_scratch(E)
+    v = report_scratch(RE)
     v[W.n], v[W.sx], v[W.sy] = 1, x, rtt
     v[W.sxx], v[W.sxy], v[W.x0] = x * x // ccevents.LS_SCALE, x * rtt // ccevents.LS_SCALE, x0
-    report_values(E, flow, C.EV_RTT_LS, now)
+    report_values(RE, flow, C.EV_RTT_LS, now)
 
 
 _INT_RATES = np.array(S.INT_RATES_BPS, np.int64)
 
 
 @hot
-def report_int(E, flow, buf, o, hop, nhops, psn, now):
+def report_int(RE, flow, buf, o, hop, nhops, psn, now):
     """One INT hop record (8 wire bytes at buf[o]) as an INT event."""
-    v = report_scratch(E)
+    v = report_scratch(RE)
     v[W.hop] = hop
     v[W.qlen] = get_field(buf, o, S.INTHOP_QLEN) * S.INT_QLEN_UNIT
     v[W.psn] = psn
@@ -316,32 +331,32 @@ def report_int(E, flow, buf, o, hop, nhops, psn, now):
     v[W.ts] = get_field(buf, o, S.INTHOP_TS)
     v[W.link_rate] = _INT_RATES[get_field(buf, o, S.INTHOP_RATE_CODE)]
     v[W.nhops] = nhops
-    report_values(E, flow, C.EV_INT, now)
+    report_values(RE, flow, C.EV_INT, now)
 
 
 @nb.njit(cache=True, inline="always")
-def report_scratch(E):
+def report_scratch(RE):
     """The value words of the signal being reported, zeroed, for a signal
     to write by name (``v[W.bytes] = n``) before report_values reads them."""
-    v = E.rep.vals
+    v = RE.rep.vals
     v[:] = 0
     return v
 
 
 @hot
-def report_values(E, flow, ev, now):
+def report_values(RE, flow, ev, now):
     """One signal of event `ev` for `flow` whose N_VALUES values are in the
     scratch record (``report_scratch``).  Cheap when the flow's algorithm
     did not bind the event."""
-    R = E.rep
+    R = RE.rep
     k = flow_slot(R, flow)
     m = R.mask[flow]
     if k < 0 or ((m >> ev) & 1) == 0:
         return
     if R.tm_on[flow] == 0 and (m >> C.EV_TIMER) & 1 and R.timer_ns[flow] > 0:
-        report_timer_start(E, flow, now)
+        report_timer_start(RE, flow, now)
     if R.flags[flow] & C.FL_NATIVE:
-        native_call(E.alg, R, k, flow, ev, now)
+        native_call(RE.alg, R, k, flow, ev, now)
         return
     vals = R.vals
     ctl = R.ctls[k]
@@ -349,11 +364,11 @@ def report_values(E, flow, ev, now):
     cls = C.EVENT_CLASS[ev]
     period = _period(R, ctl, flow, cls)
     if ctl[C.CTL_AGGREGATE] == 0 or cls == C.CLS_RAW or period <= 0:
-        _stage(E, R, k, flow, ev, 1, now, now, vals, C.N_VALUES, now)
+        _stage(RE, R, k, flow, ev, 1, now, now, vals, C.N_VALUES, now)
         return
     a = R.acc[flow, ev]
     if a[A_COUNT] == 0:
-        _window_open(E, R, a, flow, cls, period, now)
+        _window_open(RE, R, a, flow, cls, period, now)
         for i in range(C.N_VALUES):     # (a slice copy needs reference counting)
             a[A_V + i] = vals[i]
     else:
@@ -373,22 +388,22 @@ def _period(R, ctl, flow, cls):
 
 
 @nb.njit(cache=True, inline="always")
-def _window_open(E, R, a, flow, cls, period, now):
+def _window_open(RE, R, a, flow, cls, period, now):
     """The first signal of an aggregate: its window timer runs from now."""
     a[A_FIRST] = now
     t = R.win_timer[flow, cls]
     if t < 0:
-        t = wheel_alloc(E.wheel, OWNER_REPORT, TAG_WINDOW | (np.int64(flow) << 2) | cls)
+        t = wheel_alloc(RE.wheel, OWNER_REPORT, TAG_WINDOW | (np.int64(flow) << 2) | cls)
         R.win_timer[flow, cls] = t
-    if t >= 0 and not wheel_armed(E.wheel, t):
-        wheel_schedule(E.wheel, t, now + period)
+    if t >= 0 and not wheel_armed(RE.wheel, t):
+        wheel_schedule(RE.wheel, t, now + period)
 
 
 @hot
-def report_segments(E, flow, buf, base, length, ptype, now):
+def report_segments(RE, flow, buf, base, length, ptype, now):
     """Cut the configured custom segments out of a feedback packet (PDS header
     at byte `base` of `buf`, `length` bytes long, PDS type `ptype`)."""
-    R = E.rep
+    R = RE.rep
     k = flow_slot(R, flow)
     if k < 0 or ((R.mask[flow] >> C.EV_CUSTOM) & 1) == 0:
         return
@@ -406,13 +421,13 @@ def report_segments(E, flow, buf, base, length, ptype, now):
         if o < 0 or n <= 0 or n > C.CUSTOM_MAX or o + n > length:
             R.ctls[k, C.CTL_SEG_SHORT] += 1
             continue
-        report_custom(E, flow, now, s[C.SEG_ID], buf, o, n)
+        report_custom(RE, flow, now, s[C.SEG_ID], buf, o, n)
 
 
 @hot
-def report_flush(E, flow, cls, now):
+def report_flush(RE, flow, cls, now):
     """Close the (flow, class) window: every open aggregate becomes a message."""
-    R = E.rep
+    R = RE.rep
     k = flow_slot(R, flow)
     if k < 0:
         return
@@ -421,26 +436,26 @@ def report_flush(E, flow, cls, now):
             continue
         a = R.acc[flow, ev]
         if a[A_COUNT] > 0:
-            _stage(E, R, k, flow, ev, a[A_COUNT], a[A_FIRST], a[A_LAST], a[A_V:], C.N_VALUES, now)
+            _stage(RE, R, k, flow, ev, a[A_COUNT], a[A_FIRST], a[A_LAST], a[A_V:], C.N_VALUES, now)
             a[:] = 0
 
 
 @hot
-def report_timer(E, arg, now):
+def report_timer(RE, arg, now):
     """A report timer expired: a window closed, a batch's deadline, or a
     flow's TIMER.  Returns the NIC slot it concerned (-1 if none): the
     flow's for a TIMER tick (a native algorithm may decide there) or a
     window, the batch's for a deadline (the engine polls that NIC next)."""
     x = arg & TAG_ARG
     if arg & TAG_TIMER:
-        slot = flow_slot(E.rep, x)
-        report_tick(E, x, now)
+        slot = flow_slot(RE.rep, x)
+        report_tick(RE, x, now)
         return slot
     if arg & TAG_WINDOW:
-        slot = flow_slot(E.rep, x >> 2)
-        report_flush(E, x >> 2, x & 3, now)
+        slot = flow_slot(RE.rep, x >> 2)
+        report_flush(RE, x >> 2, x & 3, now)
         return slot
-    report_publish(E, x, now)
+    report_publish(RE, x, now)
     return x
 
 
@@ -451,50 +466,50 @@ def _timer_wanted(R, flow):
 
 
 @hot
-def report_timer_start(E, flow, now):
+def report_timer_start(RE, flow, now):
     """Start flow's TIMER (first expiry one period from now) if it binds
     TIMER with a period and its timer is not running; returns 1 if started."""
-    R = E.rep
+    R = RE.rep
     if R.tm_on[flow] != 0 or not _timer_wanted(R, flow):
         return 0
     t = R.tm_timer[flow]
     if t < 0:
-        t = wheel_alloc(E.wheel, OWNER_REPORT, TAG_TIMER | flow)
+        t = wheel_alloc(RE.wheel, OWNER_REPORT, TAG_TIMER | flow)
         if t < 0:
             return 0                        # the wheel is full: tried again at the next signal
         R.tm_timer[flow] = t
     R.tm_on[flow] = 1
-    wheel_schedule(E.wheel, t, now + min(max(R.timer_ns[flow], 1), MAX_TIMER_NS))
+    wheel_schedule(RE.wheel, t, now + min(max(R.timer_ns[flow], 1), MAX_TIMER_NS))
     return 1
 
 
 @hot
-def report_tick(E, flow, now):
+def report_tick(RE, flow, now):
     """Flow's TIMER expired: one EV_TIMER event (ticks, period), and the next
     expiry one period after this one was due; or the timer stops, if the
     flow no longer binds TIMER with a period."""
-    R = E.rep
+    R = RE.rep
     p = R.timer_ns[flow]                    # read once: shared memory may change
     if not _timer_wanted(R, flow) or not 0 < p <= MAX_TIMER_NS:
         R.tm_on[flow] = 0
         return
     t = R.tm_timer[flow]
-    due = E.wheel.due[t] + p
+    due = RE.wheel.due[t] + p
     if due <= now:                          # fell behind (wall clock): from now on
         due = now + p
-    wheel_schedule(E.wheel, t, due)
+    wheel_schedule(RE.wheel, t, due)
     R.tm_ticks[flow] += 1
-    if report_bound(E, flow, C.EV_TIMER):
-        v = report_scratch(E)
+    if report_bound(RE, flow, C.EV_TIMER):
+        v = report_scratch(RE)
         v[W.ticks], v[W.period] = R.tm_ticks[flow], p
-        report_values(E, flow, C.EV_TIMER, now)
+        report_values(RE, flow, C.EV_TIMER, now)
 
 
 @hot
-def report_timer_commands(E, k, now):
+def report_timer_commands(RE, k, now):
     """On a new ring of NIC k's TIMER doorbell, start the TIMER of each flow
     it owns that binds TIMER with a period; returns how many started."""
-    R = E.rep
+    R = RE.rep
     bell = R.ctls[k, C.CTL_TIMER_DOORBELL]
     if bell == R.tm_seen[k]:
         return 0
@@ -502,5 +517,5 @@ def report_timer_commands(E, k, now):
     n = 0
     for f in range(R.owner.shape[0]):
         if R.owner[f] == k:
-            n += report_timer_start(E, f, now)
+            n += report_timer_start(RE, f, now)
     return n

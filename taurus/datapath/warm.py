@@ -19,7 +19,7 @@ from numba import from_dtype, typeof, types
 from .byref import ByRef
 from .devices.dispatch import device_poll, device_timer
 from .engine import Engine
-from .report import report_timer
+from .report import ReportEngine, report_timer
 
 
 def loop_parts(state) -> list:
@@ -34,7 +34,17 @@ def loop_parts(state) -> list:
     arg = from_dtype(state.wheel.arg.dtype)
     return [(device_poll, (E, d, now)),
             (device_timer, (E, owner, t, now)),
-            (report_timer, (E, arg, now))]
+            (report_timer, (report_engine_type(state), arg, now))]
+
+
+def report_engine_type(state):
+    """The type of ``report_engine(E)`` in the loop: E's namedtuple fields
+    come by reference (byref.py), its arrays as they are."""
+    def field(v):
+        t = typeof(v)
+        return ByRef(t) if isinstance(t, types.BaseNamedTuple) else t
+    return types.NamedTuple([field(state.rep), field(state.wheel), field(state.alg),
+                             field(state.ctl)], ReportEngine)
 
 
 class _WarmingEngine(Engine):

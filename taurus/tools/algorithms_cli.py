@@ -40,7 +40,10 @@ def _text(algs) -> str:
                      + (f"; timer: {a['timer']}" if a["timer"] is not None else ""))
         for p in a["params"]:
             unit = f" {p['unit']}" if p["unit"] else ""
-            lines.append(f"  {p['name']} = {p['default']!r}{unit}  {p['meaning']}")
+            if p["derived"]:
+                lines.append(f"  ({p['name']}{unit}: derived, {p['meaning']})")
+            else:
+                lines.append(f"  {p['name']} = {p['default']!r}{unit}  {p['meaning']}")
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from ..lowlevel import (copy_bytes, errno, kick_tx, load_acquire_u32_at, peek_u32, poke_u32,
                         store_release_u32_at)
 from ..mbuf import mbuf_alloc, mbuf_free, mbuf_received
-from ..hot import hot
+from ..hot import hot, hot_stage
 from .common import (RX_BYTES, RX_EMPTY, RX_ERR, RX_NOBUF, RX_PKTS, TX_BUSY, TX_BYTES,
                      TX_ERR, TX_KICKS, TX_PKTS)
 
@@ -64,6 +64,22 @@ HDR3 = 48         # sizeof(struct tpacket3_hdr)
 TX_DATA_OFF = 48  # TPACKET_ALIGN(sizeof(tpacket3_hdr)); no PACKET_TX_HAS_OFF
 
 EAGAIN, EBUSY, ENOBUFS, EINTR = 11, 16, 105, 4
+
+
+@hot_stage
+def _copy_tagged(d, dst, h, src, snap, st):
+    """The frame at src with the 802.1Q tag put back where it was on the
+    wire: the kernel strips it into the TPACKET header's metadata (h)."""
+    tpid = np.int64(0x8100)
+    if (st & TP_STATUS_VLAN_TPID_VALID) != 0:
+        tpid = np.int64(peek_u32(h + 4 * H_TPID) & 0xFFFF)
+    tci = np.int64(peek_u32(h + 4 * H_TCI) & 0xFFFF)
+    copy_bytes(dst, src, 12)
+    d[12] = np.uint8(tpid >> 8)
+    d[13] = np.uint8(tpid & 0xFF)
+    d[14] = np.uint8(tci >> 8)
+    d[15] = np.uint8(tci & 0xFF)
+    copy_bytes(dst + 16, src + 12, snap - 12)
 
 
 @hot
@@ -115,19 +131,7 @@ def pkt_rx_burst(ports, pool, p, now, out, maxn):
                 continue
             dst = pbase + i * pstride
             if tagged:
-                # The kernel stripped the 802.1Q tag into metadata; put it back
-                # so the frame is what was on the wire.
-                d = pool.data[i]
-                tpid = np.int64(0x8100)
-                if (st & TP_STATUS_VLAN_TPID_VALID) != 0:
-                    tpid = np.int64(peek_u32(h + 4 * H_TPID) & 0xFFFF)
-                tci = np.int64(peek_u32(h + 4 * H_TCI) & 0xFFFF)
-                copy_bytes(dst, addr + mac, 12)
-                d[12] = np.uint8(tpid >> 8)
-                d[13] = np.uint8(tpid & 0xFF)
-                d[14] = np.uint8(tci >> 8)
-                d[15] = np.uint8(tci & 0xFF)
-                copy_bytes(dst + 16, addr + mac + 12, snap - 12)
+                _copy_tagged(pool.data[i], dst, h, addr + mac, snap, st)
             else:
                 copy_bytes(dst, addr + mac, snap)
             mbuf_received(pool, i, ln, now, p)

@@ -13,9 +13,9 @@ Per packet, in the order a packet meets them (one ``poll``):
     ack.py       sender feedback: ACK/SACK/NACK, loss inference, credit, RTT samples,
                  CSIG reflections, CNPs
     close.py     PDC close (CLOSE / REQ_CLOSE); closed rows freed for reuse
-    signals.py   signal collection: one call site per transport event, handed to
-                 the report engine (datapath/report.py); sigcall.py keeps those
-                 calls out of line of the non-refcounted hot path
+    signals.py   signal collection: one call site per transport event, counted and,
+                 if the flow's algorithm bound it, handed to the report engine
+                 (datapath/report.py, called out of line)
     sq.py        app submissions (send, read) from the per-NIC submission queue
     gen.py       generated streams (the NIC posts a flow's messages itself) and sinks
     tx.py        scheduler: pacing, window and credit gates, retransmission, RTO;

@@ -30,7 +30,7 @@ from ...wire.desc import (D_DPDCID, D_IP_LEN, D_IP_OFF, D_IP_SRC, D_NACK_CODE, D
                          D_PSN_OFFSET, D_SPDCID)
 from .close import flow_free
 from .gen import gen_completes, gen_refill
-from .sigcall import (signal_ack, signal_bound, signal_cnp, signal_credit, signal_csig,
+from .signals import (signal_ack, signal_bound, signal_cnp, signal_credit, signal_csig,
                       signal_custom, signal_ecn, signal_host, signal_int, signal_nack,
                       signal_ooo, signal_rtt, signal_rtt_packet)
 from .state import (C_RTO_UNSENT, CL_SENT, FL_CLOSING, C_RX_CNP, C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
@@ -317,7 +317,7 @@ def _host_echo(E, N, f, st, now):
     v = st * S.SERVICE_TIME_UNIT_NS
     if v != N.fl[f, FL_HOST_ECHO]:
         N.fl[f, FL_HOST_ECHO] = v
-        signal_host(E, N, f, V.HOST_SRC_PEER_DELAY, v, 0, now)
+        signal_host(E, f, V.HOST_SRC_PEER_DELAY, v, 0, now)
 
 
 @hot_stage

@@ -28,7 +28,7 @@ import numba as nb
 import numpy as np
 
 from ...wheel import wheel_schedule
-from .sigcall import signal_host
+from .signals import signal_host
 from .state import (C_DROP_HOST_BUF, FL_NIC, FL_STATE, FS_ACTIVE, M_NFL, NR_HOG_SHARE,
                     NR_HOG_START, NR_HOG_STOP, NR_HOST_BUF, NR_HOST_BW, NR_HOST_DELAY,
                     NR_HOST_DROPS, NR_HOST_PERIOD, NR_HOST_Q, NR_HOST_T, NR_HOST_TIMER)
@@ -114,7 +114,7 @@ def host_tick(E, n, now):
     left, _ = host_rate(N, n, now)
     for f in range(1, N.meta[M_NFL] + 1):
         if N.fl[f, FL_NIC] == n + 1 and N.fl[f, FL_STATE] == FS_ACTIVE:
-            signal_host(E, N, f, V.HOST_SRC_BUFFER, occ, drops, now)
-            signal_host(E, N, f, V.HOST_SRC_DELAY, delay, left, now)
+            signal_host(E, f, V.HOST_SRC_BUFFER, occ, drops, now)
+            signal_host(E, f, V.HOST_SRC_DELAY, delay, left, now)
     wheel_schedule(E.wheel, N.nr[n, NR_HOST_TIMER] - 1, now + N.nr[n, NR_HOST_PERIOD])
     return 1

@@ -5,7 +5,7 @@ import numba as nb
 from ...hot import hot  # compiled without reference counting (the hot path)
 
 from ...ccguard import cc_watch
-from ...report import report_timer_commands
+from ...report import report_engine, report_timer_commands
 
 from ...lowlevel import prefetch_bytes
 from ...mbuf import mbuf_free
@@ -82,8 +82,8 @@ def nic_poll(E, d, now):
             prefetch_bytes(E.pool.data[nx].ctypes.data + 128, E.pool.length[nx] - 128)
         nic_rx_frame(E, n, i, now)
         mbuf_free(E.pool, i)
-    work = (k + sq_poll(E, n, now) + probe_commands(E, n, now) + report_timer_commands(E, n, now)
-            + tx_schedule(E, n, now))
+    work = (k + sq_poll(E, n, now) + probe_commands(E, n, now)
+            + report_timer_commands(report_engine(E), n, now) + tx_schedule(E, n, now))
     tx_flush(E, n, now)
     return work
 

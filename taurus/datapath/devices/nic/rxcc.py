@@ -25,8 +25,7 @@ What the algorithm grants (``set_credit``: cumulative bytes) becomes r's
 credit, never decreasing; the next ACK_CC carries it.  Each grant that
 raised a credit counts in the NIC's ``rx_grant``.  Without a receiver
 algorithm nothing is raised, no table is kept and rx.rx_grant_credit's
-default policy grants.  The call is out of line and reference-counted, like
-sigcall.py's.
+default policy grants.  The call is out of line and reference-counted.
 """
 from collections import namedtuple
 

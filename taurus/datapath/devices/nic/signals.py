@@ -1,17 +1,26 @@
 """Signal collection: the one call site per transport event (docs/DESIGN.md).
 
-Each signal updates the per-flow counters in ``N.sig`` (tests and
-``flow_stats`` read them) and hands the event to the TAURUS report engine
-(report.py), which aggregates it for the agent if the flow's algorithm bound
-it, with ``now`` as its arrival time, or hands it at once to the flow's
-native algorithm (ccnative.py).
+Each ``signal_*`` is inlined into the NIC's packet code: it counts the
+event in the flow's counters (``N.sig``: tests and ``flow_stats`` read
+them) and, only if the flow's algorithm bound the event (one mask test),
+writes the event's value words by name into the report engine's scratch
+record and hands it to the report engine (datapath/report.py) with ``now``
+as its arrival time.  The report engine aggregates it for the agent or
+calls the flow's native algorithm (ccnative.py); its functions are compiled
+out of line, without reference counting like the packet code
+(datapath/hot.py), so a flow nobody watches costs a few counter adds and a
+test.
+
+Two layers, each with its own state: the NIC's (``E``, ``N``) here, the
+report engine's (``report_engine(E)``: report.ReportEngine) there.
 """
 import numba as nb
 
 from ... import ccshm as C
 from ...ccevents import CSIG_FROM_WIRE, W
-from ...report import (report_bound, report_int, report_rtt, report_rtt_ls, report_scratch,
-                       report_segments, report_values)
+from ...hot import hot
+from ...report import (report_bound, report_engine, report_int, report_rtt, report_rtt_ls,
+                       report_scratch, report_segments, report_values)
 from ...wire.csig import csig_value
 from ...wire.desc import D_PDS_FLAGS
 
@@ -20,6 +29,13 @@ from .state import (SG_ACKED_BYTES, SG_ACKS, SG_CREDIT, SG_CSIG_D, SG_CSIG_LM, S
                         SG_RTT_LAST, SG_RTT_MIN, SG_RTT_N, SG_RTT_SUM, SG_TRIM, SG_TX_BYTES,
                         SG_TX_PKTS, SG_UE, SG_CNP, SG_ECN_BYTES, FL_HOPS, FL_RTT_MIN, FL_SRTT)
 from ...wire import spec as S
+
+
+@nb.njit(cache=True, inline="always")
+def signal_bound(E, f, ev):
+    """Whether flow f's algorithm bound event ev (the NIC does extra work,
+    e.g. INT or per-packet RTT, only for such flows)."""
+    return report_bound(report_engine(E), f, ev)
 
 
 @nb.njit(cache=True, inline="always")
@@ -35,14 +51,14 @@ def signal_ack(E, N, f, acked_bytes, psn, now):
     of this ACK, still in N.desc), so DCTCP-like algorithms get the marked
     fraction from one message per window."""
     count_ack(N, f, acked_bytes)
-    fl = N.desc[D_PDS_FLAGS]
-    marked = acked_bytes if fl & S.F_ACK_M else 0
-    ue = acked_bytes if fl & S.F_ACK_UE else 0
-    if report_bound(E, f, C.EV_ACK):
-        v = report_scratch(E)
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_ACK):
+        fl = N.desc[D_PDS_FLAGS]
+        v = report_scratch(RE)
         v[W.bytes], v[W.packets], v[W.psn] = acked_bytes, 1, psn
-        v[W.ecn_bytes], v[W.ue_bytes] = marked, ue
-        report_values(E, f, C.EV_ACK, now)
+        v[W.ecn_bytes] = acked_bytes if fl & S.F_ACK_M else 0
+        v[W.ue_bytes] = acked_bytes if fl & S.F_ACK_UE else 0
+        report_values(RE, f, C.EV_ACK, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -52,19 +68,21 @@ def signal_ecn(E, N, f, ce_bytes, ce, ue_bytes, ue, now):
     N.sig[f, SG_ECN] += ce
     N.sig[f, SG_ECN_BYTES] += ce_bytes
     N.sig[f, SG_UE] += ue
-    if report_bound(E, f, C.EV_ECN):
-        v = report_scratch(E)
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_ECN):
+        v = report_scratch(RE)
         v[W.ce_bytes], v[W.ce_packets], v[W.ue_bytes], v[W.ue_packets] = ce_bytes, ce, ue_bytes, ue
-        report_values(E, f, C.EV_ECN, now)
+        report_values(RE, f, C.EV_ECN, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_ooo(E, N, f, count, now):
     """The receiver saw `count` more out-of-order packets (ACK ooo_count)."""
     N.sig[f, SG_OOO] += count
-    if report_bound(E, f, C.EV_OOO):
-        report_scratch(E)[W.ooo] = count
-        report_values(E, f, C.EV_OOO, now)
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_OOO):
+        report_scratch(RE)[W.ooo] = count
+        report_values(RE, f, C.EV_OOO, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -74,19 +92,21 @@ def signal_nack(E, N, f, psn, code, now):
     last = 1 if code == S.NACK_TRIMMED_LASTHOP else 0
     trimmed = 1 if code == S.NACK_TRIMMED or last else 0
     N.sig[f, SG_TRIM] += trimmed
-    if report_bound(E, f, C.EV_NACK):
-        v = report_scratch(E)
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_NACK):
+        v = report_scratch(RE)
         v[W.nacks], v[W.trimmed], v[W.psn], v[W.last_hop] = 1, trimmed, psn, last
-        report_values(E, f, C.EV_NACK, now)
+        report_values(RE, f, C.EV_NACK, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_rto(E, N, f, psn, now):
     N.sig[f, SG_RTO] += 1
-    if report_bound(E, f, C.EV_RTO):
-        v = report_scratch(E)
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_RTO):
+        v = report_scratch(RE)
         v[W.timeouts], v[W.psn] = 1, psn
-        report_values(E, f, C.EV_RTO, now)
+        report_values(RE, f, C.EV_RTO, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -109,39 +129,58 @@ def _qdelay(N, f, rtt):
 
 
 @nb.njit(cache=True, inline="always")
-def signal_rtt(E, N, f, rtt, psn, now):
+def signal_rtt(E, N, f, rtt, psn, now, report):
     """One RTT sample (ns) from an echoed per-packet timestamp (the flow's
-    srtt is already updated); reported at the agent's probe cadence."""
-    report_rtt(E, f, rtt, psn, N.fl[f, FL_SRTT], now, now - rtt, _qdelay(N, f, rtt),
-               N.fl[f, FL_HOPS] - 1)
+    srtt is already updated), reported at the agent's probe cadence;
+    ``report`` False: this ACK's per-packet samples went to the algorithm
+    instead (the sample still counts, and the srtt is published for every
+    flow)."""
     count_rtt(N, f, rtt)
+    RE = report_engine(E)
+    if report and report_bound(RE, f, C.EV_RTT):
+        report_rtt(RE, f, rtt, psn, N.fl[f, FL_SRTT], now, now - rtt, _qdelay(N, f, rtt),
+                   N.fl[f, FL_HOPS] - 1)
+    else:
+        RE.rep.srtt[f] = N.fl[f, FL_SRTT]
 
 
 @nb.njit(cache=True, inline="always")
 def signal_rtt_packet(E, N, f, rtt, send_t, psn, now):
     """The RTT of one newly acknowledged packet (never retransmitted), from
     its own send time: an RTT event (at the probe cadence, as above) and a
-    least-squares sample (RTT_LS), each if bound."""
+    least-squares sample (RTT_LS), each if bound.  Call only for flows that
+    bind RTT or RTT_LS."""
     q = _qdelay(N, f, rtt)
-    report_rtt(E, f, rtt, psn, N.fl[f, FL_SRTT], now, send_t, q, N.fl[f, FL_HOPS] - 1)
-    report_rtt_ls(E, f, send_t, rtt, now)
+    RE = report_engine(E)
+    report_rtt(RE, f, rtt, psn, N.fl[f, FL_SRTT], now, send_t, q, N.fl[f, FL_HOPS] - 1)
+    report_rtt_ls(RE, f, send_t, rtt, now)
 
 
 @nb.njit(cache=True, inline="always")
-def signal_int(E, f, buf, base, nh, psn, now):
-    """INT: one event per hop record of buf[base:base + 8 nh] (wire/spec.py
-    INT_HOP), first switch first, values in bytes, ns and bit/s."""
+def signal_int(E, f, i, base, nh, psn, now):
+    """INT: the nh hop records reflected in frame i from byte ``base`` on,
+    one event each (call only for flows that bind INT)."""
+    _int_hops(report_engine(E), f, E.pool.data, i, base, nh, psn, now)
+
+
+@hot
+def _int_hops(RE, f, data, i, base, nh, psn, now):
+    """The hop records of data[i] (wire/spec.py INT_HOP), first switch
+    first, values in bytes, ns and bit/s.  Takes the pool and an index, so
+    no array view crosses an out-of-line call."""
+    buf = data[i]
     for k in range(nh):
-        report_int(E, f, buf, base + k * S.INTHOP_SIZE, k, nh, psn, now)
+        report_int(RE, f, buf, base + k * S.INTHOP_SIZE, k, nh, psn, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_credit(E, N, f, credit_bytes, now):
     """New cumulative credit from the receiver (ACK_CC CREDIT)."""
     N.sig[f, SG_CREDIT] = credit_bytes
-    if report_bound(E, f, C.EV_CREDIT):
-        report_scratch(E)[W.credit] = credit_bytes
-        report_values(E, f, C.EV_CREDIT, now)
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_CREDIT):
+        report_scratch(RE)[W.credit] = credit_bytes
+        report_values(RE, f, C.EV_CREDIT, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -154,12 +193,13 @@ def signal_csig(E, N, f, t, s, lm, d, fmt, now):
     N.sig[f, SG_CSIG_S] = s
     N.sig[f, SG_CSIG_LM] = lm
     N.sig[f, SG_CSIG_D] = d
+    RE = report_engine(E)
     if (t <= S.CSIG_T_QDEPTH and (fmt == S.CSIG_COMPACT or fmt == S.CSIG_WIDE)
-            and report_bound(E, f, C.EV_CSIG)):
-        v = report_scratch(E)
+            and report_bound(RE, f, C.EV_CSIG)):
+        v = report_scratch(RE)
         v[W.csig_type], v[W.value] = CSIG_FROM_WIRE[t], csig_value(t, fmt, s)
         v[W.locator], v[W.fmt] = lm, fmt
-        report_values(E, f, C.EV_CSIG, now)
+        report_values(RE, f, C.EV_CSIG, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -167,41 +207,48 @@ def signal_cnp(E, N, f, ce, ue, psn, now):
     """A CNP from the flow's receiver (its notification point): ce / ue are
     1 when it notifies CE / UE marks; psn the PSN that triggered it."""
     N.sig[f, SG_CNP] += 1
-    if report_bound(E, f, C.EV_CNP):
-        v = report_scratch(E)
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_CNP):
+        v = report_scratch(RE)
         v[W.ce], v[W.ue], v[W.psn] = ce, ue, psn
-        report_values(E, f, C.EV_CNP, now)
-
-
-@nb.njit(cache=True, inline="always")
-def count_tx(N, f, nbytes, retx):
-    N.sig[f, SG_TX_PKTS] += 1
-    N.sig[f, SG_TX_BYTES] += nbytes
-    if retx:
-        N.sig[f, SG_RETX] += 1
+        report_values(RE, f, C.EV_CNP, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_tx(E, N, f, nbytes, retx, inflight, now):
     """A data packet left (TX counters)."""
-    count_tx(N, f, nbytes, retx)
-    if report_bound(E, f, C.EV_TX):
-        v = report_scratch(E)
+    N.sig[f, SG_TX_PKTS] += 1
+    N.sig[f, SG_TX_BYTES] += nbytes
+    if retx:
+        N.sig[f, SG_RETX] += 1
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_TX):
+        v = report_scratch(RE)
         v[W.bytes], v[W.packets], v[W.inflight] = nbytes, 1, inflight
-        report_values(E, f, C.EV_TX, now)
+        report_values(RE, f, C.EV_TX, now)
 
 
 @nb.njit(cache=True, inline="always")
 def signal_host(E, f, source, value, aux, now):
     """A host signal for flow f (host.py: the NIC's host model, or the
     receiving host's delay echoed in an ACK): source id, value, aux."""
-    if report_bound(E, f, C.EV_HOST):
-        v = report_scratch(E)
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_HOST):
+        v = report_scratch(RE)
         v[W.source], v[W.value], v[W.aux] = source, value, aux
-        report_values(E, f, C.EV_HOST, now)
+        report_values(RE, f, C.EV_HOST, now)
 
 
 @nb.njit(cache=True, inline="always")
-def signal_custom(E, f, buf, pds_off, length, ptype, now):
-    """A feedback packet for flow f: the custom segments the agent asked for."""
-    report_segments(E, f, buf, pds_off, length, ptype, now)
+def signal_custom(E, f, i, pds_off, length, ptype, now):
+    """A feedback packet (frame i) for flow f: the custom segments the agent
+    asked for, if its algorithm binds CUSTOM."""
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_CUSTOM):
+        _custom_segments(RE, f, E.pool.data, i, pds_off, length, ptype, now)
+
+
+@hot
+def _custom_segments(RE, f, data, i, pds_off, length, ptype, now):
+    """report_segments on data[i] (a pool index, like _int_hops)."""
+    report_segments(RE, f, data[i], pds_off, length, ptype, now)

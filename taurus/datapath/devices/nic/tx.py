@@ -36,7 +36,7 @@ from ...ccevents import EV_CNP, MASK_CSIG_SHIFT
 from ...wire.csig import csig_start
 from .frame import ECN_ECT0, PDS_OFF, frame_csig, frame_l2l4, frame_l2l4_at, frame_new, tx_emit
 from .close import flow_free, send_close
-from .sigcall import signal_bound, signal_rto, signal_tx
+from .signals import signal_bound, signal_rto, signal_tx
 from .state import (MAX_BACKOFF, C_CLOSE_FAIL, CL_SENT, CL_WANTED, FL_CLOSING, C_RTO_FAIL, C_RTO_FIRE, C_RTO_HELD, C_TX_DATA, C_TX_PROBE, C_TX_RETX, CX_CREDIT, CX_CWND,
                         CX_RATE, FL_BACKOFF, FL_INFL, FL_MAX_INFL, FL_MQ_TAIL, FL_MQ_TX,
                         FL_MSG_OFF, FL_NEXT_T, FL_NIC, FL_NLOST, FL_NXT, FL_PEER_IP,
