@@ -9,7 +9,7 @@ from taurus.cc_algorithms.algorithm import (D_CWND, D_RATE, FlowContext, class_p
 from taurus.cc_algorithms.dctcp import Dctcp, DctcpParams
 from taurus.cc_algorithms.params import ConfigError, build
 from taurus.cc_algorithms.runtime import Runtime
-from taurus.datapath.ccshm import (CLS_ACCUMULABLE, CLS_COALESCENT, EV_ACK, EV_ECN, EV_RTO,
+from taurus.datapath.ccshm import (CLS_ACCUMULABLE, CLS_COALESCENT, EV_ACK, EV_ECN, EV_RTO, EVENT,
                                    EV_RTT, RTT_UNIT)
 from taurus.testing.fake_datapath import record
 
@@ -180,3 +180,15 @@ def test_the_window_never_exceeds_max_cwnd(jit):
 def test_bad_params_name_the_parameter(bad, key):
     with pytest.raises(ConfigError, match=key):
         build(DctcpParams, bad, "[agent.params]")
+
+
+def test_a_record_with_an_unknown_event_id_is_a_counted_fault(jit):
+    """A corrupt record's event id reaches no handler: the drain counts it as
+    that record's fault, and the next record is handled as usual."""
+    f = Flow(jit)
+    bad = record(0, EV_ACK, 0, (MSS, 1, 0, 0))
+    bad[EVENT] = 99
+    rec = np.array([bad, record(0, EV_RTO, 0, (1, 0))], np.int64)
+    faults = np.zeros(2, np.int64)
+    assert f.rt.drain(f.S, f.P, f.D, rec, np.arange(2), faults) == 1
+    assert faults[0] == 0 and f.cwnd == MSS                # the RTO still collapsed the window
