@@ -23,8 +23,12 @@ VAG_N, VAG_DUE, VAG_STEP, VAG_AT: the agents the loop steps itself
 (vagents.py): how many are registered (0: none, Python steps them), when
 they are next due (0: not due), the grid step (ns), the agent a run ended
 at (R_AGENT).
+SEP_NS, SEP_PER_MSG_PS: the NIC-host separation model (virtual clock;
+vagents.py): agents are due SEP_NS ns + n SEP_PER_MSG_PS ps after a publish
+of n records rather than at the next grid point (SEP_NS 0: the grid).
 """
 (STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD, WAKE_PUBLISH, IDLE_NS,
  RUN_NS, POLL_ALL, POLLS) = range(14)
 VAG_N, VAG_DUE, VAG_STEP, VAG_AT = 16, 17, 18, 19
+SEP_NS, SEP_PER_MSG_PS = 20, 21
 N_CTL = 32

@@ -37,8 +37,8 @@ from .devices.nic.state import DR_SLOT
 from .devices.switch import setup as switch_setup
 from .devices.switch.poll import make_switch_state
 from .ctlblock import (IDLE_ITERS, IDLE_NS, ITERS, N_CTL, NDEVS, NOW, NPORTS, POLL_ALL, POLLS,
-                       REASON, RUN_NS, STATE, STOP, VAG_AT, VAG_DUE, VAG_N, VAG_STEP,
-                       WAKE_PUBLISH, YIELD)
+                       REASON, RUN_NS, SEP_NS, SEP_PER_MSG_PS, STATE, STOP, VAG_AT, VAG_DUE,
+                       VAG_N, VAG_STEP, WAKE_PUBLISH, YIELD)
 from .devices.table import KIND_NAMES as DEV_KIND_NAMES, L2FWD, NIC, PKTGEN, SWITCH, make_devices
 from .mbuf import make_pool, mbuf_in_use
 from .ports import memlink
@@ -866,6 +866,23 @@ class Engine:
         self.ctl[VAG_STEP] = grid_ns
         self.ctl[VAG_DUE] = 0
         self.ctl[VAG_N] = len(steps)
+
+    def separate_agents(self, latency_ns: int, per_message_ps: int = 0) -> None:
+        """The NIC-host separation model (virtual clock; vagents.py): after a
+        publish of n records the agents are due latency_ns + n per_message_ps
+        / 1000 ns later, not at the next grid point; latency_ns 0: the grid."""
+        if latency_ns < 0 or per_message_ps < 0 or (per_message_ps and not latency_ns):
+            raise ValueError(f"separation of {latency_ns} ns + {per_message_ps} ps a message: "
+                             f"both >= 0, and a per-message cost needs a latency")
+        if latency_ns and not clock_is_virtual(self.clk):
+            raise ValueError("the separation model is for the virtual clock (on the wall "
+                             "clock the separation is real)")
+        self.ctl[SEP_NS] = int(latency_ns)
+        self.ctl[SEP_PER_MSG_PS] = int(per_message_ps)
+
+    def agents_due_at(self) -> int:
+        """When the agents are next due (engine ns; 0: not due)."""
+        return int(self.ctl[VAG_DUE])
 
     def agents_due(self, t_ns: int) -> None:
         """When the in-loop agents step next (0: at the grid point after the

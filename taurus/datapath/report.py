@@ -164,7 +164,7 @@ def report_publish(RE, k, now):
         if RE.ctl[WAKE_PUBLISH] != 0:
             RE.ctl[WAKE_PUBLISH] = 0
             RE.ctl[YIELD] = 1
-        vagents_published(RE.ctl, now)
+        vagents_published(RE.ctl, now, n)
 
 
 @hot

@@ -12,6 +12,15 @@ ctl words below.  A step returns 0 (done), 1 (its drain was capped: every
 agent steps again one grid step later) or 2 (Python must finish it: the
 loop ends its run with R_AGENT and VAG_AT names the agent; the runner
 finishes it and steps the agents after it at the same time).
+
+The separation model (``Engine.separate_agents``): a publish of n records
+makes the agents due exactly SEP_NS ns + n SEP_PER_MSG_PS ps later -- the
+records' way to the host, the decision's way back and the bus time of the
+records -- instead of at the next grid point, whether the loop steps them
+or Python does (it reads VAG_DUE when the publish wakes it).  A decision
+then lands that long after the report that caused it.  Records published
+while the agents wait are taken at the same step, up to SEP_NS early: a
+step serves every record on the ring, as a polling agent's does.
 """
 import numba as nb
 import numpy as np
@@ -19,7 +28,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from .ccnative import _codegen
-from .ctlblock import VAG_AT, VAG_DUE, VAG_N, VAG_STEP
+from .ctlblock import SEP_NS, SEP_PER_MSG_PS, VAG_AT, VAG_DUE, VAG_N, VAG_STEP
 from .hot import hot
 
 MAX_AGENTS = 256
@@ -39,14 +48,19 @@ def make_vagents():
 
 
 @hot
-def vagents_published(ctl, now):
-    """A report was published at `now`: the agents are due at the next grid
-    point (unless due earlier)."""
-    if ctl[VAG_N] > 0:
+def vagents_published(ctl, now, n):
+    """n records were published at `now`: the agents are due at the next
+    grid point, or with the separation model SEP_NS ns + n SEP_PER_MSG_PS
+    ps later (unless due earlier)."""
+    if ctl[SEP_NS] > 0:
+        g = now + ctl[SEP_NS] + n * ctl[SEP_PER_MSG_PS] // 1000
+    elif ctl[VAG_N] > 0:
         step = ctl[VAG_STEP]
         g = (now // step + 1) * step
-        if ctl[VAG_DUE] == 0 or g < ctl[VAG_DUE]:
-            ctl[VAG_DUE] = g
+    else:
+        return
+    if ctl[VAG_DUE] == 0 or g < ctl[VAG_DUE]:
+        ctl[VAG_DUE] = g
 
 
 @nb.njit(cache=True)
