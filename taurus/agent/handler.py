@@ -11,7 +11,8 @@ per-flow overrides, compiled or plain Python -- runs through one path,
   forget_reused): the per-flow override if configured, else the default
   algorithm.  Its state row is zeroed, its
   ``D`` row holds the rate and cwnd in the context table (so an algorithm
-  can go on from them after an agent restart), its parameter row is the
+  can go on from them after an agent restart), else the flow's configured
+  initial window and rate (``configured``), its parameter row is the
   class's Params plus mss, line rate and the cwnd bound; then ``init`` runs,
   and what it decides is written like any decision.  Then the flow's
   aggregation periods (period_ns), TIMER period (timer_ns) and event_mask,
@@ -142,9 +143,17 @@ class AlgorithmHandler:
         self.hostbuf = np.empty(n, np.int64)       # flows with host actions to take
         self.host_flows = []                       # flows whose algorithm binds HOST
         self.faults = {}            # (algorithm, what) -> count
+        self.first_fault = None     # (class, detail, exception or None): the first handler fault
         self.c = dict(flows=0, calls=0, unbound=0, no_algorithm=0, host=0, reused=0)
         self._host_last = {}        # host action -> the value last applied
         self.busy = None            # the compiled busy loop (busyloop.py), once warmed
+        self.held = np.zeros((n, 2))   # per flow: its configured initial (cwnd, rate), for init
+
+    def configured(self, f: int, cwnd: float, rate: float) -> None:
+        """Flow ``f`` starts with this window (bytes) and rate (bit/s), 0: none;
+        ``init`` finds them in ``d`` while no decision is in force.  Whoever
+        adds the flow knows them (the engine's context row is not shared)."""
+        self.held[f] = cwnd, rate
 
     def start(self) -> None:
         self.cc.ctl[CTL_DEFAULT_MASK] = self.default.mask
@@ -161,14 +170,21 @@ class AlgorithmHandler:
         self._apply(none, 0)
         discard(self.Dn, self.dfaults, 0)
         empty = np.zeros((0, REC_WIDTH), np.int64)
+        confs = {}
+        for c in [self.default, *self.per_flow.values()]:
+            confs.setdefault(c.alg.index, c)
         for a in self.algs:
             a.rt.drain(a.Sx, a.Px, self.Dx, empty, none, self.dfaults)   # compile errors: raised
+            # init runs on scratch rows holding a real flow's parameters (an
+            # init that divides by p.mss must not fault on a zeroed row)
+            P = a.Px[:1].copy()
+            P[0] = confs[a.index].prow
             try:
-                a.rt.setup(a.Sx.copy(), a.Px, self.Dx.copy(), 0)
+                a.rt.setup(a.Sx[:1].copy(), P, self.Dx[:1].copy(), 0)
             except nb.core.errors.NumbaError:
                 raise
             except Exception:
-                pass              # init on an empty parameter row: only its compilation counts
+                pass              # only its compilation counts here; a real flow's fault is counted
         st = np.zeros_like(m.st)
         st[S_TAIL_AFTER] = -1
         _poll(m._prod.copy(), m._cons.copy(), m._rec, m.ctl.copy(), m.bpa, st, m.n.copy(),
@@ -194,7 +210,9 @@ class AlgorithmHandler:
             e, exc = err
             detail = f"on_{EVENT_NAMES[e].lower()}: {exc!r}"
         else:
-            detail = "compiled: set [agent] jit = false to see the exception"
+            detail = "compiled: set cc.jit = false ([agent] jit = false) to see the exception"
+        if self.first_fault is None:
+            self.first_fault = (a.cls, detail, err[1] if err is not None else None)
         self.fault(a.name, "handler raised", detail, nf)
 
     def drain_raised(self, a: AlgClass, flows, exc: BaseException) -> None:
@@ -236,12 +254,16 @@ class AlgorithmHandler:
         a.S[f] = np.zeros((), a.S.dtype)
         a.P[f] = conf.prow
         D[f] = np.zeros((), D.dtype)
-        D["cwnd"][f], D["rate"][f] = cc.cwnd[f], cc.rate[f]   # in force (an agent restart)
+        # in force: the last decision (an agent restart), else the flow's configured start
+        D["cwnd"][f] = cc.cwnd[f] or self.held[f, 0]
+        D["rate"][f] = cc.rate[f] or self.held[f, 1]
         try:
             a.rt.setup(a.Sx, a.Px, self.Dx, f)
         except Exception as e:
             D["set"][f] = 0
             self.fault(a.name, "setup failed", repr(e))
+            if self.first_fault is None:
+                self.first_fault = (a.cls, f"init: {e!r}", e)
             return False
         self.falg[f], self.fmask[f] = a.index, conf.mask
         for c, v in enumerate(DEFAULT_PERIOD_NS):   # every class: a reused row keeps none of

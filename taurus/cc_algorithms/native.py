@@ -13,7 +13,8 @@ max_cwnd: FlowContext, by default from f's NIC) and decision bounds, sets
 the flow native (nic/setup.py set_flow_mode: the algorithm id, the event
 mask from the algorithm's bindings with these parameters, the TIMER
 period), runs the algorithm's ``init`` on the flow's zeroed state with the
-decision in force (the context columns), and applies what init decided
+decision in force (the context columns; before any, the flow's configured window
+and rate), and applies what init decided
 through the engine's own bounds (ccnative.native_apply).  Each flow has its
 own parameters; algorithms of any number share the engine.
 
@@ -31,7 +32,7 @@ from taurus.datapath import ccnative as CN
 from taurus.datapath.ccevents import EV_TIMER
 from taurus.datapath.devices.nic.setup import (flow_nic, nic_init_credit, nic_rx_idle, nic_rx_tick,
                                                set_flow_mode)
-from taurus.datapath.devices.nic.state import DR_SLOT, NR_LINE, NR_MSS
+from taurus.datapath.devices.nic.state import CX_CWND, CX_RATE, DR_SLOT, NR_LINE, NR_MSS
 
 from .algorithm import (DECISION_DTYPE, FlowContext, check_class, event_mask, param_row)
 from .params import ConfigError, Params, build
@@ -187,7 +188,10 @@ class NativeTable:
         cc, A = eng.cc, self.native
         D = self._D
         D[:] = 0
-        D[0]["rate"], D[0]["cwnd"], D[0]["credit"] = cc.rate[flow], cc.cwnd[flow], cc.credit[flow]
+        ctx = eng.E.nic.ctx       # the flow's configured start, while no decision is in force
+        D[0]["rate"] = cc.rate[flow] or ctx[flow, CX_RATE]
+        D[0]["cwnd"] = cc.cwnd[flow] or ctx[flow, CX_CWND]
+        D[0]["credit"] = cc.credit[flow]
         S, P = self.state(alg), self.params(alg)
         rt = self.algs[alg].rt
         rt.setup(S[flow:flow + 1], P[flow:flow + 1], D, 0)
@@ -204,13 +208,16 @@ class NativeTable:
             raise ValueError("this engine was not built with this table "
                              "(Engine(native=table.native))")
         for i, a in enumerate(self.algs):
+            # init runs on a scratch row of default parameters, never a zeroed one
+            # (an init that divides by p.mss must not fault here)
+            P = self.params(i)[:1].copy()
+            P[0] = param_row(a.cls, a.cls.Params(), FlowContext())[0]
             try:
-                a.rt.setup(self.state(i)[:1].copy(), self.params(i)[:1].copy(),
-                           self._D.copy(), 0)
+                a.rt.setup(self.state(i)[:1].copy(), P, self._D.copy(), 0)
             except nb.core.errors.NumbaError:
                 raise
             except Exception:
-                pass             # init on an empty parameter row: only its compilation counts
+                pass             # only its compilation counts here
         A = self._native
         dec = A.dec.copy()
         A.dec[:] = 0             # no decision (set bits 0): nothing is applied
