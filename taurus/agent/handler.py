@@ -11,8 +11,7 @@ per-flow overrides, compiled or plain Python -- runs through one path,
   forget_reused): the per-flow override if configured, else the default
   algorithm.  Its state row is zeroed, its
   ``D`` row holds the rate and cwnd in the context table (so an algorithm
-  can go on from them after an agent restart), else the flow's configured
-  initial window and rate (``configured``), its parameter row is the
+  can go on from them after an agent restart), its parameter row is the
   class's Params plus mss, line rate and the cwnd bound; then ``init`` runs,
   and what it decides is written like any decision.  Then the flow's
   aggregation periods (period_ns), TIMER period (timer_ns) and event_mask,
@@ -147,13 +146,6 @@ class AlgorithmHandler:
         self.c = dict(flows=0, calls=0, unbound=0, no_algorithm=0, host=0, reused=0)
         self._host_last = {}        # host action -> the value last applied
         self.busy = None            # the compiled busy loop (busyloop.py), once warmed
-        self.held = np.zeros((n, 2))   # per flow: its configured initial (cwnd, rate), for init
-
-    def configured(self, f: int, cwnd: float, rate: float) -> None:
-        """Flow ``f`` starts with this window (bytes) and rate (bit/s), 0: none;
-        ``init`` finds them in ``d`` while no decision is in force.  Whoever
-        adds the flow knows them (the engine's context row is not shared)."""
-        self.held[f] = cwnd, rate
 
     def start(self) -> None:
         self.cc.ctl[CTL_DEFAULT_MASK] = self.default.mask
@@ -254,9 +246,7 @@ class AlgorithmHandler:
         a.S[f] = np.zeros((), a.S.dtype)
         a.P[f] = conf.prow
         D[f] = np.zeros((), D.dtype)
-        # in force: the last decision (an agent restart), else the flow's configured start
-        D["cwnd"][f] = cc.cwnd[f] or self.held[f, 0]
-        D["rate"][f] = cc.rate[f] or self.held[f, 1]
+        D["cwnd"][f], D["rate"][f] = cc.cwnd[f], cc.rate[f]   # in force (an agent restart)
         try:
             a.rt.setup(a.Sx, a.Px, self.Dx, f)
         except Exception as e:

@@ -13,8 +13,7 @@ max_cwnd: FlowContext, by default from f's NIC) and decision bounds, sets
 the flow native (nic/setup.py set_flow_mode: the algorithm id, the event
 mask from the algorithm's bindings with these parameters, the TIMER
 period), runs the algorithm's ``init`` on the flow's zeroed state with the
-decision in force (the context columns; before any, the flow's configured window
-and rate), and applies what init decided
+decision in force (the context columns), and applies what init decided
 through the engine's own bounds (ccnative.native_apply).  Each flow has its
 own parameters; algorithms of any number share the engine.
 
@@ -32,7 +31,7 @@ from taurus.datapath import ccnative as CN
 from taurus.datapath.ccevents import EV_TIMER
 from taurus.datapath.devices.nic.setup import (flow_nic, nic_init_credit, nic_rx_idle, nic_rx_tick,
                                                set_flow_mode)
-from taurus.datapath.devices.nic.state import CX_CWND, CX_RATE, DR_SLOT, NR_LINE, NR_MSS
+from taurus.datapath.devices.nic.state import DR_SLOT, NR_LINE, NR_MSS
 
 from .algorithm import (DECISION_DTYPE, FlowContext, check_class, event_mask, param_row)
 from .params import ConfigError, Params, build
@@ -188,10 +187,7 @@ class NativeTable:
         cc, A = eng.cc, self.native
         D = self._D
         D[:] = 0
-        ctx = eng.E.nic.ctx       # the flow's configured start, while no decision is in force
-        D[0]["rate"] = cc.rate[flow] or ctx[flow, CX_RATE]
-        D[0]["cwnd"] = cc.cwnd[flow] or ctx[flow, CX_CWND]
-        D[0]["credit"] = cc.credit[flow]
+        D[0]["rate"], D[0]["cwnd"], D[0]["credit"] = cc.rate[flow], cc.cwnd[flow], cc.credit[flow]
         S, P = self.state(alg), self.params(alg)
         rt = self.algs[alg].rt
         rt.setup(S[flow:flow + 1], P[flow:flow + 1], D, 0)

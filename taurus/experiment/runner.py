@@ -241,8 +241,6 @@ class Runner:
                                               line_rate=link_rate(x, f.src)))
             else:
                 NS.set_flow_mode(eng, fid, cc.mode)
-                if f.src in self.agents:      # init finds the flow's configured start in d
-                    self.agents[f.src].handler.configured(fid, cc.cwnd, cc.rate)
             self.fid[k] = fid
         self.flow_of = {int(fid): k for k, fid in enumerate(self.fid)}
         self.port_list = sorted(self.sw_ports.items(), key=lambda kv: kv[1])
