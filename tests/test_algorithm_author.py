@@ -244,3 +244,9 @@ def test_report_shows_algorithm_mode_jit_and_faults(tmp_path):
     assert "ecn-aimd agent jit=false" in row and "ecn-aimd native" in row
     assert [ln for ln in t.splitlines() if ln.startswith("handler faults")][0].split()[-1] == "3"
     assert "handler faults: 3 (h1 3)" in report.fault_line(runs["a"])
+
+
+def test_doc_shows_dctcp_py_as_it_is():
+    src = open(os.path.join(ROOT, "taurus", "cc_algorithms", "dctcp.py")).read()
+    body = src[src.index('"""', 3) + 3:].lstrip("\n")          # after the module docstring
+    assert doc_file("taurus/cc_algorithms/dctcp.py") == body
