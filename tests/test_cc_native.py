@@ -341,7 +341,7 @@ def test_cc_params_reach_the_native_algorithm(tmp_path):
 
 
 @pytest.mark.parametrize("sets, key", [
-    (["cc.params.bogus=1"], "cc.params"),
+    (["cc.params.bogus=1"], "cc.params.bogus"),
     (["cc.params.g=2.0"], "cc.params.g"),
     (["cc.algorithm=nosuch"], "cc.algorithm"),
     (["cc.hosts.h2.params.g=0"], "cc.hosts.h2.params.g"),

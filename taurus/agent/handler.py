@@ -142,6 +142,7 @@ class AlgorithmHandler:
         self.hostbuf = np.empty(n, np.int64)       # flows with host actions to take
         self.host_flows = []                       # flows whose algorithm binds HOST
         self.faults = {}            # (algorithm, what) -> count
+        self.first_fault = None     # (class, detail, exception or None): the first handler fault
         self.c = dict(flows=0, calls=0, unbound=0, no_algorithm=0, host=0, reused=0)
         self._host_last = {}        # host action -> the value last applied
         self.busy = None            # the compiled busy loop (busyloop.py), once warmed
@@ -161,14 +162,21 @@ class AlgorithmHandler:
         self._apply(none, 0)
         discard(self.Dn, self.dfaults, 0)
         empty = np.zeros((0, REC_WIDTH), np.int64)
+        confs = {}
+        for c in [self.default, *self.per_flow.values()]:
+            confs.setdefault(c.alg.index, c)
         for a in self.algs:
             a.rt.drain(a.Sx, a.Px, self.Dx, empty, none, self.dfaults)   # compile errors: raised
+            # init runs on scratch rows holding a real flow's parameters (an
+            # init that divides by p.mss must not fault on a zeroed row)
+            P = a.Px[:1].copy()
+            P[0] = confs[a.index].prow
             try:
-                a.rt.setup(a.Sx.copy(), a.Px, self.Dx.copy(), 0)
+                a.rt.setup(a.Sx[:1].copy(), P, self.Dx[:1].copy(), 0)
             except nb.core.errors.NumbaError:
                 raise
             except Exception:
-                pass              # init on an empty parameter row: only its compilation counts
+                pass              # only its compilation counts here; a real flow's fault is counted
         st = np.zeros_like(m.st)
         st[S_TAIL_AFTER] = -1
         _poll(m._prod.copy(), m._cons.copy(), m._rec, m.ctl.copy(), m.bpa, st, m.n.copy(),
@@ -194,7 +202,9 @@ class AlgorithmHandler:
             e, exc = err
             detail = f"on_{EVENT_NAMES[e].lower()}: {exc!r}"
         else:
-            detail = "compiled: set [agent] jit = false to see the exception"
+            detail = "compiled: set cc.jit = false ([agent] jit = false) to see the exception"
+        if self.first_fault is None:
+            self.first_fault = (a.cls, detail, err[1] if err is not None else None)
         self.fault(a.name, "handler raised", detail, nf)
 
     def drain_raised(self, a: AlgClass, flows, exc: BaseException) -> None:
@@ -242,6 +252,8 @@ class AlgorithmHandler:
         except Exception as e:
             D["set"][f] = 0
             self.fault(a.name, "setup failed", repr(e))
+            if self.first_fault is None:
+                self.first_fault = (a.cls, f"init: {e!r}", e)
             return False
         self.falg[f], self.fmask[f] = a.index, conf.mask
         for c, v in enumerate(DEFAULT_PERIOD_NS):   # every class: a reused row keeps none of

@@ -204,13 +204,16 @@ class NativeTable:
             raise ValueError("this engine was not built with this table "
                              "(Engine(native=table.native))")
         for i, a in enumerate(self.algs):
+            # init runs on a scratch row of default parameters, never a zeroed one
+            # (an init that divides by p.mss must not fault here)
+            P = self.params(i)[:1].copy()
+            P[0] = param_row(a.cls, a.cls.Params(), FlowContext())[0]
             try:
-                a.rt.setup(self.state(i)[:1].copy(), self.params(i)[:1].copy(),
-                           self._D.copy(), 0)
+                a.rt.setup(self.state(i)[:1].copy(), P, self._D.copy(), 0)
             except nb.core.errors.NumbaError:
                 raise
             except Exception:
-                pass             # init on an empty parameter row: only its compilation counts
+                pass             # only its compilation counts here
         A = self._native
         dec = A.dec.copy()
         A.dec[:] = 0             # no decision (set bits 0): nothing is applied

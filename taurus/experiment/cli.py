@@ -56,6 +56,12 @@ def run_cmd(a) -> int:
     except (ExperimentError, ValueError) as e:
         print(f"taurus run: {e}", file=sys.stderr)
         return 2
+    from .algcheck import problems
+    errs = problems(x)              # every algorithm mistake, one line each
+    for e in errs:
+        print(f"taurus run: {e}", file=sys.stderr)
+    if errs:
+        return 2
     if a.check:
         print(f"{a.file}: ok ({len(x.topo.hosts)} hosts, {len(x.topo.switches)} switches, "
               f"{len(plan.flows)} flows, {len(plan.rpcs)} RPC slots)")
@@ -71,17 +77,28 @@ def run_cmd(a) -> int:
             print(f"taurus run: {e}", file=sys.stderr)
             return 2
     from taurus.pidfiles import pidfile
-    from .report import fidelity_warnings, table
+    from .faults import AlgorithmFault
+    from .report import fault_line, fidelity_warnings, table
     from .runner import run_experiment
     with pidfile("run"):          # `taurus topo clean` finds us after a SIGKILL
         try:
             s = run_experiment(x, out, a.clock, progress=not a.no_progress and sys.stderr.isatty()
                                or False, port_kind=a.port_kind, pcap=pcap)
+        except ExperimentError as e:        # validation before the run: nothing was made
+            print(f"taurus run: {e}", file=sys.stderr)
+            return 2
+        except AlgorithmFault as e:
+            if e.trace:
+                print(e.trace, file=sys.stderr, end="")
+            print(f"taurus run: failed: {e} (partial results in {out})", file=sys.stderr)
+            return 1
         except Exception as e:
             print(f"taurus run: failed: {type(e).__name__}: {e} (partial results in {out})",
                   file=sys.stderr)
             return 1
     print(table([out]))
+    if fault_line(s):
+        print(fault_line(s), file=sys.stderr)
     for w in fidelity_warnings(s):
         print(w, file=sys.stderr)
     if s.get("pcap"):

@@ -14,6 +14,7 @@ def _g(v, scale=1.0, fmt="{:.2f}"):
 def rows_of(s: dict) -> list[tuple[str, str]]:
     """(label, value) lines for one run summary."""
     out = [("experiment", s["experiment"]), ("clock", s["clock"]),
+           ("algorithm", algorithm_cell(s)),
            ("complete", "yes" if s["complete"] else f"NO ({s.get('error') or 'partial'})"),
            ("duration (ms)", _g(s["duration_ns"], 1e6)),
            ("throughput (Gbit/s)", _g(s["throughput_bps"], 1e9)),
@@ -25,6 +26,8 @@ def rows_of(s: dict) -> list[tuple[str, str]]:
         out += [("busiest port", p), ("  queue mean / max (KB)",
                                         f"{_g(q['queue_mean'], 1e3, '{:.1f}')} / {_g(q['queue_max'], 1e3, '{:.1f}')}"),
                 ("  marks / drops", f"{q['marks']} / {q['drops']}")]
+    if fault_count(s):
+        out.append(("handler faults", str(fault_count(s))))
     out += [("drops (all ports)", str(sum(v["drops"] for v in s["ports"].values()))),
             ("agent messages / updates", f"{s['agent']['messages']} / {s['agent']['updates']}"),
             ("agent CPU (s)", _g(s["agent"]["cpu_s"], fmt="{:.3f}"))]
@@ -37,6 +40,35 @@ def rows_of(s: dict) -> list[tuple[str, str]]:
             sd = v["slowdown"]
             out.append(("  slowdown p50/p99", f"{_g(sd['p50'])} / {_g(sd['p99'])}"))
     return out
+
+
+def algorithm_cell(s: dict) -> str:
+    """The run's algorithms with mode and jit: "ecn-aimd agent jit=false";
+    several joined by ", " (older summaries: from the flows)."""
+    algs = s.get("algorithms")
+    if algs is None:
+        algs = [{"name": f["algorithm"], "mode": f["mode"], "jit": None}
+                for f in s.get("flows", []) if f.get("mode") != "static"]
+    cells = []
+    for a in algs:
+        c = f"{a['name']} {a['mode']}" + ("" if a.get("jit") is None or a["mode"] == "native"
+                                          else f" jit={'true' if a['jit'] else 'false'}")
+        if c not in cells:
+            cells.append(c)
+    return ", ".join(cells) or "-"
+
+
+def fault_count(s: dict) -> int:
+    return int((s.get("faults") or {}).get("handler", 0))
+
+
+def fault_line(s: dict) -> str:
+    """What `taurus run` says of a run that went on past handler faults."""
+    n = fault_count(s)
+    if not n:
+        return ""
+    hosts = ", ".join(f"{h} {c}" for h, c in s["faults"]["hosts"].items())
+    return f"handler faults: {n} ({hosts}); their events' decisions were dropped (on_fault = fallback)"
 
 
 def table(dirs: list[str]) -> str:

@@ -62,6 +62,7 @@ def _flow_rows(r, snap) -> list[dict]:
         rows.append({"id": k, "nic_flow": int(r.fid[k]), "group": f.group, "kind": f.kind,
                      "src": f.src, "dst": f.dst, "start_ns": f.start, "size": f.size,
                      "mode": cc.mode, "algorithm": r.alg_name.get(k, cc.algorithm),
+                     "jit": _jit(r, f.src, cc.mode),
                      "bytes": b, "goodput_bps": (b * 8e9 / span) if span and span > 0 else 0.0,
                      "fct_ns": fct, "done": fct is not None,
                      "srtt_ns": int(srtt[k]) if srtt is not None else None,
@@ -69,6 +70,31 @@ def _flow_rows(r, snap) -> list[dict]:
                      "ue_acks": int(ue[k]) if ue is not None else 0,
                      "events": _events_of(evs, k)})
     return rows
+
+
+def _jit(r, host: str, mode: str):
+    """Whether the flow's handlers ran compiled (None: no algorithm, static)."""
+    if mode == "static":
+        return None
+    return True if mode == "native" else r.x.host_cc(host).jit
+
+
+def algorithms(r) -> list[dict]:
+    """Each algorithm the run used, once per (name, mode, jit): where its class
+    came from (registry.source: builtin, plugin, a file with its hash) and
+    its flows."""
+    from taurus.cc_algorithms.registry import source
+    out = {}
+    for k, f in enumerate(r.plan.flows):
+        cc = r._flow_cc(f)
+        if cc.mode == "static":
+            continue
+        key = (r.alg_name.get(k, cc.algorithm), cc.mode, _jit(r, f.src, cc.mode))
+        if key not in out:
+            out[key] = {"name": key[0], "mode": key[1], "jit": key[2], "spec": cc.algorithm,
+                        "source": source(cc.algorithm), "flows": 0}
+        out[key]["flows"] += 1
+    return list(out.values())
 
 
 def _events_of(evs, k) -> dict:
@@ -188,6 +214,9 @@ def build_summary(r, snap) -> dict:
         "stepping": x.stepping, "runner_steps": r.steps,
         "sample_ns": r.step * r.sample_every, "warmup_ns": x.warmup,
         "complete": r.complete, "error": r.error, "ended_at_ns": int(r.now),
+        "algorithms": algorithms(r),
+        "faults": {"handler": int(sum(r.faults.values())),
+                   "hosts": {h: int(n) for h, n in r.faults.items() if n}},
         "notes": r.loads.notes,
         "loop_wall_s": round(r.loop_s, 3), "engine_wall_s": round(r.engine_s, 3),
         "throughput_bps": float(total.mean()) if len(total) else 0.0,

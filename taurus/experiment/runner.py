@@ -47,7 +47,7 @@ from taurus.cc_algorithms.algorithm import FlowContext
 from taurus.cc_algorithms.native import NativeTable
 from taurus.cc_algorithms.params import ConfigError
 from taurus.cc_algorithms.registry import lookup, make_params
-from taurus.datapath.ccshm import CcShm
+from taurus.datapath.ccshm import CTL_NATIVE_FAULTS, CcShm
 from taurus.datapath.devices.nic import setup as NS
 from taurus.datapath.devices.nic.state import (DR_SLOT, CQ_RX, CQ_TX, CX_RATE, FL_ACKED_OFF,
                                               FL_SRTT, SG_ECN, SG_UE)
@@ -57,7 +57,8 @@ from taurus.tools.fabric import (attach_switches, build_virtual, engine_limits, 
                                  real_port_opts)
 from taurus.tools.pcap import Capture
 
-from . import fidelity
+from . import algcheck, fidelity
+from .faults import AlgorithmFault, agent_faults, first_fault
 from .hog import HostLoads
 from .schema import CcSpec, Experiment, ExperimentError
 from .traffic import SEND_RING, Plan, build_plan, link_rate, receiver_init_credit
@@ -90,7 +91,8 @@ class Runner:
         self.native: NativeTable | None = None
         self.receivers: dict = {}       # host -> (receiver algorithm id, params)
         self.native_flows: dict[int, tuple] = {}    # plan index -> (algorithm id, Params)
-        self.alg_name: dict[int, str] = {}          # plan index -> native algorithm's name
+        self.alg_name: dict[int, str] = {}          # plan index -> its algorithm's name
+        self.faults: dict[str, int] = {}            # host -> handler faults (raised) so far
         self.nics: dict[str, int] = {}
         self.sw_ports: dict[str, int] = {}
         self.port_list: list[tuple[str, int]] = []     # switch ports, sampled in this order
@@ -142,6 +144,8 @@ class Runner:
         tab = None
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)
+            if cc.mode in ("agent", "per-event"):
+                self.alg_name[k] = lookup(cc.algorithm).name      # checked before the run
             if cc.mode != "native":
                 continue
             try:
@@ -305,6 +309,7 @@ class Runner:
             self.steps += 1
             self._completions()
             self._step_agents(r)
+            self._check_faults()
             self.loads.poll(self.now)
             self._samples()
             if self.live_samples and self.now >= self.next_sample:
@@ -318,6 +323,28 @@ class Runner:
             self._bar(self.loop_s)
             sys.stderr.write("\n")
         self.complete = True
+
+    def _check_faults(self) -> None:
+        """Count the handlers that raised, per host; the first on a host whose
+        ``cc.on_fault`` is "fail" (the default) fails the run."""
+        for h, a in self.agents.items():
+            n = agent_faults(a.handler)
+            if n != self.faults.get(h, 0):
+                self.faults[h] = n
+                if self.x.host_cc(h).on_fault == "fail":
+                    raise AlgorithmFault(*first_fault(a.handler, h))
+        if self.native is not None:
+            for h in {f.src for k, f in enumerate(self.plan.flows) if k in self.native_flows}:
+                n = int(self.eng.E.rep.ctls[self._slot(h), CTL_NATIVE_FAULTS])
+                if n != self.faults.get(f"{h} native", 0):
+                    self.faults[f"{h} native"] = n
+                    if self.x.host_cc(h).on_fault == "fail":
+                        names = sorted({self.alg_name[k] for k, f in enumerate(self.plan.flows)
+                                        if k in self.native_flows and f.src == h})
+                        raise AlgorithmFault(
+                            f"algorithm {', '.join(names)} on {h} (native): a handler raised; "
+                            f"compiled code keeps no exception: run it with cc.mode = \"agent\" "
+                            f"and cc.jit = false to see it, or set cc.on_fault = \"fallback\"")
 
     def _start(self) -> None:
         """The run's state at t0: flows by start, hogs, agents, the sampler."""
@@ -646,6 +673,8 @@ def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress
     pcap: capture the engine's ports (tools/pcap.py Capture.in_process
     arguments); the summary's "pcap" holds its figures."""
     from .results import write_results
+    algcheck.check(x)               # before anything is made: a bad algorithm leaves no run dir
+    algcheck.compile_check(x)
     os.makedirs(out_dir, exist_ok=True)
     r = Runner(x, clock, progress, port_kind)
     handler = _stop_handler(os.getpid(), r)

@@ -28,14 +28,18 @@ is optional; unknown keys and bad values are errors that name the key, as
     rate = "2Gbit"                 #   its rate/delay/buffer/mtu and per-port features
 
     [cc]                           # every sending host, unless overridden
-    algorithm = "dctcp"            # the agent's algorithm (registry name or module:Class)
+    algorithm = "dctcp"            # a built-in or plugin name, "path/to/file.py:Class"
+                                   #   (relative to this file) or "module:Class"
     mode = "agent"                 # agent | per-event | native | static
     params = {}                    # the algorithm's parameters
     mss = 1024                     # bytes per packet payload
     cwnd = "20KB"                  # initial window (0: none)
     rate = "0"                     # initial pacing rate (0: unpaced)
     jit = true                     # agent modes: the algorithm compiled (false: its
-                                   #   handlers as plain Python; per host, not per flow)
+                                   #   handlers as plain Python; per host, not per flow;
+                                   #   false with mode native is an error)
+    on_fault = "fail"              # a handler that raises fails the run; "fallback":
+                                   #   the event's decision is dropped, faults are counted
     receiver = ""                  # the receiving host's algorithm (role "receiver", native
     receiver_params = {}           #   in its NIC); flows to it are credit (RCCC) flows
     receiver_idle = "500us"        # its senders leave (LEAVE) after this long silent
@@ -145,6 +149,7 @@ class CcSpec:
     cwnd: int = 20 * 1024
     rate: int = 0
     jit: bool = True                # the host's agent: [agent] jit
+    on_fault: str = "fail"          # a handler that raises: fail the run | "fallback": go on
     receiver: str = ""              # the host's receiver algorithm ("" none)
     receiver_params: dict = field(default_factory=dict)
     receiver_idle: int = 500_000    # ns: its senders leave after this long silent (0: never)
@@ -328,8 +333,9 @@ def _dict(v) -> dict:
 
 # ---------------------------------------------------------------- sections
 
-_CC_KEYS = ("algorithm", "mode", "params", "mss", "cwnd", "rate", "jit", "receiver",
+_CC_KEYS = ("algorithm", "mode", "params", "mss", "cwnd", "rate", "jit", "on_fault", "receiver",
             "receiver_params", "receiver_idle", "receiver_init_credit")
+ON_FAULT = ("fail", "fallback")
 _FLOW_CC_KEYS = ("algorithm", "mode", "params", "cwnd", "rate")   # mss is the host NIC's
 
 
@@ -342,6 +348,7 @@ def _cc(src, key, raw, base: CcSpec, keys=_CC_KEYS) -> CcSpec:
                   cwnd=t.get("cwnd", _size0, base.cwnd),
                   rate=t.get("rate", _rate0, base.rate),
                   jit=t.get("jit", _bool, base.jit),
+                  on_fault=t.get("on_fault", _choice(ON_FAULT), base.on_fault),
                   receiver=t.get("receiver", _str0, base.receiver),
                   receiver_params=t.get("receiver_params", _dict, dict(base.receiver_params)),
                   receiver_idle=t.get("receiver_idle", _delay0, base.receiver_idle),
@@ -592,7 +599,20 @@ def from_dict(data: dict, source: str = "<dict>", base_dir: str = ".") -> Experi
         x.csv, x.plots = o.get("csv", _bool, True), o.get("plots", _bool, True)
         x.size_bins = o.get("size_bins", _bins, x.size_bins)
     _check_modes(x)
+    _resolve_files(x, base_dir)
     return x
+
+
+def _resolve_files(x: Experiment, base_dir: str) -> None:
+    """Algorithms given as files (``path/to/file.py:Class``) by absolute path:
+    relative to the experiment file, wherever the run is started from."""
+    from taurus.cc_algorithms.registry import resolve
+    for c in [x.cc, *x.cc_hosts.values()]:
+        c.algorithm = resolve(c.algorithm, base_dir)
+        c.receiver = resolve(c.receiver, base_dir) if c.receiver else c.receiver
+    for tr in x.traffic:
+        if "algorithm" in tr.cc and isinstance(tr.cc["algorithm"], str):
+            tr.cc["algorithm"] = resolve(tr.cc["algorithm"], base_dir)
 
 
 def _bad_array(k):
