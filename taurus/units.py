@@ -56,6 +56,13 @@ def parse_delay(v) -> int:
     return _parse_unit(v, _DELAY_UNITS, True, "a delay", "5us", True, "ns, us, ms, s")
 
 
+def parse_delay_ps(v) -> int:
+    """"1.4ns" -> 1400 (ps), for costs below a nanosecond's resolution; an
+    int is ps."""
+    return _parse_unit(v, {"ps": 1, **{k: 1000 * n for k, n in _DELAY_UNITS.items()}}, True,
+                       "a delay", "1.4ns", True, "ps, ns, us, ms, s")
+
+
 def parse_size(v) -> int:
     """"256KB" -> 256000, "64KiB" -> 65536 (bytes); an int is bytes."""
     return _parse_unit(v, _SIZE_UNITS, True, "a size", "256KB", False,

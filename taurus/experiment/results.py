@@ -212,6 +212,9 @@ def build_summary(r, snap) -> dict:
         if os.path.exists(x.source) else x.source,
         "clock": r.clock, "seed": x.seed, "duration_ns": x.duration, "step_ns": r.step,
         "stepping": x.stepping, "runner_steps": r.steps,
+        "separation": (None if getattr(r, "separation", None) is None else
+                       {"report_ns": r.separation.report, "decision_ns": r.separation.decision,
+                        "per_message_ps": r.separation.per_message_ps}),
         "sample_ns": r.step * r.sample_every, "warmup_ns": x.warmup,
         "complete": r.complete, "error": r.error, "ended_at_ns": int(r.now),
         "algorithms": algorithms(r),

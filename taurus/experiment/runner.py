@@ -300,10 +300,12 @@ class Runner:
             w0 = time.perf_counter()
             r = eng.run_until(self.t0 + self._until(), stop_idle=False, wake_on_publish=self.wake)
             if r == "woken":
-                # an agent has a batch: it drains at the next point, as at every point
+                # an agent has a batch: it drains at the next point, as at every point,
+                # or when the separation model lands its decision
                 woke = eng.now() - self.t0
-                r = eng.run_until(self.t0 + min(x.duration, (woke // self.step + 1) * self.step),
-                                  stop_idle=False)
+                at = (eng.agents_due_at() - self.t0 if self.separation
+                      else (woke // self.step + 1) * self.step)
+                r = eng.run_until(self.t0 + min(x.duration, at), stop_idle=False)
             self.engine_s += time.perf_counter() - w0
             self.now = eng.now() - self.t0
             self.steps += 1
@@ -362,6 +364,7 @@ class Runner:
                 NS.nic_hog(eng, self.nics[h.host], h.share, self.t0 + h.start,
                            self.t0 + (x.duration if h.stop is None else h.stop))
         self.every = x.stepping == "fixed" or bool(self.plan.rpcs)
+        self._separate()
         self._loop_agents(not self.every)
         self.wake = bool(self.agents) and not self.every and not self.in_loop
         # the engine samples the series itself (datapath/sampler.py)
@@ -370,6 +373,18 @@ class Runner:
         self.next_sample = self.period               # for live_samples only
         self.agent_due = 0                           # a drain was capped: step again next point
         self.probe = fidelity.Probe(eng)
+
+    def _separate(self) -> None:
+        """The NIC-host separation model ([cc] separation): the agents step
+        when it lands their decisions, on the virtual clock's event stepping."""
+        sep = self.separation = self.x.cc.separation if self.agents else None
+        if sep is None:
+            return
+        if self.clock != "virtual" or self.every:
+            raise RuntimeError("[cc] separation models the NIC-host link on the virtual clock "
+                               "with event stepping (no fixed stepping, no rpc traffic); on "
+                               "the wall clock the separation is real")
+        self.eng.separate_agents(sep.latency, sep.per_message_ps)
 
     def _flows_due(self) -> None:
         """Begin the flows whose start has come; stop the open-ended ones

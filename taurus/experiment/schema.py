@@ -40,6 +40,9 @@ is optional; unknown keys and bad values are errors that name the key, as
                                    #   false with mode native is an error)
     on_fault = "fail"              # a handler that raises fails the run; "fallback":
                                    #   the event's decision is dropped, faults are counted
+    separation = "none"            # virtual clock, agent modes: "pcie" models the NIC-host
+                                   #   link (Separation); or { report = "500ns", decision =
+                                   #   "500ns", per_message = "1.4ns" }; "none": the grid
     receiver = ""                  # the receiving host's algorithm (role "receiver", native
     receiver_params = {}           #   in its NIC); flows to it are credit (RCCC) flows
     receiver_idle = "500us"        # its senders leave (LEAVE) after this long silent
@@ -140,6 +143,29 @@ class ExperimentError(errors.ConfigError):
 
 # ---------------------------------------------------------------- plain values
 
+@dataclass(frozen=True)
+class Separation:
+    """The NIC-host separation model (virtual clock, agent modes): a decision
+    lands report + decision + n x per_message after the publish of n records
+    that caused it (Engine.separate_agents), instead of at the runner's next
+    step.  The "pcie" defaults: the TAURUS paper's "1 us PCIe latency" between
+    the NIC and the host, as its simulations model it after Neugebauer et al.,
+    "Understanding PCIe performance for end host networking" (SIGCOMM'18),
+    split evenly between a record's DMA write to the host and the decision's
+    write back; per message, the bus time of one 64-byte record plus 24 bytes
+    of TLP header and framing at PCIe Gen5 x16 (~63 GB/s), the paper's NIC."""
+    report: int = 500              # ns
+    decision: int = 500            # ns
+    per_message_ps: int = 1400     # ps
+
+    @property
+    def latency(self) -> int:
+        return self.report + self.decision
+
+
+SEPARATIONS = {"pcie": Separation()}
+
+
 @dataclass
 class CcSpec:
     algorithm: str = "dctcp"
@@ -150,6 +176,7 @@ class CcSpec:
     rate: int = 0
     jit: bool = True                # the host's agent: [agent] jit
     on_fault: str = "fail"          # a handler that raises: fail the run | "fallback": go on
+    separation: Separation | None = None   # the run's NIC-host model ([cc] only)
     receiver: str = ""              # the host's receiver algorithm ("" none)
     receiver_params: dict = field(default_factory=dict)
     receiver_idle: int = 500_000    # ns: its senders leave after this long silent (0: never)
@@ -334,13 +361,39 @@ def _dict(v) -> dict:
 # ---------------------------------------------------------------- sections
 
 _CC_KEYS = ("algorithm", "mode", "params", "mss", "cwnd", "rate", "jit", "on_fault", "receiver",
-            "receiver_params", "receiver_idle", "receiver_init_credit")
+            "receiver_params", "receiver_idle", "receiver_init_credit", "separation")
 ON_FAULT = ("fail", "fallback")
 _FLOW_CC_KEYS = ("algorithm", "mode", "params", "cwnd", "rate")   # mss is the host NIC's
 
 
+def _separation(v) -> Separation | None:
+    if v is False or v == "none":
+        return None
+    if isinstance(v, str):
+        if v not in SEPARATIONS:
+            raise ValueError(f"expected {' or '.join(map(U.quote, ['none', *SEPARATIONS]))} or a "
+                             f"table {{ report, decision, per_message }}, got {U.quote(v)}")
+        return SEPARATIONS[v]
+    if not isinstance(v, dict):
+        raise ValueError(f"expected \"pcie\", \"none\" or a table, got {U.quote(v)}")
+    unknown = set(v) - {"report", "decision", "per_message"}
+    if unknown:
+        raise ValueError(f"unknown key {U.quote(sorted(unknown)[0])} (known: report, decision, "
+                         f"per_message)")
+    d = SEPARATIONS["pcie"]
+    s = Separation(report=U.parse_delay(v.get("report", d.report)),
+                   decision=U.parse_delay(v.get("decision", d.decision)),
+                   per_message_ps=U.parse_delay_ps(v["per_message"]) if "per_message" in v
+                   else d.per_message_ps)
+    if s.latency == 0:
+        raise ValueError("report + decision must be > 0 (\"none\" turns the model off)")
+    return s
+
+
 def _cc(src, key, raw, base: CcSpec, keys=_CC_KEYS) -> CcSpec:
     t = _Table(src, key, raw, keys + (("hosts",) if key == "cc" else ()))
+    if key != "cc" and "separation" in raw:
+        raise t.err("separation", "is the run's: set it in [cc]")
     return CcSpec(algorithm=t.get("algorithm", _str, base.algorithm),
                   mode=t.get("mode", _choice(MODES), base.mode),
                   params=t.get("params", _dict, dict(base.params)),
@@ -349,6 +402,7 @@ def _cc(src, key, raw, base: CcSpec, keys=_CC_KEYS) -> CcSpec:
                   rate=t.get("rate", _rate0, base.rate),
                   jit=t.get("jit", _bool, base.jit),
                   on_fault=t.get("on_fault", _choice(ON_FAULT), base.on_fault),
+                  separation=t.get("separation", _separation, base.separation),
                   receiver=t.get("receiver", _str0, base.receiver),
                   receiver_params=t.get("receiver_params", _dict, dict(base.receiver_params)),
                   receiver_idle=t.get("receiver_idle", _delay0, base.receiver_idle),

@@ -43,6 +43,8 @@ def algorithms(names=None) -> list:
 def _variants(P):
     """(field, value) pairs that differ from the defaults, one field at a time."""
     for f in dataclasses.fields(P):
+        if not f.init:
+            continue                    # derived: no config sets it
         v = f.default
         if isinstance(v, bool):
             yield f.name, not v
@@ -91,7 +93,8 @@ def params_toml(a: dict) -> str:
     lines = [f"# {a['name']}: its parameters and their defaults "
              f"(or one at a time: --set cc.params.NAME=VALUE)", "[cc.params]"]
     rows = [(f"{p['name']} = {_toml(p['default'])}",
-             ": ".join(x for x in (p["unit"], p["meaning"]) if x)) for p in a["params"]]
+             ": ".join(x for x in (p["unit"], p["meaning"]) if x)) for p in a["params"]
+            if not p["derived"]]
     w = max((len(r[0]) for r in rows), default=0)
     lines += [f"{r[0]:<{w}}  # {r[1]}" if r[1] else r[0] for r in rows]
     return "\n".join(lines)
