@@ -232,6 +232,7 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
     from taurus.agent.config import parse
     from taurus.datapath import ccshm as C
     from taurus.datapath.devices.nic.app import WouldBlock
+    from taurus.datapath.devices.nic.state import DR_SLOT
     from taurus.datapath.devices.nic.setup import (add_flow, nic_delivered, nic_post,
                                                    nic_take_delivered, set_flow_mode)
     from taurus.cc_algorithms.dctcp import Dctcp
@@ -275,7 +276,7 @@ def run_one(mode, nflows, clock="virtual", duration_ns=10_000_000, warm_ns=2_000
             fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, mss=mss,
                                                                          rx_buf_bytes=size))
         h1, h2 = fab["hosts"]["h1"], fab["hosts"]["h2"]
-        slot = int(eng.E.devs.regs[h1, 0])
+        slot = int(eng.E.devs.regs[h1, DR_SLOT])
         if mode != "native":
             if clock == "virtual":
                 import tomllib

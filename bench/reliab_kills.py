@@ -46,6 +46,7 @@ def agent_kills(n=3, seed=1, tmp="/tmp", log=print):
     after it took over.  Returns figures; asserts fallback and take-over."""
     from taurus.datapath import ccshm as C
     from taurus.datapath.devices.nic.app import WouldBlock
+    from taurus.datapath.devices.nic.state import DR_SLOT
     from taurus.datapath.devices.nic.setup import (add_flow, nic_post, nic_take_delivered,
                                                    set_flow_mode)
     from taurus.datapath.engine import Engine
@@ -71,7 +72,7 @@ def agent_kills(n=3, seed=1, tmp="/tmp", log=print):
         size = 8 << 20
         fab = build_virtual(eng, t, host_factory=lambda *a: nic_host(*a, rx_buf_bytes=size))
         h1, h2 = fab["hosts"]["h1"], fab["hosts"]["h2"]
-        slot = int(eng.E.devs.regs[h1, 0])
+        slot = int(eng.E.devs.regs[h1, DR_SLOT])
         cc = eng.cc
         cc.ctls[slot, C.CTL_HB_TIMEOUT_NS] = HB_TIMEOUT_NS
         cc.ctls[slot, C.CTL_FALLBACK_RATE] = FALLBACK_BPS

@@ -27,3 +27,16 @@ def test_quick(tmp_path, capsys, name):
                                        "per_message_ps": 1400}
         assert native["separation"] is None and agent["agent"]["messages"] > 0
     assert_claims(name, fig)
+
+
+@pytest.mark.parametrize("name", ["taurus-aggregation", "taurus-filter"])
+def test_micro_benchmarks_quick(tmp_path, capsys, name):
+    """Fig 8's micro-benchmarks: aggregation against per-event messages (and
+    agent CPU), and the update filters' share, with the ledger's claims."""
+    out = str(tmp_path / name)
+    assert main(["reproduce", name, "--quick", "--out", out]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    with open(os.path.join(out, "figures.json")) as f:
+        fig = json.load(f)
+    assert fig["headline"] == line
+    assert_claims(name, fig)
