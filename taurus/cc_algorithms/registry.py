@@ -29,7 +29,9 @@ BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
             "nscc": "taurus.cc_algorithms.nscc:Nscc",
             "nscc-csig": "taurus.cc_algorithms.nscc:NsccCsig",
             "rccc": "taurus.cc_algorithms.rccc:Rccc",
-            "oscar": "taurus.cc_algorithms.oscar:Oscar"}
+            "oscar": "taurus.cc_algorithms.oscar:Oscar",
+            "powertcp": "taurus.cc_algorithms.powertcp:PowerTcp",
+            "theta-powertcp": "taurus.cc_algorithms.powertcp:ThetaPowerTcp"}
 ALIASES = {"dctcp-jit": "dctcp"}     # an older name: every algorithm runs compiled or not
 
 

@@ -86,12 +86,12 @@ def senders() -> list[str]:
 
 
 def _fmt_row(name: str, r: dict) -> str:
-    return (f"  {name:<10} {r['goodput_bps'] / 1e9:7.3f} {100 * r['utilisation']:6.1f}% "
+    return (f"  {name:<14} {r['goodput_bps'] / 1e9:7.3f} {100 * r['utilisation']:6.1f}% "
             f"{r['queue_p50'] / 1e3:8.1f} {r['queue_p99'] / 1e3:8.1f} {r['jain']:6.3f} "
             f"{r['drops']:6d}")
 
 
-HEAD = "  algorithm  Gbit/s   util  q p50 KB q p99 KB   Jain  drops"
+HEAD = "  algorithm      Gbit/s   util  q p50 KB q p99 KB   Jain  drops"
 
 
 @scenario("baselines", "every registered sender algorithm on a 2-flow dumbbell and an 8:1 "
@@ -112,7 +112,7 @@ def baselines(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
                                                  f"rounds, 1 Gbit/s, ECN+INT, PFC")):
         echo(f"{part}: {what}")
         echo(HEAD)
-        echo(f"  {'ideal':<10} {cap / 1e9:7.3f} {100.0:6.1f}% {'-':>8} {'-':>8} {1.0:6.3f} {0:6d}")
+        echo(f"  {'ideal':<14} {cap / 1e9:7.3f} {100.0:6.1f}% {'-':>8} {'-':>8} {1.0:6.3f} {0:6d}")
         for a in algs:
             r = res[part][a]
             echo(f"  {a:<10} failed: {r['error']}" if "error" in r else _fmt_row(a, r))
