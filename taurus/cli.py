@@ -3,6 +3,7 @@ import argparse
 import logging
 import sys
 
+from taurus import errors
 from taurus.agent.cli import add_agent_parser
 from taurus.experiment.cli import add_run_parsers
 from taurus.experiment.demo import add_demo_parser
@@ -41,7 +42,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(name)s: %(message)s")
-    return args.func(args)
+    try:
+        return args.func(args)
+    except errors.SegmentBusy as e:            # another run holds the name: one line
+        print(f"taurus {args.cmd}: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

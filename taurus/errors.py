@@ -26,6 +26,11 @@ class ConfigError(ValueError):
         return _rebuild, (type(self), self.args, self.__dict__.copy())
 
 
+class SegmentBusy(FileExistsError):
+    """A named shared-memory segment belongs to a live process (datapath/
+    shm.py); the message names it.  ``taurus`` prints it as one line."""
+
+
 def _rebuild(cls, args, fields):
     e = cls.__new__(cls)
     e.args = args

@@ -3,12 +3,22 @@
 Every segment is named ``taurus-...`` (so ``taurus topo clean`` can find
 leftovers after a crash), created 0600 with O_EXCL, and unlinked by its
 creator on close or at interpreter exit.  Readers attach read-only by name.
+
+The creator holds an exclusive ``flock`` on the segment for as long as it
+lives, so liveness is the kernel's to tell: a segment whose lock is free
+was left by an owner that died without unlinking it (kill -9, a crash).
+``create`` reclaims such a segment and refuses one a live owner holds with
+a one-line error that names it; ``reclaim_stale`` removes every one
+(``taurus topo down`` and ``clean``).
 """
 import atexit
+import fcntl
 import mmap
 import os
 
 import numpy as np
+
+from taurus.errors import SegmentBusy
 
 SHM_DIR = "/dev/shm"
 SHM_PREFIX = "taurus-"
@@ -18,10 +28,12 @@ class Shm:
     def __init__(self, name: str, fd: int, size: int, owner: bool, writable: bool):
         self.name, self.size, self.owner = name, size, owner
         prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+        self._lock_fd = fd if owner else -1       # the owner's flock lives with this fd
         try:
             self._mm = mmap.mmap(fd, size, mmap.MAP_SHARED, prot)
         finally:
-            os.close(fd)
+            if not owner:
+                os.close(fd)
         self._writable = writable
         if owner:
             atexit.register(self.close)
@@ -34,12 +46,22 @@ class Shm:
 
     @classmethod
     def create(cls, name: str, size: int) -> "Shm":
-        fd = os.open(cls._path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        """A new segment; one of that name left by a dead owner is removed
+        first, one of a live owner raises SegmentBusy naming it."""
+        path = cls._path(name)
         try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            if not _reclaim(path):
+                raise SegmentBusy(f"shared-memory segment {name} is in use by "
+                                  f"{_holder(path)}; stop it, or `taurus topo clean`") from None
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.ftruncate(fd, size)
         except BaseException:
             os.close(fd)
-            os.unlink(cls._path(name))
+            os.unlink(path)
             raise
         return cls(name, fd, size, owner=True, writable=True)
 
@@ -65,8 +87,55 @@ class Shm:
                 os.unlink(self._path(self.name))
             except FileNotFoundError:
                 pass
+            os.close(self._lock_fd)               # the name is gone first: no one reclaims it
+            self._lock_fd = -1
         # The mmap is closed when the last numpy view is gone.
         self._mm = None
+
+
+def _reclaim(path: str) -> bool:
+    """Remove the segment at path if its owner is gone (its lock is free);
+    False if a live owner holds it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    else:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return True
+    finally:
+        os.close(fd)
+
+
+def _holder(path: str) -> str:
+    """"pid N (command)" of the process holding path's lock, from /proc/locks."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as f:
+            for line in f:
+                w = line.split()            # N: FLOCK ADVISORY WRITE pid maj:min:inode ...
+                if len(w) > 5 and w[1] == "FLOCK":
+                    dev_ino = w[5].split(":")
+                    if len(dev_ino) == 3 and int(dev_ino[2]) == st.st_ino:
+                        pid = int(w[4])
+                        with open(f"/proc/{pid}/cmdline", "rb") as c:
+                            cmd = c.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                        return f"pid {pid} ({cmd[:60]})"
+    except (OSError, ValueError):
+        pass
+    return "a live process"
+
+
+def reclaim_stale(prefix: str = SHM_PREFIX) -> list[str]:
+    """Remove every segment whose owner is gone; returns their names."""
+    return [n for n in list_segments(prefix) if _reclaim(os.path.join(SHM_DIR, n))]
 
 
 def list_segments(prefix: str = SHM_PREFIX) -> list[str]:

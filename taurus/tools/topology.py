@@ -463,6 +463,10 @@ class Topology:
         for ns in names:
             netns.remove_ns(ns)
             removed.append(f"namespace {ns}")
+        # what a killed owner could not remove (it was SIGKILLed, or crashed):
+        # segments whose owner is gone, whichever topology they served
+        from taurus.datapath.shm import reclaim_stale      # numpy: only when needed
+        removed += [f"segment {n} (its owner is gone)" for n in reclaim_stale()]
         return removed
 
     def __enter__(self):
