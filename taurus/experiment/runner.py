@@ -183,6 +183,8 @@ class Runner:
         # number; a PFC shim is a device and two ports more; 2 spare ports
         lim = engine_limits(topo, real=self.clock == "wall", extra_ports=2 + 2 * len(pfc),
                             extra_devices=len(pfc))
+        if x.frames:
+            lim["n_frames"] = max(lim["n_frames"], x.frames)
         self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2, **lim,
                                 timers=max(1 << 16, 4 * nflows + 1024),
                                 native=self.native.native if self.native else None)
