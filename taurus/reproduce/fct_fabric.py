@@ -13,8 +13,9 @@ there is no oversubscription; both hold only in the HPCC ns-3 setup it
 follows (simulation/mix/fat.txt: hosts 100 Gbit/s, ToR-aggregation and
 aggregation-core 400 Gbit/s), which we take: 16 x 100 = 4 x 400 Gbit/s at
 a ToR, 4 ToRs under 4 core uplinks at an aggregation switch, 1:1.  Every
-switch has PFC and a 32 MB shared buffer (the seed's), ECN and INT on every
-port, so one fabric serves every algorithm.
+switch has a 32 MB shared buffer (the seed's), ECN and INT on every port,
+so one fabric serves every algorithm, and PFC on its switch-to-switch
+links (PFC_NOTE: not towards hosts).
 
 Scaling (``Scale``, stated by each scenario): rates x 1/s, delays kept,
 and what is in bytes x 1/s (flow sizes, the shared buffer, PFC and ECN
@@ -44,6 +45,7 @@ from taurus.tools.topogen import tree_shape
 from taurus.tools.workload import incast_bursts
 
 SEED_TREE = {"core": 16, "agg": 20, "tor": 20, "hosts": 320}
+RUN_TREE = {**SEED_TREE, "hosts": 240}                     # HOSTS_NOTE
 SMALL_TREE = {"core": 4, "agg": 4, "tor": 4, "hosts": 32}   # 2 pods, 8 hosts per ToR, 1:1
 HOST_BPS, FABRIC_BPS = 100e9, 400e9
 DELAY = "1us"
@@ -53,6 +55,16 @@ INCAST_FAN_IN, INCAST_SIZE = 8, 500_000
 # seed sizes (bytes): the seed's "< 100 KB" and "> 300 KB" fall on edges
 BINS = (0, 10_000, 100_000, 300_000, 1_000_000, 10_000_000, 10**12)
 SMALL = 100_000
+HOSTS_NOTE = ("240 hosts (12 per ToR, 12 x 100 under 4 x 400 Gbit/s: 0.75:1) on the seed's "
+              "16 core, 20 aggregation, 20 ToR switches, not its 320: a run with more than 256 "
+              "hosts crashes in the engine (a segmentation fault in Engine.run_until once a "
+              "NIC past the 256th receives; not yet found, docs/RESULTS.md)")
+PFC_NOTE = ("PFC between switches only, not on the host links (the seed: every switch): a "
+            "host whose switch port sends PFC sits behind a PAUSE-honouring MAC, a shim "
+            "switch device of two ports, and 320 of them with the fabric's 640 switch ports "
+            "pass the switches' 1,024 ECMP groups (datapath/devices/switch/state.py MAX_GRP: "
+            "every distinct egress port set is one); a ToR's buffer takes what its hosts send "
+            "(drops counted)")
 
 
 @dataclass(frozen=True)
@@ -85,17 +97,26 @@ def _rate(bps: float) -> str:
     return f"{bps / 1e3:.0f}Kbit"
 
 
+def init_window(sc: Scale, tree: dict = SEED_TREE) -> int:
+    """Every flow's first window (bytes): one BDP of a host link over the
+    longest base RTT (host, ToR, aggregation, core and back: 6 links each
+    way), as HPCC's flows start at line rate.  The same in every mode: in
+    an agent mode the algorithm's own first window lands only with its
+    first decision."""
+    return int(sc.host * 12 * 1e-6 / 8)
+
+
 def fat_tree_x(sc: Scale, tree: dict = SEED_TREE) -> dict:
     """The [topology] table: the fat-tree by tiers, PFC, shared buffer, ECN
     and INT (module docstring)."""
     pfc = {"xoff": f"{sc.xoff}B", "xon": f"{sc.xon}B"}
 
-    def link(bps):
+    def link(bps, **more):
         return {"rate": _rate(bps), "delay": DELAY, "buffer": f"{sc.buffer}B", "mtu": 1500,
-                "ecn": {"k": f"{sc.ecn_k(bps)}B"}, "int": True, "pfc": pfc}
+                "ecn": {"k": f"{sc.ecn_k(bps)}B"}, "int": True, **more}
     return {"name": "fct_fat_tree",
             "fat_tree": {**tree, "switch": {"buffer": f"{sc.buffer}B"},
-                         "host_link": link(sc.host), "fabric_link": link(sc.fabric)}}
+                         "host_link": link(sc.host), "fabric_link": link(sc.fabric, pfc=pfc)}}
 
 
 def oversubscription(sc: Scale, tree: dict = SEED_TREE) -> tuple[float, float]:
@@ -121,13 +142,15 @@ def fct_traffic(sc: Scale, tree: dict, cdf: str, load: float, incast_load: float
 
 
 def fct_x(name: str, sc: Scale, tree: dict, cdf: str, load: float, incast_load: float,
-          duration_ns: int, drain_ns: int, cc: dict, seed: int = 1, frames: int = 1 << 17) -> dict:
-    """One experiment dict of the setting; ``cc`` its [cc] table."""
+          duration_ns: int, drain_ns: int, cc: dict, seed: int = 1, frames: int = 1 << 17,
+          step_ns: int = 10_000) -> dict:
+    """One experiment dict of the setting; ``cc`` its [cc] table; ``step_ns``
+    the runner's step (in agent modes the decision lands within one)."""
     return {"experiment": {"name": name, "duration": f"{duration_ns}ns", "seed": seed,
-                           "step": "10us", "sample": f"{duration_ns // 2}ns"
+                           "step": f"{step_ns}ns", "sample": f"{duration_ns // 2}ns"
                            if (duration_ns // 2) % 10_000 == 0 else "1ms", "frames": frames},
             "topology": fat_tree_x(sc, tree),
-            "cc": {"mss": MSS, **cc},
+            "cc": {"mss": MSS, "cwnd": f"{init_window(sc, tree)}B", **cc},
             "traffic": fct_traffic(sc, tree, cdf, load, incast_load, duration_ns - drain_ns,
                                    seed),
             "outputs": {"plots": False, "csv": False}}
