@@ -79,3 +79,21 @@ def test_bad_tiers_name_the_field(params, field, words):
     with pytest.raises(T.TopologyError) as e:
         T.from_dict({"topology": {"name": "x", "fat_tree": params}}, source="f.toml")
     assert e.value.field == f"topology.fat_tree.{field}" and words in e.value.message
+
+
+@pytest.mark.parametrize("mode", ["native", "agent"])
+def test_seed_fat_tree_run_reaches_every_host(tmp_path, mode):
+    """320 hosts: NICs past the 256th receive too (the runner gives the
+    datapath a receiver-algorithm row per NIC), h1 to a host of each pod."""
+    from taurus.experiment import schema
+    from taurus.experiment.runner import run_experiment
+    d = {"experiment": {"name": "ft320", "duration": "300us", "seed": 1, "step": "10us"},
+         "topology": {"name": "ft", "fat_tree": SEED,
+                      "defaults": {"rate": "10Gbit", "delay": "1us"}},
+         "cc": {"algorithm": "dctcp", "mode": mode, "cwnd": "20KB"},
+         "traffic": [{"kind": "bulk", "from": "h1", "to": f"h{h}", "size": "20KB"}
+                     for h in (2, 70, 140, 258, 320)],
+         "outputs": {"plots": False, "csv": False}}
+    s = run_experiment(schema.from_dict(d), str(tmp_path), "virtual")
+    assert s["complete"] and not s["error"]
+    assert [f["done"] for f in s["flows"]] == [True] * 5
