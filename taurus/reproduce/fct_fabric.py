@@ -45,7 +45,6 @@ from taurus.tools.topogen import tree_shape
 from taurus.tools.workload import incast_bursts
 
 SEED_TREE = {"core": 16, "agg": 20, "tor": 20, "hosts": 320}
-RUN_TREE = {**SEED_TREE, "hosts": 240}                     # HOSTS_NOTE
 SMALL_TREE = {"core": 4, "agg": 4, "tor": 4, "hosts": 32}   # 2 pods, 8 hosts per ToR, 1:1
 HOST_BPS, FABRIC_BPS = 100e9, 400e9
 DELAY = "1us"
@@ -55,10 +54,6 @@ INCAST_FAN_IN, INCAST_SIZE = 8, 500_000
 # seed sizes (bytes): the seed's "< 100 KB" and "> 300 KB" fall on edges
 BINS = (0, 10_000, 100_000, 300_000, 1_000_000, 10_000_000, 10**12)
 SMALL = 100_000
-HOSTS_NOTE = ("240 hosts (12 per ToR, 12 x 100 under 4 x 400 Gbit/s: 0.75:1) on the seed's "
-              "16 core, 20 aggregation, 20 ToR switches, not its 320: a run with more than 256 "
-              "hosts crashes in the engine (a segmentation fault in Engine.run_until once a "
-              "NIC past the 256th receives; not yet found, docs/RESULTS.md)")
 PFC_NOTE = ("PFC between switches only, not on the host links (the seed: every switch): a "
             "host whose switch port sends PFC sits behind a PAUSE-honouring MAC, a shim "
             "switch device of two ports, and 320 of them with the fabric's 640 switch ports "
@@ -147,8 +142,9 @@ def fct_x(name: str, sc: Scale, tree: dict, cdf: str, load: float, incast_load: 
     """One experiment dict of the setting; ``cc`` its [cc] table; ``step_ns``
     the runner's step (in agent modes the decision lands within one)."""
     return {"experiment": {"name": name, "duration": f"{duration_ns}ns", "seed": seed,
-                           "step": f"{step_ns}ns", "sample": f"{duration_ns // 2}ns"
-                           if (duration_ns // 2) % 10_000 == 0 else "1ms", "frames": frames},
+                           "step": f"{step_ns}ns", "frames": frames,
+                           # two samples: the per-flow series of 50,000 flows are not read
+                           "sample": f"{duration_ns // 2 // step_ns * step_ns}ns"},
             "topology": fat_tree_x(sc, tree),
             "cc": {"mss": MSS, "cwnd": f"{init_window(sc, tree)}B", **cc},
             "traffic": fct_traffic(sc, tree, cdf, load, incast_load, duration_ns - drain_ns,
@@ -187,8 +183,9 @@ def slowdowns(s: dict, topo, sc: Scale) -> dict:
 def run_stats(s: dict, sc: Scale, topo, wall_s: float) -> dict:
     """Slowdowns and what the run cost: flows, packets, PFC, drops, pool
     misses (tx_nobuf), wall seconds and rates."""
-    hops = int(sum(p.get("tx_pkts", 0) for p in s["ports"].values())) \
-        + int(sum(n.get("tx_data", 0) + n.get("tx_ack", 0) for n in s["nics"].values()))
+    hops = int(sum(p["counters"].get("tx", 0) for p in s["ports"].values())) \
+        + int(sum(n.get("tx_data", 0) + n.get("tx_retx", 0) + n.get("tx_ack", 0)
+                  for n in s["nics"].values()))
     return {**slowdowns(s, topo, sc),
             "flows": len(s["flows"]), "finished": sum(f["done"] for f in s["flows"]),
             "pfc_xoff": int(sum(p["counters"].get("pfc_tx_xoff", 0) for p in s["ports"].values())),
