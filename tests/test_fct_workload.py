@@ -88,3 +88,12 @@ def test_slowdown_table_avg_and_percentiles_per_bin():
     assert lines[2].split() == ["avg", "2.000", "4.000", "-", "10.000"]
     assert [ln.split()[0] for ln in lines[3:6]] == ["p50", "p95", "p99"]
     assert len(lines) == 1 + 2 * 5
+
+
+def test_frames_sizes_the_pool_and_is_checked():
+    _, d = _plan()
+    assert schema.from_dict(d).frames == 1 << 17
+    d["experiment"]["frames"] = 10
+    with pytest.raises(schema.ExperimentError) as e:
+        schema.from_dict(d)
+    assert "experiment.frames" in str(e.value)

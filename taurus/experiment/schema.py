@@ -11,9 +11,10 @@ is optional; unknown keys and bad values are errors that name the key, as
     stepping = "event"             # ... only where something is due | "fixed": at every one
     sample = "100us"               # time-series period (a multiple of step)
     warmup = "2ms"                 # left out of goodput and fairness aggregates
-    frames = 16384                 # the engine's packet pool (frames of 2 KB): what every
-                                   #   queue, link and NIC holds at once (hundreds of hosts
-                                   #   and deep buffers need more; NICs count tx_nobuf)
+    frames = 131072                # the engine's packet pool (frames of 2 KB, never fewer
+                                   #   than the runner's default): what every queue, link and
+                                   #   NIC holds at once; hundreds of hosts and deep buffers
+                                   #   may need more (NICs count tx_nobuf when it runs out)
 
     [topology]                     # a shipped topology ... (`taurus topo list`)
     builtin = "dumbbell"
