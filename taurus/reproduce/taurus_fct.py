@@ -144,10 +144,11 @@ def _echo(res: dict, which: str, echo) -> None:
                  f"{a['all']['avg']:.3f} ({algs[alg]['all_avg_pct']:+.2f}%)  incast "
                  f"{_f(n['incast']['avg'])} / {_f(a['incast']['avg'])}")
             for m, r in (("native", n), ("agent", a)):
+                hops = r["packet_hops"] / max(r["loop_s"], 1e-9) / 1e6
                 echo(f"      {m:<6} {r['finished']}/{r['flows']} flows finished, "
                      f"{r['pfc_xoff']} PAUSEs, {r['drops']} drops, {r['tx_nobuf']} pool misses; "
-                     f"{r['wall_s']:.0f} s wall, {r['packet_hops'] / max(r['loop_s'], 1e-9) / 1e6:.2f}"
-                     f" M packet-hops/s, {r['flows'] / max(r['wall_s'], 1e-9):.0f} flows/s")
+                     f"{r['wall_s']:.0f} s wall, {hops:.2f} M packet-hops/s (loop), "
+                     f"{r['flows'] / max(r['wall_s'], 1e-9):.0f} flows/s")
         echo(f"  scaling: {FF.Scale(shape.scale).text()}")
     echo(f"  seed (§5.3, Figs. 10-11): flows < 100 KB {SEED_SMALL_AVG_PCT:+g}% average FCT "
          f"with TAURUS against native; larger flows (> 300 KB) somewhat slower for some "
