@@ -108,10 +108,14 @@ def _fct_table(r, rows) -> list[dict]:
     """Finished flows and RPCs with their ideal FCT and slowdown."""
     topo = r.x.topo
     out = []
+    paths: dict = {}            # (src, dst) -> path_of: many flows share a pair
     for row in rows:
         if row["fct_ns"] is None:
             continue
-        d, rate = path_of(topo, row["src"], row["dst"])
+        key = (row["src"], row["dst"])
+        if key not in paths:
+            paths[key] = path_of(topo, *key)
+        d, rate = paths[key]
         out.append({"what": f"flow {row['id']}", "group": row["group"], "size": row["size"],
                     "fct_ns": row["fct_ns"], "base_rtt_ns": 2 * d, "line_rate_bps": rate})
     for i, size, lat in r.rpc_lat:
@@ -180,15 +184,22 @@ def build_summary(r, snap) -> dict:
     warm = [j for (ti, n, j) in fair if ti > x.warmup and j is not None and n >= 2]
     keep = t > x.warmup
     groups = {}
+    # flows and FCTs by group, gathered once (a plan may have thousands of groups)
+    by_group: dict[str, list[int]] = {}
+    for k, f in enumerate(r.plan.flows):
+        by_group.setdefault(f.group, []).append(k)
+    fct_by: dict[str, list[dict]] = {}
+    for o in fcts:
+        fct_by.setdefault(o["group"], []).append(o)
     for tr in x.traffic:
-        ks = [k for k, f in enumerate(r.plan.flows) if f.group == tr.key]
+        ks = by_group.get(tr.key, [])
         g_rate = rates[keep][:, ks].sum(axis=1) if len(ks) and keep.any() else np.zeros(0)
-        gf = [o["fct_ns"] for o in fcts if o["group"] == tr.key]
+        gf = [o["fct_ns"] for o in fct_by.get(tr.key, [])]
         groups[tr.key] = {"kind": tr.kind, "flows": len(ks),
                           "bytes": int(sum(rows[k]["bytes"] for k in ks)),
                           "goodput_bps": float(g_rate.mean()) if len(g_rate) else 0.0,
                           "completed": len(gf), "fct_ns": _pct(gf),
-                          "slowdown": _pct([o["slowdown"] for o in fcts if o["group"] == tr.key])}
+                          "slowdown": _pct([o["slowdown"] for o in fct_by.get(tr.key, [])])}
     qs = np.array(r.samples_queue) if r.samples_queue else np.zeros((0, len(r.port_list)))
     ports = {}
     for j, (name, _) in enumerate(r.port_list):

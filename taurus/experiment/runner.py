@@ -47,6 +47,7 @@ from taurus.cc_algorithms.algorithm import FlowContext
 from taurus.cc_algorithms.native import NativeTable
 from taurus.cc_algorithms.params import ConfigError
 from taurus.cc_algorithms.registry import lookup, make_params
+from taurus.datapath.ccnative import no_native
 from taurus.datapath.ccshm import CTL_NATIVE_FAULTS, CcShm
 from taurus.datapath.devices.nic import setup as NS
 from taurus.datapath.devices.nic.state import (DR_SLOT, CQ_RX, CQ_TX, CX_RATE, FL_ACKED_OFF,
@@ -187,9 +188,11 @@ class Runner:
         # number; a PFC shim is a device and two ports more; 2 spare ports
         lim = engine_limits(topo, real=self.clock == "wall", extra_ports=2 + 2 * len(pfc),
                             extra_devices=len(pfc))
+        if x.frames:
+            lim["n_frames"] = max(lim["n_frames"], x.frames)
         self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2, **lim,
                                 timers=max(1 << 16, 4 * nflows + 1024),
-                                native=self.native.native if self.native else None)
+                                native=self._native_for(len(topo.hosts)))
         eng.reserve_nics(max_flows=nflows + 1, tx_bytes=tx, rx_bytes=1 << 16, cq=1 << 16)
 
         def host(eng, topo, h, port):
@@ -244,6 +247,19 @@ class Runner:
             self.fid[k] = fid
         self.flow_of = {int(fid): k for k, fid in enumerate(self.fid)}
         self.port_list = sorted(self.sw_ports.items(), key=lambda kv: kv[1])
+
+    def _native_for(self, nics: int):
+        """The engine's native algorithms with a receiver-algorithm row for
+        each of `nics` NICs: the datapath reads one on every packet a NIC
+        receives, and its default table has ccnative.MAX_NICS (256) rows,
+        too few for a larger topology (a NIC past them reads beyond)."""
+        base = self.native.native if self.native else no_native()
+        if len(base.nic_alg) >= nics:
+            return base if self.native else None
+        wide = base._replace(nic_alg=np.full(nics, -1, np.int64))
+        if self.native:
+            self.native._native = wide      # start_receiver writes the engine's array
+        return wide
 
     def _flow_cc(self, f) -> CcSpec:
         base = self.x.host_cc(f.src)
@@ -478,6 +494,8 @@ class Runner:
         from taurus.agent.inloop import InLoop
         if not all(InLoop.qualifies(a) for a in self.agents.values()):
             return
+        if len(self.agents) > self.eng.E.vag.shape[0]:      # more than the loop's rows:
+            return                                          # Python steps them
         self.in_loop = [InLoop(a) for a in self.agents.values()]
         self.eng.step_agents_in_loop([(il.entry, il.args) for il in self.in_loop], self.step)
         self.eng.step_agents(len(self.in_loop), 0)     # steps none: loads its code before the run

@@ -11,6 +11,10 @@ is optional; unknown keys and bad values are errors that name the key, as
     stepping = "event"             # ... only where something is due | "fixed": at every one
     sample = "100us"               # time-series period (a multiple of step)
     warmup = "2ms"                 # left out of goodput and fairness aggregates
+    frames = 131072                # the engine's packet pool (frames of 2 KB, never fewer
+                                   #   than the runner's default): what every queue, link and
+                                   #   NIC holds at once; hundreds of hosts and deep buffers
+                                   #   may need more (NICs count tx_nobuf when it runs out)
 
     [topology]                     # a shipped topology ... (`taurus topo list`)
     builtin = "dumbbell"
@@ -237,6 +241,7 @@ class Experiment:
     stepping: str = "event"
     sample: int = 100_000
     warmup: int = 0
+    frames: int = 0                 # the engine's pool; 0: engine_limits' default
     description: str = ""
     cc: CcSpec = field(default_factory=CcSpec)
     cc_hosts: dict[str, CcSpec] = field(default_factory=dict)
@@ -612,7 +617,7 @@ def from_dict(data: dict, source: str = "<dict>", base_dir: str = ".") -> Experi
         raise ExperimentError(src, "topology", "missing [topology] table")
     e = _Table(src, "experiment", data["experiment"],
                ("name", "description", "duration", "seed", "step", "stepping", "sample",
-                "warmup"))
+                "warmup", "frames"))
     name = e.get("name", _str)
     if not _NAME_RE.match(name):
         raise e.err("name", f"expected letters, digits, '_' and '-', got {U.quote(name)}")
@@ -624,6 +629,7 @@ def from_dict(data: dict, source: str = "<dict>", base_dir: str = ".") -> Experi
                    stepping=e.get("stepping", _choice(("event", "fixed")), "event"))
     x.sample = e.get("sample", U.parse_delay, max(x.step, 100_000 // x.step * x.step))
     x.warmup = e.get("warmup", _delay0, 0)
+    x.frames = e.get("frames", _int(1024, 1 << 24), 0)
     if x.sample % x.step:
         raise e.err("sample", f"must be a multiple of step ({x.step} ns)")
     if x.step > x.duration:

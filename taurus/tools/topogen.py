@@ -8,13 +8,23 @@ In a topology or experiment file:
     fat_tree = { k = 4, oversubscription = 2, switch = { ecn = { k = "30KB" } } }
     # leaf_spine = { leaves = 4, spines = 2, hosts_per_leaf = 8 }
 
-and on the command line `taurus topo show fat_tree:k=4,oversubscription=2`.
+and on the command line `taurus topo show fat_tree:k=4,oversubscription=2` or
+`fat_tree:core=16,agg=20,tor=20,hosts=320`.
 
 fat_tree (Al-Fares et al., SIGCOMM'08): k pods of k/2 edge and k/2
 aggregation switches, (k/2)^2 core switches; each edge switch has k/2
 uplinks and oversubscription x k/2 hosts (2 gives the 2:1 fat-tree of the
-CSIG and TCD seeds); k = 8 is 128 hosts, 80 switches.  Names: hosts
-h1..hN in pod order, edge e<pod>_<i>, aggregation a<pod>_<i>, core c<i>.
+CSIG and TCD seeds); k = 8 is 128 hosts, 80 switches.  Or by tiers, as
+the HPCC and TAURUS papers give theirs: `fat_tree = { core = 16, agg = 20,
+tor = 20, hosts = 320 }` is 5 pods of 4 ToRs and 4 aggregation switches,
+16 hosts per ToR, every ToR linked to the 4 aggregation switches of its
+pod, aggregation switch j of every pod to the 4 cores of group j (the
+pods are the count that gives each aggregation switch as many core
+uplinks as ToRs: pods^2 = tor x agg / core).  ToR oversubscription is
+hosts per ToR x host rate : ToR uplinks x fabric rate (16 x 100 : 4 x 400
+Gbit/s in those papers' ns-3 setup, 1:1; TreeShape.oversubscription).
+Names: hosts h1..hN in pod order, edge (ToR) e<pod>_<i>, aggregation
+a<pod>_<i>, core c<i>.
 leaf_spine: every leaf linked to every spine; leaf<i>, spine<j>, hosts
 h1..hN in leaf order.  ECMP comes from the routes (Topology.routes: every
 equal-cost next hop), so a flow's path follows its entropy value.
@@ -27,6 +37,9 @@ and [[links]] then override single switches (by name) and links (by
 endpoints) of the generated topology.
 """
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 from taurus.units import quote as _q
 
@@ -95,36 +108,98 @@ class _Builder:
         self.links.append({"endpoints": [a, b], **(self.host_link if host else self.fabric_link)})
 
 
-FAT_TREE_KEYS = ("k", "oversubscription", "switch", "host_link", "fabric_link")
+FAT_TREE_KEYS = ("k", "oversubscription", "core", "agg", "tor", "hosts", "switch", "host_link",
+                 "fabric_link")
+TIER_KEYS = ("core", "agg", "tor", "hosts")
 
 
-def fat_tree(params: dict) -> dict:
+@dataclass(frozen=True)
+class TreeShape:
+    """A 3-tier fat-tree: ``pods`` pods of ``tors`` ToR (edge) and ``aggs``
+    aggregation switches, every ToR of a pod linked to every aggregation
+    switch of its pod, ``hosts`` hosts per ToR, ``cores`` core switches in
+    ``aggs`` groups: aggregation switch j of every pod linked to each core
+    of group j."""
+    pods: int
+    tors: int               # per pod
+    aggs: int               # per pod
+    hosts: int              # per ToR
+    cores: int              # in all
+
+    @property
+    def group(self) -> int:
+        """Cores per group: an aggregation switch's uplinks (its ECMP width up)."""
+        return self.cores // self.aggs
+
+    @property
+    def n_hosts(self) -> int:
+        return self.pods * self.tors * self.hosts
+
+    def oversubscription(self, host_rate: float, fabric_rate: float) -> tuple[float, float]:
+        """(ToR, aggregation) ratios of what comes in from below to what
+        can go up: 1 is none."""
+        return (self.hosts * host_rate / (self.aggs * fabric_rate), self.tors / self.group)
+
+
+def tree_shape(params: dict) -> TreeShape:
+    """The shape ``fat_tree`` builds from its parameters (checked)."""
     _check(params, FAT_TREE_KEYS)
+    if any(k in params for k in TIER_KEYS):
+        return _tiered_shape(params)
     k = _int(params, "k", 4, 2, 64)
     if k % 2:
         raise GenError("k", f"expected an even number of switch ports, got {k}")
     o = _int(params, "oversubscription", 1, 1, 64)
-    half, per_edge = k // 2, o * k // 2
-    _hosts_at_most(k * half * per_edge, "k")
+    half = k // 2
+    shape = TreeShape(pods=k, tors=half, aggs=half, hosts=o * half, cores=half * half)
+    _hosts_at_most(shape.n_hosts, "k")
+    return shape
+
+
+def _tiered_shape(params: dict) -> TreeShape:
+    """core / agg / tor / hosts in all (the HPCC and TAURUS papers' form):
+    the pod count is the one that balances the aggregation layer (each
+    aggregation switch has as many core uplinks as ToRs below it), so
+    pods^2 = tor x agg / core."""
+    for k in ("k", "oversubscription"):
+        if k in params:
+            raise GenError(k, "give k (a k-ary fat-tree) or core, agg, tor and hosts, not both")
+    for k in TIER_KEYS:
+        if k not in params:
+            raise GenError(k, f"missing: a fat-tree by tiers needs all of {', '.join(TIER_KEYS)}")
+    c, a, t = (_int(params, k, 0, 1, 4096) for k in ("core", "agg", "tor"))
+    h = _int(params, "hosts", 0, 1, MAX_HOSTS)
+    p = math.isqrt(t * a // c) if t * a % c == 0 else 0
+    if p == 0 or p * p * c != t * a or t % p or a % p or c % (a // p):
+        raise GenError("core", f"core = {c}, agg = {a}, tor = {t}: no pod count balances the "
+                               f"aggregation layer (pods^2 = tor x agg / core, dividing tor and "
+                               f"agg, with agg / pods dividing core)")
+    if h % t:
+        raise GenError("hosts", f"{h} hosts do not spread evenly over {t} ToRs")
+    return TreeShape(pods=p, tors=t // p, aggs=a // p, hosts=h // t, cores=c)
+
+
+def fat_tree(params: dict) -> dict:
+    s = tree_shape(params)
     b = _Builder(params)
-    hosts = _hosts(k * half * per_edge)
-    for c in range(1, half * half + 1):
+    hosts = _hosts(s.n_hosts)
+    for c in range(1, s.cores + 1):
         b.add_switch(f"c{c}")
     h = 0
-    for p in range(1, k + 1):
-        for i in range(1, half + 1):
+    for p in range(1, s.pods + 1):
+        for i in range(1, s.aggs + 1):
             b.add_switch(f"a{p}_{i}")
-        for i in range(1, half + 1):
+        for i in range(1, s.tors + 1):
             e = f"e{p}_{i}"
             b.add_switch(e)
-            for _ in range(per_edge):
+            for _ in range(s.hosts):
                 b.link(hosts[h]["name"], e, True)
                 h += 1
-            for j in range(1, half + 1):
+            for j in range(1, s.aggs + 1):
                 b.link(e, f"a{p}_{j}", False)
-        for j in range(1, half + 1):           # aggregation j of each pod: cores of group j
-            for c in range(1, half + 1):
-                b.link(f"a{p}_{j}", f"c{(j - 1) * half + c}", False)
+        for j in range(1, s.aggs + 1):          # aggregation j of each pod: cores of group j
+            for c in range(1, s.group + 1):
+                b.link(f"a{p}_{j}", f"c{(j - 1) * s.group + c}", False)
     return {"hosts": hosts, "switches": b.switches, "links": b.links}
 
 

@@ -3,7 +3,9 @@
 A distribution is a piecewise-linear CDF over flow sizes (shipped ones:
 ``websearch`` and ``hadoop`` in taurus/data, with their sources).  Sizes are
 drawn by inverting the CDF; arrivals are Poisson with the rate that puts the
-requested load on a link: lambda = load * rate / (8 * mean size).
+requested load on a link: lambda = load * rate / (8 * mean size).  An N:1
+incast background (``incast_bursts``) is one Poisson process of bursts over
+the whole fabric, each a random receiver and N random other senders.
 """
 import csv
 import os
@@ -59,3 +61,27 @@ def poisson_arrivals(rng: np.random.Generator, load: float, rate_bps: float, mea
     while t[-1] < duration_s:  # rare: draw more
         t = np.concatenate([t, t[-1] + np.cumsum(rng.exponential(1.0 / lam, n))])
     return t[t < duration_s]
+
+
+@dataclass(frozen=True)
+class Burst:
+    t: float                # s
+    dst: int                # receiving host (an index)
+    srcs: tuple             # fan_in distinct other hosts (indices), each sending the burst's size
+
+
+def incast_bursts(rng: np.random.Generator, n_hosts: int, fan_in: int, size_bytes: float,
+                  load: float, rate_bps: float, duration_s: float) -> list[Burst]:
+    """N:1 bursts that put `load` (0..1) on every host's downlink on average
+    (the HPCC / TAURUS papers' incast background): bursts arrive over the
+    whole fabric at lambda = load * rate * n_hosts / (8 * fan_in * size),
+    each at a random receiver from fan_in distinct random other hosts."""
+    if not 0 < fan_in < n_hosts:
+        raise ValueError(f"fan_in must be in [1, {n_hosts - 1}], got {fan_in}")
+    ts = poisson_arrivals(rng, load, rate_bps * n_hosts / fan_in, size_bytes, duration_s)
+    out = []
+    for t in ts:
+        dst = int(rng.integers(n_hosts))
+        others = rng.choice(n_hosts - 1, fan_in, replace=False)
+        out.append(Burst(float(t), dst, tuple(int(o + (o >= dst)) for o in others)))
+    return out
