@@ -73,10 +73,10 @@ def run_one(out: str, workload: str, alg: str, mode: str, shape: RunShape) -> di
 
 
 def run_isolated(*args) -> dict:
-    """run_one in a fresh process: one process running the full scenario's
-    twelve runs in turn grew to 14 GB (each run's engine, ~1.3-1.8 GB, is
-    not all returned to the system after it); a process per run ends with
-    its run."""
+    """run_one in a fresh process: a run's memory (up to 10 GB for an agent
+    run of 51,617 flows) is not all returned to the system after it, and one
+    process running the full scenario's twelve runs in turn grew to 14 GB; a
+    process per run gives it all back when the run ends."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
