@@ -14,6 +14,12 @@ NR_DUPTHRESH SACKed packets above it is lost (TCP's dupthresh rule, RFC
 6675 in spirit); a NACK marks its PSN lost at once.  Lost packets leave the
 in-flight count and wait in the flow's slots for ``send_one``; each is
 retransmitted once per loss event (the RTO covers a lost retransmission).
+A flow that sprays its packets over several EVs (ccshm ev_n > 0) infers
+no loss from order: its packets pass one another on unequal paths, so
+neither the dupthresh rule nor the receiver's RCVR_INFER_LOSS NACK (sent
+for every hole) marks a packet lost or reaches its algorithm; trims'
+NACKs and the RTO recover its losses (as htsim's UEC sender does without
+SLEEK).
 """
 import numba as nb
 from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
@@ -231,7 +237,8 @@ def _ack_cc(E, N, n, f, buf, q, t, cack, una, nxt, advanced, msk, per_pkt, now):
     fields; returns the bytes the bitmap took out of flight and the
     per-packet RTT samples it gave."""
     sacked, hi, k = _sack_bitmap(E, N, f, buf, q, cack, una, nxt, msk, per_pkt, now)
-    _sack_losses(N, n, f, una, hi, msk)
+    if E.rep.ev_n[f] <= 0:                  # sprayed packets pass one another (module doc)
+        _sack_losses(N, n, f, una, hi, msk)
     if advanced and N.fl[f, FL_FRTO] != 0:
         _frto_ack(N, f, cack, hi, msk)
     _ack_cc_fields(E, N, f, buf, q, t, now)
@@ -388,6 +395,8 @@ def rx_nack(E, n, i, now):
     if code == S.NACK_NO_PKT_BUFFER:
         _rx_window(E, n, f, i, p, msk, now)
         return
+    if code == S.NACK_RCVR_INFER_LOSS and E.rep.ev_n[f] > 0:
+        return                              # a hole in a sprayed flow is reordering
     signal_nack(E, N, f, p, code, now)
     if N.fl[f, FL_UNA] <= p < N.fl[f, FL_NXT]:
         st = N.sl_state[f, p & msk]
