@@ -199,3 +199,25 @@ def test_csig_variant_takes_the_bottleneck_hops_delay():
     assert s.delay == 2_000 and s.n_prop == 1 and s.n_fair == 0
     _, s = run(evs[:-2] + [ack(1_100)])
     assert s.n_fair == 1
+
+
+def test_ev_spray_sprays_from_the_start_and_moves_blocks_on_marks():
+    """ev_spray = n: the first decision sprays over n EVs (htsim's default
+    spreads every window over 64 entropies); with ev_lb a mark moves the
+    flow to the next block of n, never back to a single EV."""
+    p = NsccParams(ev_spray=64)
+    rec = np.zeros((1, REC_WIDTH), np.int64)
+    r = events(rec)
+    r[0].seq, r[0].flow, r[0].event, r[0].count = 0, 0, EVENT_IDS["ACK"], 1
+    r[0].t_first = r[0].t_last = 100
+    r[0].bytes = MSS
+    dec, _ = replay(Nscc, p, rec, "python", CTX, flows=1)
+    assert dec[0]["set"] & D_EV and (dec[0]["ev"], dec[0]["ev_n"]) == (0xC000, 64)
+    evs = start() + [ack(200), rtt(1_000, 3_000), ack(1_100, marked=True)]
+    dec, s = run(evs, p)
+    assert not (dec["set"] & D_EV).any()                # without ev_lb the spray stays put
+    dec, s = run(evs, NsccParams(ev_spray=64, ev_lb=True))
+    assert dec[-1]["set"] & D_EV and (dec[-1]["ev"], dec[-1]["ev_n"]) == (0xC000 + 64, 64)
+    assert s.n_rotate == 1
+    with pytest.raises(Exception):
+        NsccParams(ev_spray=-1).check()

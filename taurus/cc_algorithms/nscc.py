@@ -42,7 +42,13 @@ one EV per flow): an ACK echoing ECN, a NACK other than a last-hop trim, or
 a timeout moves the flow to a new EV (rotate_ev), at most once per base RTT
 (ours: the marks of packets already in flight on the old path are not the
 new one's); clean ACKs keep it.  Last-hop trims never rotate: every path
-ends at that port.  Last-hop ECN marks cannot be told apart at the sender;
+ends at that port.  ``ev_spray = n`` sprays every packet over n EVs in
+turn (the NIC's spray_ev), as htsim's default load balancing (UecMpMixed)
+spreads a window over 64 entropies; with ev_lb a move then takes the next
+block of n EVs.  htsim's spraying also recycles the EVs of clean ACKs and
+skips EVs that were marked or trimmed, per EV; the NIC reports no EV per
+ACK, so ours sprays in a fixed order (as htsim's UecMpOblivious).
+Last-hop ECN marks cannot be told apart at the sender;
 UET turns last-hop ECN off where it matters (RCCC), which a
 topology does per link (``ecn = false``).
 
@@ -59,9 +65,12 @@ from dataclasses import dataclass
 
 from taurus.datapath.ccevents import CSIG_DELAY
 
-from .algorithm import Algorithm, kernel, param, rotate_ev, set_cwnd
+from .algorithm import Algorithm, kernel, param, rotate_ev, set_cwnd, spray_ev
 from .lib import bdp, clamp, due, ewma_step, resume
 from .params import Params, derived, require
+
+
+EV_BASE, EV_SPACE = 0xC000, 0x4000    # sprayed EVs, as the NIC's own: 0xC000..0xFFFF
 
 
 @dataclass
@@ -84,6 +93,7 @@ class NsccParams(Params):
     fulfil_mtus: float = param(8.0, "MTUs", "fulfil period in acknowledged bytes (htsim: 8)")
     maxwnd_bdp: float = param(1.5, "BDP", "largest window (htsim: 1.5 BDP)")
     ev_lb: bool = param(False, "", "EV load balancing: rotate the EV on marks, trims, timeouts")
+    ev_spray: int = param(0, "EVs", "spray packets over this many EVs in turn (htsim: 64); 0: one")
     csig: bool = param(False, "", "delay samples from the reflected CSIG max(Delay) (CSIG)")
     rccc: bool = param(False, "", "flows also under RCCC: last-hop trims do not cut cwnd (htsim)")
     target: float = derived("ns", "target queueing delay")
@@ -106,6 +116,7 @@ class NsccParams(Params):
         require(0 <= self.qa_gate < 32, "qa_gate", "must be in 0..31")
         require(self.fulfil_mtus > 0, "fulfil_mtus", "must be > 0")
         require(self.maxwnd_bdp > 0, "maxwnd_bdp", "must be > 0")
+        require(0 <= self.ev_spray <= EV_SPACE, "ev_spray", f"must be in 0..{EV_SPACE}")
 
     def derive(self, ctx):
         """htsim initNsccParams: the target and the gains scaled by a and b."""
@@ -128,6 +139,8 @@ def base(s, p):
 def nscc_init(s, p, d):
     s.maxwnd = bdp(p.line_rate, p.maxwnd_bdp * p.network_rtt)
     s.cwnd = resume(d.cwnd, s.maxwnd)
+    if p.ev_spray > 0:
+        spray_ev(d, EV_BASE, p.ev_spray)
     set_cwnd(d, s.cwnd)
 
 
@@ -265,9 +278,14 @@ def nscc_on_rto(s, p, ev, d):
 
 @kernel
 def publish(s, p, d, now, move):
-    """The window; with ev_lb and ``move``, a new EV, at most once per base RTT."""
+    """The window; with ev_lb and ``move``, a new EV (spraying: the next
+    block of ev_spray EVs), at most once per base RTT."""
     if p.ev_lb and move and (s.n_rotate == 0 or due(now, s.t_rotate, s.base_rtt)):
-        rotate_ev(d)
+        if p.ev_spray > 0:
+            s.ev_block = (s.ev_block + p.ev_spray) % EV_SPACE
+            spray_ev(d, EV_BASE + int(s.ev_block), p.ev_spray)
+        else:
+            rotate_ev(d)
         s.t_rotate = now
         s.n_rotate += 1
     set_cwnd(d, s.cwnd)
@@ -284,7 +302,8 @@ class Nscc(Algorithm):
     Params = NsccParams
     state = ("cwnd", "maxwnd", "base_rtt", "delay", "avg_delay", "inc", "received", "achieved",
              "ignored", "to_ignore", ("trigger", bool), "fi_count", ("fast", bool), "t_dec",
-             "t_adjust", "t_qa", "t_rotate", ("n_md", int), ("n_fair", int), ("n_prop", int),
+             "t_adjust", "t_qa", "t_rotate", "ev_block", ("n_md", int), ("n_fair", int),
+             ("n_prop", int),
              ("n_fast", int), ("n_noop", int), ("n_qa", int), ("n_rotate", int))
     binds = ("ACK", "RTT", "NACK", "RTO", "CSIG")
     periods = {"ACK": 0, "NACK": 0, "RTO": 0, "CSIG": 0}     # the four cases run per ACK

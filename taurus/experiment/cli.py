@@ -57,7 +57,8 @@ def run_cmd(a) -> int:
         print(f"taurus run: {e}", file=sys.stderr)
         return 2
     from .algcheck import problems
-    errs = problems(x)              # every algorithm mistake, one line each
+    from .frames import problems as frame_problems
+    errs = problems(x) + frame_problems(x, a.clock)    # every mistake, one line each
     for e in errs:
         print(f"taurus run: {e}", file=sys.stderr)
     if errs:

@@ -58,7 +58,7 @@ from taurus.tools.fabric import (attach_switches, build_virtual, engine_limits, 
                                  real_port_opts)
 from taurus.tools.pcap import Capture
 
-from . import algcheck, fidelity
+from . import algcheck, fidelity, frames
 from .faults import AlgorithmFault, agent_faults, first_fault
 from .hog import HostLoads
 from .schema import CcSpec, Experiment, ExperimentError
@@ -191,6 +191,7 @@ class Runner:
         if x.frames:
             lim["n_frames"] = max(lim["n_frames"], x.frames)
         self.eng = eng = Engine(clock=self.clock, max_flows=nflows + 2, **lim,
+                                buf_size=frames.pool_buffer(x, self.clock),
                                 timers=max(1 << 16, 4 * nflows + 1024),
                                 native=self._native_for(len(topo.hosts)))
         eng.reserve_nics(max_flows=nflows + 1, tx_bytes=tx, rx_bytes=1 << 16, cq=1 << 16)
@@ -707,6 +708,7 @@ def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress
     arguments); the summary's "pcap" holds its figures."""
     from .results import write_results
     algcheck.check(x)               # before anything is made: a bad algorithm leaves no run dir
+    frames.check(x, clock)          # ... as does an MSS the pool or the ports cannot carry
     algcheck.compile_check(x)
     os.makedirs(out_dir, exist_ok=True)
     r = Runner(x, clock, progress, port_kind)

@@ -32,6 +32,10 @@ from dataclasses import dataclass, field
 HERE = os.path.dirname(os.path.abspath(__file__))
 LEDGER = os.path.join(HERE, "ledger.toml")
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "docs", "RESULTS.md")
+BENCH_TABLES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "docs", "bench")
+"""Tables benchmarks record (bench/vs_htsim.py --record), appended to
+docs/RESULTS.md as they are: they compare against other programs, which
+the ledger's re-runs cannot check."""
 EMPTY = "-"             # a figure the scenario left empty (None in figures.json)
 
 
@@ -288,4 +292,8 @@ def render(ledger: dict[str, Entry], scenarios: dict) -> str:
                       + "; ".join(f"`{c}`" for c in e.claims) + "."]
         if e.notes:
             lines += [""] + [f"- {n}" for n in e.notes]
+    for name in sorted(os.listdir(BENCH_TABLES)) if os.path.isdir(BENCH_TABLES) else ():
+        if name.endswith(".md"):
+            with open(os.path.join(BENCH_TABLES, name)) as f:
+                lines += ["", f.read().rstrip("\n")]
     return "\n".join(lines) + "\n"

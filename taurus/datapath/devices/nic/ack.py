@@ -14,6 +14,16 @@ NR_DUPTHRESH SACKed packets above it is lost (TCP's dupthresh rule, RFC
 6675 in spirit); a NACK marks its PSN lost at once.  Lost packets leave the
 in-flight count and wait in the flow's slots for ``send_one``; each is
 retransmitted once per loss event (the RTO covers a lost retransmission).
+A packet that may have been overtaken is lost only once it is also
+overdue: sent more than 2 srtt + 4 rttvar ago (srtt is the paths'
+mean; the longest of unequal paths can take twice it, and the ACKs' echo
+of the newest packet shows their spread little in rttvar).  That is
+every packet of a flow that sprays over several EVs (ccshm ev_n > 0: its
+packets pass one another on unequal paths), and every packet a flow sent
+before its EV last moved (FL_EV_PSN: a later, maybe shorter, path
+overtakes it).  Such a flow's RCVR_INFER_LOSS NACKs (the receiver sends
+one per hole) are not losses and do not reach its algorithm; the SACK rule
+and trims' NACKs still find its losses.
 """
 import numba as nb
 from ...hot import hot, hot_stage  # compiled without reference counting (the hot path)
@@ -39,7 +49,7 @@ from .state import (C_RTO_UNSENT, CL_SENT, FL_CLOSING, C_RX_CNP, C_RX_WINDOW_NAC
                         FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
                         FL_FRTO, FL_FRTO_END, FL_RTO, FL_RTTVAR, FL_SRTT, FL_STATE, FL_T_RTO,
                         FL_UNA, FS_ACTIVE, FL_HOST_ECHO, FL_HOPS,
-                        NR_DUPTHRESH, NR_RTO_MIN, SG_DONE_T, SL_EMPTY, SL_INFL, SL_LOST,
+                        NR_DUPTHRESH, NR_RTO_MIN, FL_EV_PSN, SG_DONE_T, SL_EMPTY, SL_INFL, SL_LOST,
                         SL_RETX, SL_SACKED, cq_push, psn_recon, unit_recon)
 from .tx import PROBE_TS_MASK, SLO_OFF, flow_wake, rto_arm
 
@@ -231,7 +241,7 @@ def _ack_cc(E, N, n, f, buf, q, t, cack, una, nxt, advanced, msk, per_pkt, now):
     fields; returns the bytes the bitmap took out of flight and the
     per-packet RTT samples it gave."""
     sacked, hi, k = _sack_bitmap(E, N, f, buf, q, cack, una, nxt, msk, per_pkt, now)
-    _sack_losses(N, n, f, una, hi, msk)
+    _sack_losses(N, n, f, una, hi, msk, E.rep.ev_n[f] > 0, now)
     if advanced and N.fl[f, FL_FRTO] != 0:
         _frto_ack(N, f, cack, hi, msk)
     _ack_cc_fields(E, N, f, buf, q, t, now)
@@ -268,17 +278,26 @@ def _sack_bitmap(E, N, f, buf, q, cack, una, nxt, msk, per_pkt, now):
 
 
 @hot_stage
-def _sack_losses(N, n, f, una, hi, msk):
-    """SACK holes more than NR_DUPTHRESH below the highest SACKed PSN are lost."""
+def _sack_losses(N, n, f, una, hi, msk, sprays, now):
+    """SACK holes more than NR_DUPTHRESH below the highest SACKed PSN are
+    lost; one that may have been overtaken (module doc) only when overdue,
+    so the scan comes back to it."""
     lim = hi - N.nr[n, NR_DUPTHRESH]
     p = max(una, N.fl[f, FL_LOST_SCAN])
+    b = N.fl[f, FL_EV_PSN]
+    due = now - 2 * N.fl[f, FL_SRTT] - 4 * N.fl[f, FL_RTTVAR]  # sent before it: overdue
+    scan = lim
     while p < lim:
-        if N.sl_state[f, p & msk] == SL_INFL:
-            _mark_lost(N, f, p, msk)
-            N.ncnt[n, C_RETX_SACK] += 1
+        s = p & msk
+        if N.sl_state[f, s] == SL_INFL:
+            if (sprays or p < b) and N.sl_t[f, s] > due:
+                scan = min(scan, p)
+            else:
+                _mark_lost(N, f, p, msk)
+                N.ncnt[n, C_RETX_SACK] += 1
         p += 1
-    if lim > N.fl[f, FL_LOST_SCAN]:
-        N.fl[f, FL_LOST_SCAN] = lim
+    if scan > N.fl[f, FL_LOST_SCAN]:
+        N.fl[f, FL_LOST_SCAN] = scan
 
 
 @hot_stage
@@ -388,6 +407,8 @@ def rx_nack(E, n, i, now):
     if code == S.NACK_NO_PKT_BUFFER:
         _rx_window(E, n, f, i, p, msk, now)
         return
+    if code == S.NACK_RCVR_INFER_LOSS and (E.rep.ev_n[f] > 0 or p < N.fl[f, FL_EV_PSN]):
+        return                              # maybe reordering: the SACK rule decides
     signal_nack(E, N, f, p, code, now)
     if N.fl[f, FL_UNA] <= p < N.fl[f, FL_NXT]:
         st = N.sl_state[f, p & msk]

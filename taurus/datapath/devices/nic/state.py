@@ -122,9 +122,11 @@ N_NCNT = 56
  FL_RQ_NEXT, FL_T_PACE, FL_T_RTO, FL_SRTT, FL_RTTVAR, FL_RTO, FL_BACKOFF, FL_RETRIES,
  FL_CREDIT_USED, FL_USES_CREDIT, FL_MAX_INFL, FL_OOO_LAST, FL_MSG_OFF,
  FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_HOST_ECHO,
- FL_EV_I, FL_CLOSING, FL_RTT_MIN, FL_HOPS, FL_GEN_END, FL_GEN_ONE) = range(49)
+ FL_EV_I, FL_CLOSING, FL_RTT_MIN, FL_HOPS, FL_GEN_END, FL_GEN_ONE, FL_EV_PSN) = range(50)
 """FL_EV: the entropy value of the next data packet; FL_EV_I: the spray
-position (tx.py: flow_ev); FL_HOST_ECHO: the receiving host's delivery delay
+position (tx.py: flow_ev); FL_EV_PSN: the first new PSN sent after the
+flow's EV last moved (0: never), which packets below it may be overtaken
+by (ack.py); FL_HOST_ECHO: the receiving host's delivery delay
 its ACKs last echoed (ns).  FL_RTT_MIN: the least per-packet RTT sample (ns,
 0 none yet), the base of the RTT event's qdelay; FL_HOPS: switch hops the
 receiver last echoed, + 1 (0 unknown).  FL_GEN_END: 0, or the stream
@@ -133,7 +135,7 @@ generated stream, GEN_CHUNK a message, only the last one completed);
 FL_GEN_ONE: 1 when that stream is one transfer of FL_GEN_END bytes (a
 finite flow), whose GEN_CHUNK pieces the generator cuts are not message
 ends the sender asks an ACK for (tx.py: _data_pds)."""
-N_FL = 49
+N_FL = 50
 FS_FREE, FS_ACTIVE, FS_FAILED, FS_CLOSED = 0, 1, 2, 3   # FL_STATE
 """FS_CLOSED: the flow's PDC was closed and its row may be reused (add_flow)."""
 CL_NONE, CL_WANTED, CL_SENT = 0, 1, 2                # FL_CLOSING

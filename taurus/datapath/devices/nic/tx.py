@@ -44,7 +44,7 @@ from .state import (MAX_BACKOFF, C_CLOSE_FAIL, CL_SENT, CL_WANTED, FL_CLOSING, C
                         FL_RQ_NEXT, FL_RTO, FL_SCHED, FL_SENT_OFF, FL_START, FL_STATE, FL_EV,
                         FL_T_PACE, FL_T_RTO, FL_TXCAP, FL_TXOFF, FL_UNA, FL_RWND, FL_WBLOCK,
                         FL_WEND, FL_USES_CREDIT, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_EV_I,
-                        FL_GEN_END, FL_GEN_ONE, FS_ACTIVE, FS_FAILED, NR_ACK_DELAY, NR_ACK_REQ,
+                        FL_GEN_END, FL_GEN_ONE, FL_EV_PSN, FS_ACTIVE, FS_FAILED, NR_ACK_DELAY, NR_ACK_REQ,
                         NR_BUDGET, NR_LINE, NR_MSS, NR_PORT,
                         NR_RETRIES, NR_RQ_HEAD, NR_RQ_TAIL, NR_TXFREE, NR_TXTIMER, SCH_IDLE,
                         SCH_QUEUED, SCH_TIMED,
@@ -174,6 +174,7 @@ def flow_ev(E, N, f):
     if k < 0:
         e = 0xC000 | ((N.fl[f, FL_EV] * 40501 + 11135) & 0x3FFF)
         N.fl[f, FL_EV] = e
+        N.fl[f, FL_EV_PSN] = N.fl[f, FL_NXT]     # packets before it took the old path
         R.ev[f] = e
         R.ev_n[f] = 0
         return e
