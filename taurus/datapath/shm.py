@@ -9,7 +9,8 @@ lives, so liveness is the kernel's to tell: a segment whose lock is free
 was left by an owner that died without unlinking it (kill -9, a crash).
 ``create`` reclaims such a segment and refuses one a live owner holds with
 a one-line error that names it; ``reclaim_stale`` removes every one
-(``taurus topo down`` and ``clean``).
+(``taurus topo down``).  Others that lock a segment's file for their own
+ends take POSIX record locks (``fcntl.lockf``), which flock never blocks.
 """
 import atexit
 import fcntl

@@ -122,10 +122,12 @@ class Endpoint:
 
     def _connect(self, peer, timeout: float, credit: bool = False) -> "Conn":
         ip = int(ipaddress.IPv4Address(peer))
-        lock = open(self._lockpath, "rb") if self._lockpath else None
+        lock = open(self._lockpath, "r+b") if self._lockpath else None
         try:
             if lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)   # request rows are shared by apps
+                # request rows are shared by apps: a POSIX record lock, since
+                # the segment's owner holds its flock for life (datapath/shm.py)
+                fcntl.lockf(lock, fcntl.LOCK_EX)
             free = [k for k in range(len(self.N.req)) if self.N.req[k, REQ_STATE] == RQ_FREE]
             if not free:
                 raise WouldBlock("no free connection request row")
