@@ -11,7 +11,7 @@ from taurus.cc_algorithms.nscc import Nscc, NsccCsig, NsccParams
 from taurus.datapath.ccevents import CSIG_DELAY, EVENT_IDS
 from taurus.datapath.ccshm import REC_WIDTH
 from taurus.cc_algorithms.runtime import events
-from taurus.testing.replay import replay
+from taurus.testing.replay import records, replay
 
 MSS = 4096
 CTX = FlowContext(mss=MSS, line_rate=100e9, max_cwnd=float(1 << 30))
@@ -28,15 +28,7 @@ def run(evs, params=None, cls=Nscc):
     """Replay [(event, t_ns, {field: value})] for one flow: (decisions of
     each record, final state of the flow)."""
     params = params or cls.Params()
-    rec = np.zeros((len(evs), REC_WIDTH), np.int64)
-    r = events(rec)
-    for i, (name, t, fields) in enumerate(evs):
-        r[i].seq, r[i].flow, r[i].event = i, 0, EVENT_IDS[name]
-        r[i].t_first = r[i].t_last = t
-        r[i].count = 1
-        for k, v in fields.items():
-            setattr(r[i], k, v)
-    dec, S = replay(cls, params, rec, "python", CTX, flows=1)
+    dec, S = replay(cls, params, records(evs), "python", CTX, flows=1)
     return dec[1:], S[0]
 
 

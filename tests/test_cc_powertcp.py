@@ -3,15 +3,11 @@ tests/test_cc_replay.py checks that every mode decides the same): the
 window at one BDP, the power of a hop from its INT records, the smoothed
 update against the window of an RTT ago, and theta-PowerTCP's power from
 the RTT gradient."""
-import numpy as np
 import pytest
 
 from taurus.cc_algorithms.algorithm import FlowContext
 from taurus.cc_algorithms.powertcp import PowerTcp, PowerTcpParams, ThetaPowerTcp
-from taurus.cc_algorithms.runtime import events
-from taurus.datapath.ccevents import EVENT_IDS
-from taurus.datapath.ccshm import REC_WIDTH
-from taurus.testing.replay import replay
+from taurus.testing.replay import records, replay
 
 LINE = 100e9
 B = LINE / 8e9                 # bytes per ns
@@ -23,15 +19,8 @@ CTX = FlowContext(mss=4096, line_rate=LINE, max_cwnd=float(1 << 30))
 def run(evs, cls=PowerTcp, **params):
     """Replay [(event, t_ns, {field: value})] for one flow: (decisions of
     each record, the flow's final state)."""
-    rec = np.zeros((len(evs), REC_WIDTH), np.int64)
-    r = events(rec)
-    for i, (name, t, fields) in enumerate(evs):
-        r[i].seq, r[i].flow, r[i].event = i, 0, EVENT_IDS[name]
-        r[i].t_first = r[i].t_last = t
-        r[i].count = 1
-        for k, v in fields.items():
-            setattr(r[i], k, v)
-    dec, S = replay(cls, cls.Params(base_rtt=TAU, **params), rec, "python", CTX, flows=1)
+    dec, S = replay(cls, cls.Params(base_rtt=TAU, **params), records(evs), "python", CTX,
+                    flows=1)
     return dec[1:], S[0]
 
 

@@ -91,6 +91,20 @@ def random_stream(cls, params, n: int = 400, flows: int = 3, seed: int = 0,
     return rec
 
 
+def records(evs) -> np.ndarray:
+    """Ring rows of flow 0 from [(event name, t_ns, {field: value})]: one
+    signal each, arriving at t_ns (for hand-made event sequences)."""
+    rec = np.zeros((len(evs), REC_WIDTH), np.int64)
+    r = events(rec)
+    for i, (name, t, fields) in enumerate(evs):
+        r[i].seq, r[i].flow, r[i].event = i, 0, EVENT_IDS[name]
+        r[i].t_first = r[i].t_last = t
+        r[i].count = 1
+        for k, v in fields.items():
+            setattr(r[i], k, v)
+    return rec
+
+
 def replay(cls, params, rec: np.ndarray, mode: str, ctx: FlowContext | None = None,
            flows: int | None = None):
     """(decisions, state): decisions int64-viewed rows, one per record plus
