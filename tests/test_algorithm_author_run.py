@@ -79,11 +79,58 @@ def test_on_fault_fallback_goes_on_and_counts(author, capsys, tmp_path):
 
 def test_init_sees_real_parameters(author, capsys, tmp_path):
     exp = variant(author, "spy", "    s.cwnd = resume(d.cwnd, p.init_cwnd_pkts * p.mss)",
-                  "    CALLS.append((p.mss, p.beta, d.cwnd))\n"
+                  "    CALLS.append((p.mss, p.beta, d.cwnd, p.init_cwnd, p.init_rate))\n"
                   "    s.cwnd = resume(d.cwnd, p.init_cwnd_pkts * p.mss)")
     (author / "spy.py").write_text((author / "spy.py").read_text() + "\nCALLS = []\n")
     rc, _, err = run(capsys, "run", exp, "--out", str(tmp_path / "run"), "--no-progress",
-                     "--set", "cc.jit=false", "--set", "cc.params.beta=0.25")
+                     "--set", "cc.jit=false", "--set", "cc.params.beta=0.25",
+                     "--set", 'cc.cwnd="30KB"', "--set", 'cc.rate="2Gbit"')
     assert rc == 0, err
     calls = [m for name, m in sys.modules.items() if name.startswith("taurus_file_spy_")][0].CALLS
-    assert calls and all(mss == 1024 and beta == 0.25 for mss, beta, _ in calls)
+    assert calls and all(mss == 1024 and beta == 0.25 for mss, beta, *_ in calls)
+    # a new flow: no decision of its own in force, the configured start in p
+    assert {c[2:] for c in calls} == {(0.0, 30e3, 2e9)}
+
+
+def test_the_configured_start_reaches_p_in_every_mode(tmp_path):
+    """p.init_cwnd / p.init_rate are the flow's configured cwnd and rate:
+    the host's [cc], or the flow's own (in agent mode an [[override]])."""
+    from taurus.experiment import schema
+    from taurus.experiment.runner import Runner
+    exp = tmp_path / "start.toml"
+    exp.write_text("""
+[experiment]
+name = "start"
+duration = "1ms"
+[topology]
+builtin = "dumbbell"
+[cc]
+algorithm = "dctcp"
+cwnd = "30KB"
+rate = "2Gbit"
+[[traffic]]
+kind = "bulk"
+from = "h1"
+to = "h3"
+[[traffic]]
+kind = "bulk"
+from = "h2"
+to = "h3"
+cc = { cwnd = "50KB" }
+""")
+    for mode in ("native", "agent"):
+        r = Runner(schema.load(str(exp), ["outputs.plots=false", f'cc.mode="{mode}"']))
+        r.build()
+        try:
+            starts = []
+            for k, f in enumerate(r.plan.flows):
+                fid = int(r.fid[k])
+                if mode == "native":
+                    p = r.native.params(r.native_flows[k][0])[fid]
+                else:
+                    h = r.agents[f.src].handler
+                    p = h.per_flow.get(fid, h.default).prow
+                starts.append((float(p["init_cwnd"]), float(p["init_rate"])))
+            assert starts == [(30e3, 2e9), (50e3, 2e9)], (mode, starts)
+        finally:
+            r.teardown()

@@ -9,6 +9,8 @@
     receiver_params = {}             # the engine side of receivers is not there yet)
     mss = 4096                       # bytes
     line_rate_bps = 100e9
+    init_cwnd_bytes = 0              # the window and rate the NIC gives a new flow until
+    init_rate_bps = 0                #   a decision (p.init_cwnd, p.init_rate; 0: none)
     sleep_min_us = 50                # adaptive idle sleep (never busy-polls)
     sleep_max_us = 1000
     nap_rtt = 0.0                    # nap after work: this share of the flows' median
@@ -46,6 +48,8 @@
     flows = [3, 4]
     algorithm = "dctcp"
     params = { alpha_init = 0.0 }
+    init_cwnd_bytes = -1             # these flows' start (-1: [agent]'s)
+    init_rate_bps = -1
 
     [probe]                          # RTT samples reaching the agent (0, 0: every one)
     every_pkts = 0                   # one in N samples
@@ -78,6 +82,8 @@ class AgentSection:
     receiver_params: dict = field(default_factory=dict)
     mss: int = 4096
     line_rate_bps: int = 100_000_000_000
+    init_cwnd_bytes: int = 0
+    init_rate_bps: int = 0
     sleep_min_us: int = 50
     sleep_max_us: int = 1000
     # Decisions act on per-RTT reports: waking much more often than once per
@@ -97,6 +103,8 @@ class AgentSection:
     def check(self):
         require(self.mss > 0, "mss", "must be > 0")
         require(self.line_rate_bps > 0, "line_rate_bps", "must be > 0")
+        require(self.init_cwnd_bytes >= 0, "init_cwnd_bytes", "must be >= 0")
+        require(self.init_rate_bps >= 0, "init_rate_bps", "must be >= 0")
         require(0 < self.sleep_min_us <= self.sleep_max_us, "sleep_min_us",
                 "must be > 0 and <= sleep_max_us")
         require(0 <= self.nap_rtt <= 4, "nap_rtt", "must be in [0, 4] (a share of the srtt)")
@@ -161,9 +169,13 @@ class Override:
     flows: list[int] = field(default_factory=list)
     algorithm: str = ""
     params: dict = field(default_factory=dict)
+    init_cwnd_bytes: int = -1       # -1: the [agent] section's
+    init_rate_bps: int = -1
 
     def check(self):
         require(bool(self.flows), "flows", "list at least one flow")
+        require(self.init_cwnd_bytes >= -1 and self.init_rate_bps >= -1, "init_cwnd_bytes",
+                "must be >= 0, or -1 for the [agent] section's")
         require(all(f >= 0 for f in self.flows), "flows", "flow ids must be >= 0")
         require(bool(self.algorithm), "algorithm", "name the algorithm")
 
@@ -241,6 +253,15 @@ class AgentConfig:
             return None
         cls = _lookup(self.agent.receiver, "receiver", "config.agent.receiver")
         return cls, make_params(cls, self.agent.receiver_params, "[agent.receiver_params]")
+
+    def flow_start(self, flow: int) -> tuple[float, float]:
+        """(init_cwnd bytes, init_rate bit/s) the NIC gives ``flow``."""
+        a = self.agent
+        for o in self.override:
+            if flow in o.flows:
+                return (float(a.init_cwnd_bytes if o.init_cwnd_bytes < 0 else o.init_cwnd_bytes),
+                        float(a.init_rate_bps if o.init_rate_bps < 0 else o.init_rate_bps))
+        return float(a.init_cwnd_bytes), float(a.init_rate_bps)
 
     def rate_max(self) -> int:
         return self.bounds.rate_max_bps or self.agent.line_rate_bps

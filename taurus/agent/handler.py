@@ -109,24 +109,26 @@ class AlgorithmHandler:
         b = cfg.bounds
         self.filter = UpdateFilter(n, (b.rate_min_bps, cfg.cwnd_min(), b.credit_min_bytes),
                                    (cfg.rate_max(), b.cwnd_max_bytes, b.credit_max_bytes))
-        ctx = FlowContext(mss=cfg.agent.mss, line_rate=float(cfg.agent.line_rate_bps),
-                          max_cwnd=float(b.cwnd_max_bytes))
         self.algs = []              # AlgClass, by index
         by_cls, confs = {}, {}
 
-        def conf_of(cls, params):
-            k = (cls, id(params))
+        def conf_of(cls, params, start):
+            k = (cls, id(params), start)
             c = confs.get(k)
             if c is None:
                 a = by_cls.get(cls)
                 if a is None:
                     a = by_cls[cls] = AlgClass(len(self.algs), cls, self.jit, n)
                     self.algs.append(a)
+                ctx = FlowContext(mss=cfg.agent.mss, line_rate=float(cfg.agent.line_rate_bps),
+                                  max_cwnd=float(b.cwnd_max_bytes), init_cwnd=start[0],
+                                  init_rate=start[1])
                 c = confs[k] = FlowConf(a, params, ctx)
             return c
         default, per_flow = cfg.resolve()
-        self.default = conf_of(*default)
-        self.per_flow = {f: conf_of(*cp) for f, cp in per_flow.items() if f < n}
+        self.default = conf_of(*default, cfg.flow_start(-1))
+        self.per_flow = {f: conf_of(*cp, cfg.flow_start(f)) for f, cp in per_flow.items()
+                         if f < n}
         self.D = np.zeros(n, DECISION_DTYPE).view(np.recarray)
         self.Dn = plain(self.D)                    # for the agent's compiled steps
         self.Dx = self.Dn if self.jit else self.D  # for the drains

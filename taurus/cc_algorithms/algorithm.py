@@ -18,15 +18,18 @@ plain Python (``agent`` with ``jit = false``: prints and pdb work).
 
 Handlers get four records and read and write their fields by name:
 ``s`` the flow's state (``s.alpha``), ``p`` its parameters (the Params
-fields, plus ``p.mss``, ``p.line_rate`` (bit/s) and ``p.max_cwnd`` (bytes),
-and any ``derived`` fields: values ``Params.derive(ctx)`` computes once per
-flow, such as a gain scaled by the line rate),
+fields, plus ``p.mss``, ``p.line_rate`` (bit/s), ``p.max_cwnd`` (bytes),
+the configured start of a flow, ``p.init_cwnd`` (bytes) and ``p.init_rate``
+(bit/s; 0: none configured), and any ``derived`` fields: values
+``Params.derive(ctx)`` computes once per flow, such as a gain scaled by the
+line rate),
 ``ev`` the event (``ev.bytes``, ``ev.ecn_bytes``; ccevents.FIELDS), and ``d``
 the decision, set only through the setters below (``set_cwnd(d, x)``).  What
 a handler sets reaches the NIC after the call (native) or after the drain
 (agent), through the same bounds in every mode.  ``init`` finds in ``d.cwnd``
-and ``d.rate`` the decision in force (0: none; > 0 e.g. after an agent
-restart) and may set decisions too.  ``init`` and the ``on_<event>``
+and ``d.rate`` the algorithm's decision in force (0: none; > 0 after an
+agent restart), in ``p.init_cwnd`` and ``p.init_rate`` what the NIC applies
+until a decision, and may set decisions too.  ``init`` and the ``on_<event>``
 handlers are plain functions in the class body (``staticmethod(f)`` works
 too); taurus/cc_algorithms/lib.py has the pieces most algorithms share
 (units, averages, slow start, resuming in init, once-per-RTT gates).
@@ -149,15 +152,20 @@ def host_mba(d, percent):
 
 
 # ---- what an algorithm declares ---------------------------------------------------
-FRAMEWORK_PARAMS = ("mss", "line_rate", "max_cwnd")
+FRAMEWORK_PARAMS = ("mss", "line_rate", "max_cwnd", "init_cwnd", "init_rate")
 
 
 @dataclasses.dataclass
 class FlowContext:
-    """What the framework tells an algorithm about a flow (in ``p``)."""
+    """What the framework tells an algorithm about a flow (in ``p``):
+    init_cwnd (bytes) and init_rate (bit/s) are the experiment's configured
+    ``[cc] cwnd`` and ``rate``, which the NIC applies to a new flow until a
+    decision replaces them (0: none configured)."""
     mss: int = 4096
     line_rate: float = 100e9
     max_cwnd: float = float(1 << 30)
+    init_cwnd: float = 0.0
+    init_rate: float = 0.0
 
 
 class Algorithm:
@@ -328,7 +336,8 @@ def param_row(cls, params, ctx: FlowContext) -> np.ndarray:
     row = np.zeros(1, param_dtype(cls))
     for f in dataclasses.fields(cls.Params):
         row[f.name] = float(getattr(params, f.name))
-    row["mss"], row["line_rate"], row["max_cwnd"] = ctx.mss, ctx.line_rate, ctx.max_cwnd
+    for k in FRAMEWORK_PARAMS:
+        row[k] = getattr(ctx, k)
     derived = {f.name for f in dataclasses.fields(cls.Params) if is_derived(f)}
     for k, v in params.derive(ctx).items():
         if k not in derived:

@@ -242,7 +242,8 @@ class Runner:
                 alg, params = self.native_flows[k]
                 self.native.start(eng, fid, alg, params,
                                   FlowContext(mss=x.host_cc(f.src).mss,
-                                              line_rate=link_rate(x, f.src)))
+                                              line_rate=link_rate(x, f.src),
+                                              init_cwnd=float(cc.cwnd), init_rate=float(cc.rate)))
             else:
                 NS.set_flow_mode(eng, fid, cc.mode)
             self.fid[k] = fid
@@ -284,12 +285,16 @@ class Runner:
         from taurus.agent.config import parse as agent_config
         for h, flows in by_host.items():
             base = self.x.host_cc(h)
-            over = [{"flows": [fid], "algorithm": cc.algorithm, "params": cc.params}
+            start = (int(base.cwnd), int(base.rate))
+            over = [{"flows": [fid], "algorithm": cc.algorithm, "params": cc.params,
+                     "init_cwnd_bytes": int(cc.cwnd), "init_rate_bps": int(cc.rate)}
                     for fid, cc in flows
-                    if (cc.algorithm, cc.params) != (base.algorithm, base.params)]
+                    if (cc.algorithm, cc.params, int(cc.cwnd), int(cc.rate))
+                    != (base.algorithm, base.params, *start)]
             cfg = agent_config({"agent": {"algorithm": base.algorithm, "params": base.params,
                                           "mss": base.mss, "line_rate_bps": link_rate(self.x, h),
-                                          "jit": base.jit},
+                                          "jit": base.jit, "init_cwnd_bytes": start[0],
+                                          "init_rate_bps": start[1]},
                                 "override": over})
             slot = int(self.eng.E.devs.regs[self.nics[h], DR_SLOT])
             a = Agent(self.eng.name + "-cc", cfg, cc=CcShm.attach(self.eng.name + "-cc", nic=slot),
