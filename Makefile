@@ -25,7 +25,7 @@ pip: $(STAMP)
 
 $(STAMP): setup.py $(wildcard taurus/datapath/ports/xsk_build.py taurus/datapath/ports/bpf/*.c)
 	$(PY) -m pip install -q --disable-pip-version-check cffi  # setup.py builds a cffi module
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,cluster]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,cluster,analysis]'
 	@touch $(STAMP)
 
 test: deps

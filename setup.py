@@ -26,8 +26,10 @@ setup(
         "tqdm>=4.60",
         "tomlkit>=0.12",          # `taurus reproduce --record` keeps the ledger's comments
     ],
-    # cluster: `taurus sweep --scheduler` on a Dask distributed cluster
+    # cluster: `taurus sweep --scheduler` on a Dask distributed cluster;
+    # analysis: taurus.results (runs and sweeps as pandas DataFrames)
     extras_require={"test": ["pytest>=7", "hypothesis>=6"],
-                    "cluster": ["dask[distributed]>=2024.1"]},
+                    "cluster": ["dask[distributed]>=2024.1"],
+                    "analysis": ["pandas>=2.0"]},
     entry_points={"console_scripts": ["taurus = taurus.cli:main"]},
 )

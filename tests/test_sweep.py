@@ -94,3 +94,15 @@ def test_cli_sweep_and_report(local, tmp_path, capsys):
     assert main(["sweep", EXAMPLE, "--param", "experiment.duration=3ms", "--param",
                  "experiment.warmup=1ms", "--out", d, "--workers", "1", "--no-progress"]) == 0
     assert json.load(open(os.path.join(d, "sweep.json")))["points"][0]["status"] == "done"
+
+
+def test_a_sweep_loads_as_dataframes(local):
+    import taurus.results as tr
+    out, man, _ = local
+    s = tr.load(out)
+    assert isinstance(s, tr.Sweep) and list(s.points.index) == [0, 1, 2]
+    assert list(s.points["cc.params.g"]) == [0.0625, 0.125, 0.25]
+    runs = s.runs()
+    assert [r.summary["seed"] for r in runs] == [p["seed"] for p in man["points"]]
+    assert (tr.compare(runs)["throughput_bps"] / 1e9).round(3).tolist() == \
+        [round(p["figures"]["throughput_gbps"], 3) for p in man["points"]]
