@@ -2,9 +2,10 @@
 # Both are idempotent: apt runs only when a package is missing, pip only when
 # the installed tree is older than setup.py.  wireshark-common (tshark's) asks
 # whether non-root users may capture: preseeded "no" (we capture as root).
+# chromium renders `taurus report --html` headless in the tests.
 PY       ?= python3
 APT_PKGS := libxdp-dev libbpf-dev libelf-dev zlib1g-dev pkg-config clang llvm \
-            iproute2 iputils-ping ethtool iperf3 tcpdump procps tshark
+            iproute2 iputils-ping ethtool iperf3 tcpdump procps tshark chromium
 STAMP    := .install-stamp
 
 .PHONY: deps apt pip test demo bench clean

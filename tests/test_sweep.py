@@ -106,3 +106,13 @@ def test_a_sweep_loads_as_dataframes(local):
     assert [r.summary["seed"] for r in runs] == [p["seed"] for p in man["points"]]
     assert (tr.compare(runs)["throughput_bps"] / 1e9).round(3).tolist() == \
         [round(p["figures"]["throughput_gbps"], 3) for p in man["points"]]
+
+
+def test_a_sweep_as_one_html_file(local, tmp_path):
+    out, man, _ = local
+    page = tmp_path / "s.html"
+    assert main(["report", "--html", out, "-o", str(page)]) == 0
+    text = page.read_text()
+    assert "Sweep" in text and "cc.params.g" in text
+    # a plot per swept key, then each point's rates and queue
+    assert text.count("<img") == len(man["params"]) + 2 * len(man["points"])

@@ -44,6 +44,10 @@ def add_run_parsers(sub) -> None:
     w.set_defaults(func=sweep_cmd)
     p = sub.add_parser("report", help="print runs side by side, or a sweep's table")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("--html", action="store_true",
+                   help="write one self-contained HTML file (tables, plots, experiment files)")
+    p.add_argument("-o", "--output", metavar="FILE", default="report.html",
+                   help="the HTML file (default: report.html)")
     p.set_defaults(func=report_cmd)
 
 
@@ -133,15 +137,19 @@ def sweep_cmd(a) -> int:
 def report_cmd(a) -> int:
     from .report import table
     from . import sweep
+    missing = [d for d in a.runs
+               if not (sweep.is_sweep(d) or os.path.exists(os.path.join(d, "summary.json")))]
+    if missing:
+        print(f"taurus report: no summary.json in {', '.join(missing)}", file=sys.stderr)
+        return 2
+    if a.html:
+        from .html_report import write
+        print(f"report: {write(a.runs, a.output)}")
+        return 0
     sweeps = [d for d in a.runs if sweep.is_sweep(d)]
     for d in sweeps:
         print(f"{d}:\n{sweep.table(sweep.load(d))}")
     a.runs = [d for d in a.runs if d not in sweeps]
-    if not a.runs:
-        return 0
-    missing = [d for d in a.runs if not os.path.exists(os.path.join(d, "summary.json"))]
-    if missing:
-        print(f"taurus report: no summary.json in {', '.join(missing)}", file=sys.stderr)
-        return 2
-    print(table(a.runs))
+    if a.runs:
+        print(table(a.runs))
     return 0
