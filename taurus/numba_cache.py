@@ -7,6 +7,14 @@ path.  So the cache lives in a directory named by a hash of every source
 file under taurus/ that uses Numba, directly or through ``hot`` /
 ``hot_stage`` (datapath/hot.py); any edit to one selects a fresh directory
 (a NUMBA_CACHE_DIR set beforehand wins).
+
+Inside it, Numba files each source file's functions under a hash of the
+file's absolute directory, so a second clone, a git worktree or an
+installed wheel would compile everything again.  ``configure`` puts first a
+locator of its own for the package's files: it files them under their path
+relative to the package, so every copy of the same sources shares one
+cache.  (The index's freshness stamp is already the file's content hash;
+user algorithm files outside the package keep Numba's own locator.)
 """
 import hashlib
 import importlib.metadata
@@ -17,12 +25,16 @@ import shutil
 import sys
 import time
 
+from .numba_hooks import after_import
+
+PACKAGE = pathlib.Path(__file__).resolve().parent
+
 # Files with compiled code: they name Numba, or compile through datapath/hot.py.
 _COMPILED = re.compile(rb"numba|\bhot(_stage)?\b")
 
 
 def cache_dir() -> pathlib.Path:
-    here = pathlib.Path(__file__).resolve().parent
+    here = PACKAGE
     h = hashlib.sha1(importlib.metadata.version("numba").encode())
     for f in sorted(here.rglob("*.py")):
         src = f.read_bytes()
@@ -47,3 +59,29 @@ def configure() -> None:
     os.environ["NUMBA_CACHE_DIR"] = str(d)
     if "numba" in sys.modules:            # imported before us: tell it directly
         sys.modules["numba"].config.CACHE_DIR = str(d)
+    after_import("numba.core.caching", _add_locator)
+
+
+def _add_locator(caching) -> None:
+    """Numba's cache picks the first locator class that accepts a function:
+    ours, for the package's files (idempotent)."""
+    if any(c.__name__ == "PackageCacheLocator" for c in caching.CacheImpl._locator_classes):
+        return
+
+    class PackageCacheLocator(caching.UserProvidedCacheLocator):
+        """CACHE_DIR/<the file's directory relative to the package>."""
+
+        def __init__(self, py_func, py_file):
+            super().__init__(py_func, py_file)
+            rel = pathlib.Path(py_file).resolve().parent.relative_to(PACKAGE)
+            self._cache_path = os.path.join(caching.config.CACHE_DIR, "taurus", *rel.parts)
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            try:
+                pathlib.Path(py_file).resolve().relative_to(PACKAGE)
+            except (ValueError, OSError):
+                return None                  # not ours: Numba's own locators
+            return super().from_function(py_func, py_file)
+
+    caching.CacheImpl._locator_classes.insert(0, PackageCacheLocator)

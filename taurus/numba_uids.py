@@ -17,12 +17,12 @@ forked child: two processes' compiles never share a symbol.  ``install``
 sets the counter when Numba's bytecode module loads (``import taurus``
 stays free of Numba), or at once if it is loaded already.
 """
-import importlib.abc
-import importlib.machinery
 import itertools
 import os
 import secrets
 import sys
+
+from .numba_hooks import after_import
 
 _MODULE = "numba.core.bytecode"
 
@@ -30,26 +30,6 @@ _MODULE = "numba.core.bytecode"
 def _reseed(bytecode=None) -> None:
     bytecode = bytecode or sys.modules[_MODULE]
     bytecode.FunctionIdentity._unique_ids = itertools.count(secrets.randbits(60))
-
-
-class _OnLoad(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps the loader of Numba's bytecode module so
-    the counter is reseeded right after the module runs."""
-
-    def find_spec(self, name, path, target=None):
-        if name != _MODULE:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _reseed(module)
-        spec.loader.exec_module = exec_module
-        return spec
 
 
 _installed = False
@@ -62,9 +42,6 @@ def install() -> None:
     if _installed:
         return
     _installed = True
-    if _MODULE in sys.modules:
-        _reseed()
-    else:
-        sys.meta_path.insert(0, _OnLoad())
+    after_import(_MODULE, _reseed)
     os.register_at_fork(after_in_child=lambda: _MODULE in sys.modules and _reseed())
 
