@@ -11,8 +11,8 @@ the end, also on Ctrl-C or error), and prints its fidelity report.
 import os
 import sys
 
-_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                         "examples")
+# examples/ at the repository's root links here, so a wheel carries them too
+_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 DEMO_FILE = os.path.join(_EXAMPLES, "dctcp_dumbbell.toml")
 WALL_DEMO_FILE = os.path.join(_EXAMPLES, "wall_dctcp.toml")
 BOTTLENECK = ("s1", "s2")
@@ -31,10 +31,17 @@ def run(args) -> int:
     from taurus.experiment.report import fidelity_rows, fidelity_warnings
     from taurus.experiment.runner import run_experiment
     from taurus.experiment.schema import ExperimentError, load
-    sets = [f'experiment.duration="{args.duration}"'] if args.duration else []
+    from taurus.units import parse_delay
+    path = WALL_DEMO_FILE if args.clock == "wall" else DEMO_FILE
+    sets = []
     try:
-        x = load(WALL_DEMO_FILE if args.clock == "wall" else DEMO_FILE, sets)
-    except ExperimentError as e:
+        if args.duration:
+            sets = [f'experiment.duration="{args.duration}"']
+            # a run shorter than the file's warm-up keeps its first fifth as warm-up
+            if parse_delay(args.duration) <= load(path, []).warmup:
+                sets.append(f"experiment.warmup={parse_delay(args.duration) // 5}")
+        x = load(path, sets)
+    except (ExperimentError, ValueError) as e:
         print(f"taurus demo: {e}", file=sys.stderr)
         return 2
     print(f"{x.description} ({args.clock} clock, {x.duration / 1e6:g} ms)")
