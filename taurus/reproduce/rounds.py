@@ -1,0 +1,86 @@
+"""Convergence counted in control rounds: how many round-trip times a rate
+trace takes, from a change (a burst's onset or release), to come within a
+band of the level it settles at and stay there; and how that count grows
+with the size of the change.
+
+The level is the trace's own settled value (the median of the phase's last
+``tail`` of rounds), not a fixed fraction of the link: each algorithm aims
+at its own aggregate (HPCC at eta = 95% of the link, DCTCP at a queue of
+about its marking threshold), and a band pinned to the link would count an
+algorithm that sits at its own target as never converged.  A phase whose
+tail is not itself inside the band has not settled: no count.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def per_round(t, x, t0: float, t1: float, rtt: float) -> np.ndarray:
+    """Means of the samples x(t) over consecutive rounds [t0 + k rtt,
+    t0 + (k + 1) rtt) inside [t0, t1); a round without samples repeats the
+    previous mean.  Averaging over a round removes the packet-scale noise a
+    sample period holds."""
+    t, x = np.asarray(t, float), np.asarray(x, float)
+    n = int((t1 - t0) // rtt)
+    out = np.empty(n)
+    for k in range(n):
+        sel = (t >= t0 + k * rtt) & (t < t0 + (k + 1) * rtt)
+        out[k] = x[sel].mean() if sel.any() else (out[k - 1] if k else np.nan)
+    return out
+
+
+def settled(rounds: np.ndarray, tail: float = 0.25, tol: float = 0.05) -> float | None:
+    """The level the trace settles at (median of its last ``tail`` of rounds),
+    or None when those rounds are not all within ``tol`` of it."""
+    if len(rounds) < 4:
+        return None
+    last = rounds[-max(2, int(len(rounds) * tail)):]
+    level = float(np.median(last))
+    return level if level > 0 and (np.abs(last / level - 1) <= tol).all() else None
+
+
+def rounds_to_settle(rounds: np.ndarray, level: float | None, tol: float = 0.05) -> int | None:
+    """Rounds until the trace is within ``tol`` of ``level`` and stays there
+    to the phase's end: k + 1 for the first round k from which every round is
+    in the band (1: the first round's mean is already there); None if the
+    level is None or the last round is outside."""
+    if level is None or len(rounds) == 0:
+        return None
+    ok = np.abs(np.asarray(rounds) / level - 1) <= tol
+    if not ok[-1]:
+        return None
+    bad = np.flatnonzero(~ok)
+    return int(bad[-1]) + 2 if len(bad) else 1
+
+
+def growth(deltas, counts) -> dict:
+    """Least-squares fits of the round counts against the gap: ``per_doubling``
+    (rounds added each time the gap doubles: the slope over log2 of the gap)
+    and ``per_unit`` (the slope over the gap), and ``order``: "O(1)" when the
+    fitted count moves by under ``flat`` rounds across the whole sweep, else
+    whichever of O(log Delta) and O(Delta) fits with the smaller residual
+    (with two counts, only "growing" or "shrinking").
+    Gaps whose count is None (never settled) are left out; fewer than two
+    counts: no fit."""
+    pts = [(float(d), float(c)) for d, c in zip(deltas, counts) if c is not None]
+    if len(pts) < 2:
+        return {"per_doubling": None, "per_unit": None, "order": None, "points": len(pts)}
+    d = np.array([p[0] for p in pts])
+    c = np.array([p[1] for p in pts])
+    fits = {}
+    for name, x in (("log", np.log2(d)), ("lin", d)):
+        A = np.stack([x, np.ones_like(x)], axis=1)
+        coef, *_ = np.linalg.lstsq(A, c, rcond=None)
+        fits[name] = (float(coef[0]), float(np.sum((A @ coef - c) ** 2)))
+    spread = fits["log"][0] * math.log2(d.max() / d.min())
+    flat = 2.0                      # rounds: below this across the sweep counts as constant
+    if abs(spread) < flat:
+        order = "O(1)"
+    elif len(pts) < 3:              # two points fit both curves exactly
+        order = "growing" if spread > 0 else "shrinking"
+    else:
+        order = "O(log Delta)" if fits["log"][1] <= fits["lin"][1] else "O(Delta)"
+    return {"per_doubling": fits["log"][0], "per_unit": fits["lin"][0], "order": order,
+            "points": len(pts)}
