@@ -2,7 +2,8 @@
 traces whose rounds are known."""
 import numpy as np
 
-from taurus.reproduce.rounds import growth, per_round, rounds_to_settle, settled
+from taurus.reproduce.rounds import (growth, level, per_round, rounds_to_reach, rounds_to_settle,
+                                     settled, spread)
 
 RTT = 10_000.0
 
@@ -42,12 +43,15 @@ def test_leaving_the_band_restarts_the_count():
     v = [2.0, 1.0, 1.0, 1.3, 1.0] + [1.0] * 20
     r = per_round(*_trace(np.array(v)), 0, 25 * RTT, RTT)
     assert rounds_to_settle(r, settled(r)) == 5
+    assert rounds_to_reach(r, level(r)) == 2         # reached at round 2, left at round 4
 
 
 def test_oscillation_never_settles():
     v = [1.0, 1.2] * 12
     r = per_round(*_trace(np.array(v)), 0, 24 * RTT, RTT)
     assert settled(r) is None and rounds_to_settle(r, None) is None
+    assert level(r) == 1.1 and abs(spread(r) - 0.2 / 1.1) < 1e-9
+    assert rounds_to_reach(r, 1.0) == 1 and rounds_to_reach(r, 5.0) is None
 
 
 def test_partial_round_and_empty_round():
@@ -64,3 +68,4 @@ def test_growth_orders():
     assert growth(d, [2 * x for x in d])["order"] == "O(Delta)"
     assert growth(d, [None, 3, None])["order"] is None
     assert growth([4, 28], [3, 30])["order"] == "growing"
+    assert growth(d, [30, 20, 10])["order"] == "shrinking"

@@ -1,14 +1,15 @@
 """Convergence counted in control rounds: how many round-trip times a rate
 trace takes, from a change (a burst's onset or release), to come within a
-band of the level it settles at and stay there; and how that count grows
-with the size of the change.
+band of the level it ends at (reach) and to stay there (settle); and how
+that count grows with the size of the change.
 
 The level is the trace's own settled value (the median of the phase's last
 ``tail`` of rounds), not a fixed fraction of the link: each algorithm aims
 at its own aggregate (HPCC at eta = 95% of the link, DCTCP at a queue of
 about its marking threshold), and a band pinned to the link would count an
 algorithm that sits at its own target as never converged.  A phase whose
-tail is not itself inside the band has not settled: no count.
+tail is not itself inside the band has not settled: no settle count, and
+``spread`` says how far it still swings.
 """
 from __future__ import annotations
 
@@ -31,14 +32,44 @@ def per_round(t, x, t0: float, t1: float, rtt: float) -> np.ndarray:
     return out
 
 
-def settled(rounds: np.ndarray, tail: float = 0.25, tol: float = 0.05) -> float | None:
-    """The level the trace settles at (median of its last ``tail`` of rounds),
-    or None when those rounds are not all within ``tol`` of it."""
+def _tail(rounds: np.ndarray, tail: float) -> np.ndarray:
+    return np.asarray(rounds)[-max(2, int(len(rounds) * tail)):]
+
+
+def level(rounds: np.ndarray, tail: float = 0.25) -> float | None:
+    """The level the trace ends at: the median of its last ``tail`` of rounds
+    (None: fewer than 4 rounds, or a level of 0)."""
     if len(rounds) < 4:
         return None
-    last = rounds[-max(2, int(len(rounds) * tail)):]
-    level = float(np.median(last))
-    return level if level > 0 and (np.abs(last / level - 1) <= tol).all() else None
+    v = float(np.median(_tail(rounds, tail)))
+    return v if v > 0 else None
+
+
+def spread(rounds: np.ndarray, tail: float = 0.25) -> float | None:
+    """How far the trace still swings at its end: (p95 - p5) of its last
+    ``tail`` of rounds over their median."""
+    v = level(rounds, tail)
+    if v is None:
+        return None
+    p5, p95 = np.percentile(_tail(rounds, tail), [5, 95])
+    return float((p95 - p5) / v)
+
+
+def settled(rounds: np.ndarray, tail: float = 0.25, tol: float = 0.05) -> float | None:
+    """The level, or None when the last ``tail`` of rounds are not all within
+    ``tol`` of it (the trace has not settled)."""
+    v = level(rounds, tail)
+    return v if v is not None and (np.abs(_tail(rounds, tail) / v - 1) <= tol).all() else None
+
+
+def rounds_to_reach(rounds: np.ndarray, level: float | None, tol: float = 0.05) -> int | None:
+    """Rounds until the trace first comes within ``tol`` of ``level`` (the gap
+    closed once, whether or not it then stays): k + 1 for the first such
+    round k; None if never or no level."""
+    if level is None:
+        return None
+    ok = np.flatnonzero(np.abs(np.asarray(rounds) / level - 1) <= tol)
+    return int(ok[0]) + 1 if len(ok) else None
 
 
 def rounds_to_settle(rounds: np.ndarray, level: float | None, tol: float = 0.05) -> int | None:
@@ -60,8 +91,9 @@ def growth(deltas, counts) -> dict:
     (rounds added each time the gap doubles: the slope over log2 of the gap)
     and ``per_unit`` (the slope over the gap), and ``order``: "O(1)" when the
     fitted count moves by under ``flat`` rounds across the whole sweep, else
-    whichever of O(log Delta) and O(Delta) fits with the smaller residual
-    (with two counts, only "growing" or "shrinking").
+    "shrinking" when it falls, and when it grows whichever of O(log Delta)
+    and O(Delta) fits with under half the other's residual ("growing" when
+    neither does, or with two counts).
     Gaps whose count is None (never settled) are left out; fewer than two
     counts: no fit."""
     pts = [(float(d), float(c)) for d, c in zip(deltas, counts) if c is not None]
@@ -76,11 +108,14 @@ def growth(deltas, counts) -> dict:
         fits[name] = (float(coef[0]), float(np.sum((A @ coef - c) ** 2)))
     spread = fits["log"][0] * math.log2(d.max() / d.min())
     flat = 2.0                      # rounds: below this across the sweep counts as constant
+    lg, ln = fits["log"][1], fits["lin"][1]
     if abs(spread) < flat:
         order = "O(1)"
-    elif len(pts) < 3:              # two points fit both curves exactly
-        order = "growing" if spread > 0 else "shrinking"
+    elif spread < 0:
+        order = "shrinking"
+    elif len(pts) < 3 or not (lg < ln / 2 or ln < lg / 2):
+        order = "growing"           # two points fit both curves; else neither fits clearly better
     else:
-        order = "O(log Delta)" if fits["log"][1] <= fits["lin"][1] else "O(Delta)"
+        order = "O(log Delta)" if lg < ln else "O(Delta)"
     return {"per_doubling": fits["log"][0], "per_unit": fits["lin"][0], "order": order,
             "points": len(pts)}
