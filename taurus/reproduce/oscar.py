@@ -491,21 +491,27 @@ def _plot_bls(out, t, truth, bls, ew) -> list[str]:
 
 
 # ---- oscar-fairness -----------------------------------------------------------------
-def _fairness_experiment(n: int, mode: str, quick: bool) -> dict:
+AI_VARIANTS = {"authors": False, "per_tau": True}     # OscarParams.ai_per_tau
+AI_NAMES = {"authors": "authors' AI (ai per batch)", "per_tau": "ours (ai x batch span in tau)"}
+
+
+def _fairness_experiment(n: int, mode: str, quick: bool, per_tau: bool = False) -> dict:
     join, end = (300_000, 1_500_000) if quick else (500_000, 4_000_000)
+    cc = _cc("oscar", mode)
+    cc["params"] = {**cc["params"], "ai_per_tau": per_tau}
     return {"experiment": {"name": f"oscar-fair-{n}", "duration": f"{end}ns", "seed": 1,
                            "step": "2us", "sample": "2us"},
             "topology": _topology(n),
-            "cc": _cc("oscar", mode),
+            "cc": cc,
             "traffic": [{"kind": "bulk", "from": "h1", "to": f"h{n + 1}"},
                         {"kind": "bulk", "from": [f"h{i}" for i in range(2, n + 1)],
                          "to": f"h{n + 1}", "start": f"{join}ns"}],
             "outputs": outputs()}
 
 
-def fairness_row(n: int, mode: str, quick: bool, out: str) -> dict:
-    d = os.path.join(out, f"fair-{n}")
-    exp = _fairness_experiment(n, mode, quick)
+def fairness_row(n: int, mode: str, quick: bool, out: str, variant: str = "authors") -> dict:
+    d = os.path.join(out, f"fair-{variant}-{n}")
+    exp = _fairness_experiment(n, mode, quick, AI_VARIANTS[variant])
     with _trace_decisions() as runs:
         s = run_dict(exp, d)
         tr = _trace(runs[-1])
@@ -525,17 +531,22 @@ def fairness_row(n: int, mode: str, quick: bool, out: str) -> dict:
 
 
 @scenario("oscar-fairness", "OSCAR seed: 2 and then 8 OSCAR flows on one 10 Gbit/s "
-                            "bottleneck; Jain after convergence, time to within 10% of fair")
+                            "bottleneck, the authors' additive increase and ours; Jain after "
+                            "convergence, time to within 10% of fair")
 def oscar_fairness(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
-    rows = {n: fairness_row(n, mode, quick, out) for n in (2, 8)}
+    rows = {v: {n: fairness_row(n, mode, quick, out, v) for n in (2, 8)} for v in AI_VARIANTS}
     echo("oscar-fairness: h1 from 0, the others join; one 10 Gbit/s port, base RTT ~13.5 us "
          f"(OSCAR given {base_rtt(mode) / 1e3:.2f} us, a lone flow's)")
     echo("  seed: OSCAR converges to the target state rapidly and fairly (testbed figure); "
          "goal Jain >= 0.98")
-    echo("  flows   Jain (goodput)  Jain (allowed rate)  to within 10% of fair  Gbit/s  drops")
-    for n, r in rows.items():
-        tf = "-" if r["time_to_fair_us"] is None else f"{r['time_to_fair_us']:.0f} us"
-        echo(f"  {n:5d}   {r['jain']:14.3f}  {r['jain_allowed']:19.3f}  {tf:>21}  "
-             f"{r['goodput_bps'] / 1e9:6.2f}  {r['drops']:5d}")
-    return ({"rows": {str(n): r for n, r in rows.items()}},
-            f"Jain {rows[2]['jain']:.3f} (2 flows), {rows[8]['jain']:.3f} (8 flows)")
+    echo("  additive increase                flows   Jain (goodput)  Jain (allowed rate)  "
+         "to within 10% of fair  Gbit/s  drops")
+    for v, byn in rows.items():
+        for n, r in byn.items():
+            tf = "-" if r["time_to_fair_us"] is None else f"{r['time_to_fair_us']:.0f} us"
+            echo(f"  {AI_NAMES[v]:<31} {n:5d}   {r['jain']:14.3f}  {r['jain_allowed']:19.3f}  "
+                 f"{tf:>21}  {r['goodput_bps'] / 1e9:6.2f}  {r['drops']:5d}")
+    a, o = rows["authors"], rows["per_tau"]
+    return ({"rows": {v: {str(n): r for n, r in byn.items()} for v, byn in rows.items()}},
+            f"Jain 2 / 8 flows: authors' AI {a[2]['jain']:.3f} / {a[8]['jain']:.3f}, "
+            f"AI per tau (ours) {o[2]['jain']:.3f} / {o[8]['jain']:.3f}")
