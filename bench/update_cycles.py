@@ -113,15 +113,17 @@ def main(argv=None) -> int:
 WHY = """Why the order differs from the seed's, from the code paths (an update
 of each, taurus/cc_algorithms/):
 
-- HPCC and PowerTCP do their per-hop work once per INT record here: the
-  engine hands each hop's (qlen, tx_bytes, ts) as one INT event, so an
-  update is one hop's utilisation (HPCC) or power (PowerTCP) plus a
-  compare; the seed's per-ACK update loops over every hop of the INT stack
-  and divides per hop, which is where its 92 and 159 go.
-- Swift's update takes a square root (flow scaling of its target) and a
-  division per ACK; the seed's 104 is the same shape and stays near the top.
-- DCQCN's events are a CNP (one multiply) or a timer / byte-counter expiry
-  (an average of two rates): the cheapest, as in the seed.
+- HPCC and PowerTCP take one INT hop per event here: the engine hands each
+  hop's (qlen, tx_bytes, ts) as an INT event, so most calls are one hop's
+  utilisation (HPCC) or power (PowerTCP) and only the last hop's call
+  computes the window; the seed's per-ACK update loops over every hop of
+  the INT stack, which is where its 92 and 159 go.  Per ACK, ours costs
+  about the hop count times the figure here.
+- Swift's update takes a square root (the flow scaling of its target) and
+  a division per ACK, the same shape as the seed's 104.
+- DCQCN's events are a CNP (a multiply and the alpha EWMA) or a timer or
+  byte-counter expiry (an average of two rates), as the seed's 46; its TX
+  events (the byte counter) are calls the seed does not count as updates.
 - OSCAR's RTT_LS record arrives pre-summed (n, Sx, Sy, Sxx, Sxy of a batch)
   from the engine, so its update is the batch merge, one slope, a look-up of
   the reference state in a 32-entry history and two ratios; the seed
