@@ -1,9 +1,10 @@
 """The convergence counter (taurus/reproduce/rounds.py) on synthetic rate
 traces whose rounds are known."""
 import numpy as np
+import pytest
 
-from taurus.reproduce.rounds import (growth, level, per_round, rounds_to_reach, rounds_to_settle,
-                                     settled, spread)
+from taurus.reproduce.rounds import (growth, level, own_rounds, per_round, rounds_to_reach,
+                                     rounds_to_settle, settled, spread)
 
 RTT = 10_000.0
 
@@ -69,3 +70,11 @@ def test_growth_orders():
     assert growth(d, [None, 3, None])["order"] is None
     assert growth([4, 28], [3, 30])["order"] == "growing"
     assert growth(d, [30, 20, 10])["order"] == "shrinking"
+
+
+def test_own_rounds_count_the_paths_round_trips():
+    t = np.arange(0, 100_000, 1_000.0)
+    assert own_rounds(t, np.full(len(t), RTT), 0, 100_000) == pytest.approx(10.0)
+    slow = np.where(t < 50_000, 2 * RTT, RTT)          # a queue doubles the first half's RTT
+    assert own_rounds(t, slow, 0, 100_000) == pytest.approx(7.5)
+    assert own_rounds(t, slow, 200_000, 300_000) == 0.0

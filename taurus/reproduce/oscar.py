@@ -215,10 +215,14 @@ def state_rate(tr: dict, k: int, s: dict, base: float) -> np.ndarray:
     return np.where((tr["t"] >= f["start_ns"]) & (tr["t"] < stop), rate / cap, 0.0)
 
 
-def _phase(t, x, t0, t1, rtt) -> dict:
+def _phase(t, x, t0, t1, rtt, rtt_now) -> dict:
+    """Reach and settle in base RTTs; ``reach_own``: reach in the path's own
+    round trips (base RTT plus the bottleneck's queueing delay)."""
     r = rounds.per_round(t, x, t0, t1, rtt)
     level = rounds.level(r)
-    return {"reach": rounds.rounds_to_reach(r, level),
+    reach = rounds.rounds_to_reach(r, level)
+    return {"reach": reach, "reach_own": None if reach is None else
+            round(rounds.own_rounds(t, rtt_now, t0, t0 + reach * rtt), 1),
             "settle": rounds.rounds_to_settle(r, rounds.settled(r)), "level": level,
             "spread": rounds.spread(r), "first_round": float(r[0]) if len(r) else None,
             "phase_rounds": len(r)}
@@ -240,11 +244,14 @@ def convergence_row(alg: str, mode: str, quick: bool, n: int, out: str) -> dict:
     agg = per.sum(axis=1)
     ends = [f["start_ns"] + f["fct_ns"] if f["done"] else s["ended_at_ns"] for f in s["flows"][1:]]
     on_end, rel = min(ends), max(ends)           # onset: until the aggregate's makeup changes
-    onset, release = _phase(t, agg, b0, on_end, rtt), _phase(t, agg, rel, s["ended_at_ns"], rtt)
+    q = tr["queue"][:, tr["ports"].index(s["busiest_port"])]
+    rtt_now = rtt + q * 8e9 / LINK_BPS
+    onset = _phase(t, agg, b0, on_end, rtt, rtt_now)
+    release = _phase(t, agg, rel, s["ended_at_ns"], rtt, rtt_now)
     tail = (t >= on_end - (on_end - b0) / 4) & (t < on_end)
     share = float(per[tail, 0].mean() / agg[tail].mean() * (n + 1)) if agg[tail].mean() > 0 else 0.0
     return {"burst_flows": n, "onset": onset, "release": release,
-            "long_onset": _phase(t, per[:, 0], b0, on_end, rtt)["reach"],
+            "long_onset": _phase(t, per[:, 0], b0, on_end, rtt, rtt_now)["reach"],
             "long_share": share, "burst_ns": [b0, on_end, rel], "drops": drops(s),
             "t_us": (t / 1e3).tolist()[::5], "aggregate": agg.tolist()[::5]}
 
@@ -272,11 +279,12 @@ def oscar_convergence(out: str, quick: bool, mode: str, echo) -> tuple[dict, str
                 rows[a][str(n)] = convergence_row(a, mode, quick, n, out)
             except Exception as e:      # one run's failure leaves the others' rows
                 rows[a][str(n)] = {"error": f"{type(e).__name__}: {e}",
-                                   "onset": {"reach": None, "settle": None},
-                                   "release": {"reach": None, "settle": None}}
+                                   "onset": {"reach": None, "settle": None, "reach_own": None},
+                                   "release": {"reach": None, "settle": None, "reach_own": None}}
     fits = {a: {f"{ph}_{c}": rounds.growth([n + 1 for n in ns],
                                             [rows[a][str(n)][ph][c] for n in ns])
-                for ph in ("onset", "release") for c in ("reach", "settle")} for a in ALGS}
+                for ph in ("onset", "release") for c in ("reach", "settle", "reach_own")}
+            for a in ALGS}
     rtt = base_rtt(mode)
     echo(f"oscar-convergence: h1 long from 0; n burst flows from {b0 / 1e6:g} ms, each its fair "
          f"share over to {b1 / 1e6:g} ms; one 10 Gbit/s port (the slides' 40 scaled by 1/4: MSS "
@@ -288,11 +296,12 @@ def oscar_convergence(out: str, quick: bool, mode: str, echo) -> tuple[dict, str
          "aggregate sending state (sum of pacing rates, or cwnd / base RTT when lower; "
          f"{', '.join(NAMES[a] for a in RATE_BASED)} by rate alone) is first within 5% of the "
          "level it ends at (reach: its last quarter's median, given beside) and until it stays "
-         "there (settle; swing: the last quarter's p5-p95 over the level); gap Delta = n + 1 "
+         "there (settle; swing: the last quarter's p5-p95 over the level; own: reach in the "
+         "path's own round trips, base RTT + the bottleneck queue's delay); gap Delta = n + 1 "
          "(onset: n + 1 line-rate starters into one link; release: the long flow from "
          "1 / (n + 1) to all of it)")
-    echo("  algorithm  n   onset: reach settle level swing first   release: reach settle level "
-         "swing   long flow: reach, share/fair  drops")
+    echo("  algorithm  n   onset: reach (own) settle level swing first   release: reach settle "
+         "level swing   long flow: reach, share/fair  drops")
     for a in ALGS:
         for n in ns:
             r = rows[a][str(n)]
@@ -300,7 +309,8 @@ def oscar_convergence(out: str, quick: bool, mode: str, echo) -> tuple[dict, str
                 echo(f"  {NAMES[a]:<9} {n:2d}  failed: {r['error']}")
                 continue
             o, x = r["onset"], r["release"]
-            echo(f"  {NAMES[a]:<9} {n:2d}  {_fmt(o['reach']):>12} {_fmt(o['settle']):>6} "
+            own = "-" if o["reach_own"] is None else f"{o['reach_own']:.1f}"
+            echo(f"  {NAMES[a]:<9} {n:2d}  {_fmt(o['reach']):>12} {own:>5} {_fmt(o['settle']):>6} "
                  f"{_lvl(o['level']):>5} {_lvl(o['spread']):>5} {o['first_round'] or 0:5.1f}   "
                  f"{_fmt(x['reach']):>14} {_fmt(x['settle']):>6} {_lvl(x['level']):>5} "
                  f"{_lvl(x['spread']):>5}   {_fmt(r['long_onset']):>16}, "
@@ -314,7 +324,8 @@ def oscar_convergence(out: str, quick: bool, mode: str, echo) -> tuple[dict, str
         f = fits[a]
         echo(f"  {NAMES[a]:<9} " + "  ".join(
             f"{k.replace('_', ' ')} {_slope(f[k])} {f[k]['order'] or '-':<12}"
-            for k in ("onset_reach", "release_reach", "onset_settle", "release_settle")))
+            for k in ("onset_reach", "release_reach", "onset_settle", "release_settle",
+                      "onset_reach_own")))
     plots = _plot_convergence(out, rows, ns[-1], b0)
     head = "rounds to reach the level, growth over Delta (onset/release): " + ", ".join(
         f"{NAMES[a]} {fits[a]['onset_reach']['order'] or '-'}/"

@@ -119,3 +119,17 @@ def growth(deltas, counts) -> dict:
         order = "O(log Delta)" if lg < ln else "O(Delta)"
     return {"per_doubling": fits["log"][0], "per_unit": fits["lin"][0], "order": order,
             "points": len(pts)}
+
+
+def own_rounds(t, rtt_now, t0: float, t1: float) -> float:
+    """Round trips elapsed from t0 to t1 when a round lasts rtt_now(t) (the
+    path's RTT with its queue): the integral of dt / rtt_now.  A count in
+    base RTTs charges a controller for feedback its queue delays; this one
+    counts the round trips its decisions could act on."""
+    t, r = np.asarray(t, float), np.asarray(rtt_now, float)
+    sel = (t >= t0) & (t < t1)
+    if not sel.any():
+        return 0.0
+    ts = t[sel]
+    dt = np.diff(np.append(ts, t1))
+    return float(np.sum(dt / r[sel]))

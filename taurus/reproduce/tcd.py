@@ -431,8 +431,8 @@ def tcd_victim(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
          "pkts UE  flows UE  mean FCT us  P0 PAUSEs  drops")
     for key, label, _, _ in VICTIM_RUNS:
         r = res[key]
-        echo(f"  {label:<21} {r['victims']:7d} {r['finished']:9d} {_pm(r, 'pkt_ce_pct', '.2f'):>18} "
-             f"{_pm(r, 'ce_pct'):>23} {r['pkt_ue_pct']:7.1f}% {r['ue_pct']:8.1f}% "
+        echo(f"  {label:<21} {r['victims']:7d} {r['finished']:9d} "
+             f"{_pm(r, 'pkt_ce_pct', '.2f'):>18} {_pm(r, 'ce_pct'):>23} {r['pkt_ue_pct']:7.1f}% {r['ue_pct']:8.1f}% "
              f"{r['mean_fct_us']:12.1f} {r['p0_pfc_rx']:10d} {r['drops']:6d}")
     echo(f"  seed (Table 3, CEE, DCQCN): {SEED['victim_ce_ecn']:g}% of victim packets CE-marked "
          f"with ECN, 0% with TCD")
