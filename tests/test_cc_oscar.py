@@ -122,12 +122,15 @@ def test_decisions_only_when_a_batch_closes():
 
 
 def test_additive_increase_per_batch_period():
-    """ai per tau: a slow flow whose batch needs 2 tau to hold min_batch samples
+    """ai_per_tau: a slow flow whose batch needs 2 tau to hold min_batch samples
     gains 2 ai, as a fast flow closing one batch per tau does (at most
-    max_span ai: wider batches are idle gaps)."""
-    p = OscarParams(base_rtt=BASE)
+    max_span ai: wider batches are idle gaps); by default (the authors') ai
+    once per batch, whatever its span."""
     cut = W0 * 16 / 20                      # decelerating at 20 us, no slope: u_w
-    for gap, periods in ((2_500, 1), (5_000, 2), (10_000, 3)):
-        _, s = _run(_batch(0, 30_000, 20_000, 0.0, n=3, gap=gap), p)
-        assert s.N == 0, "the batch closed"
-        assert s.u == pytest.approx(cut + periods * p.ai, rel=1e-6), gap
+    for per_tau in (True, False):
+        p = OscarParams(base_rtt=BASE, ai_per_tau=per_tau)
+        for gap, periods in ((2_500, 1), (5_000, 2), (10_000, 3)):
+            _, s = _run(_batch(0, 30_000, 20_000, 0.0, n=3, gap=gap), p)
+            assert s.N == 0, "the batch closed"
+            steps = periods if per_tau else 1
+            assert s.u == pytest.approx(cut + steps * p.ai, rel=1e-6), (per_tau, gap)

@@ -117,8 +117,9 @@ def test_all_check_runs_each_scenario_in_full_and_compares(tmp_path, capsys, mon
     shutil.copy(L.LEDGER, book)
     text = book.read_text()
     was = L.load()["oscar-fairness"].figures[1]
-    assert was.key == "rows/8/jain"
-    moved = re.sub(r'(key = "rows/8/jain"\nlabel = [^\n]*\nvalue = )[^\n]+', r"\g<1>0.5", text)
+    assert was.key == "rows/authors/8/jain"
+    moved = re.sub(r'(key = "rows/authors/8/jain"\nlabel = [^\n]*\nvalue = )[^\n]+', r"\g<1>0.5",
+                   text)
     assert moved != text
     book.write_text(moved)
     monkeypatch.setattr(L, "LEDGER", str(book))
@@ -126,7 +127,7 @@ def test_all_check_runs_each_scenario_in_full_and_compares(tmp_path, capsys, mon
     assert main(["reproduce", "--all", "--check", "--only", "oscar-fairness", "--workers", "1",
                  "--out", out]) == 1
     line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("DRIFT")]
-    assert line and f"rows/8/jain 0.5 → {L.fmt(was.value)} (±0.005)" in line[0]
+    assert line and f"rows/authors/8/jain 0.5 → {L.fmt(was.value)} (±0.005)" in line[0]
     assert main(["reproduce", "--all", "--record", "--only", "oscar-fairness", "--workers", "1",
                  "--out", out]) == 0
     assert L.load()["oscar-fairness"].figures[1].value == pytest.approx(was.value)

@@ -17,7 +17,8 @@ g = (n Sxy - Sx Sy) / (n Sxx - Sx^2), clamped >= grad_floor:
         u_r = u_ref / (1 + g)                      (gradient loop: rate)
         u_w = w_ref x D_target / d                 (delay loop: window)
         u = max(u_r, u_w) if d < D_target - accel_margin else min(u_r, u_w)
-        u = u + ai x periods                       (fairness: AIMD around the target)
+        u = u + ai                                 (fairness: AIMD around the target;
+                                                    ai x periods with ai_per_tau)
     u clamped to [min_rate_ratio, 1]
 A batch closes once it spans tau of arrivals (or is an engine aggregate of at
 least tau / 2: in agent mode the engine sums RTT_LS over 5 us, the class's
@@ -25,12 +26,13 @@ period whatever tau, one record per batch; in native and per-event mode
 every sample comes alone and the batch is summed here) and holds >=
 min_batch samples; its gradient is discarded (0) when it spans more than
 max_span x tau (idle gaps), as the authors do.
-periods = the batch's span in tau, clamped to [1, max_span]: the authors add
-ai once per batch and close one batch per tau, so every flow gains ai per
-tau; a flow too slow to bring min_batch samples in one tau (packets per tau
-as on their 40 Gbit/s testbed) would otherwise gain less per unit time than
-a fast one, and with 8 flows the MIMD steps, which keep the rate ratios,
-never closed that gap (Jain 0.86).
+The authors add ai once per batch (DoRateUpdate), whatever the batch's
+span.  ``ai_per_tau`` (ours, off by default) adds ai x periods instead,
+periods = the batch's span in tau clamped to [1, max_span]: a flow too slow
+to bring min_batch samples in one tau (fewer packets per tau than on the
+authors' 40 Gbit/s testbed) otherwise gains less per unit time than a fast
+one, and the MIMD steps, which keep the rate ratios, do not close that gap
+(oscar-fairness shows both).
 The base RTT is ``base_rtt`` or, when 0, the least batch-mean RTT seen (in
 native mode the least sample).  The authors' sockets are given it; a flow
 that starts into a queue measures it too high, aims at a higher D_target and
@@ -71,6 +73,7 @@ class OscarParams(Params):
     accel_margin: float = param(500.0, "ns", "accelerate below D_target minus this (authors: 0.5us)")
     hyper_gap: float = param(1_000.0, "ns", "hyper increase below base plus this (authors: 1 us)")
     base_rtt: float = param(0.0, "ns", "base RTT; 0: the least RTT measured")
+    ai_per_tau: bool = param(False, "", "ai x the batch's span in tau (ours); off: ai per batch")
 
     def check(self):
         require(self.target_queue >= 0, "target_queue", "must be >= 0")
@@ -148,9 +151,10 @@ def update(s, p, sent_at, periods):
             w_ref = min(u_ref * (bdp_bytes + p.target_queue), bdp_bytes)
         u_r = u_ref / (1 + max(s.g, p.grad_floor))
         u_w = w_ref / (bdp_bytes + p.target_queue) * d_target / s.delay
-        # ai per tau, as the authors' one batch per tau gives: a slow flow whose
-        # batch waits several tau for min_batch samples gets as much per unit time
-        u = unify(u_w, u_r, s.delay < d_target - p.accel_margin) + p.ai * periods
+        # ai_per_tau: a slow flow whose batch waits several tau for min_batch
+        # samples gains as much per unit time as a fast one
+        steps = periods if p.ai_per_tau else 1.0
+        u = unify(u_w, u_r, s.delay < d_target - p.accel_margin) + p.ai * steps
     s.u = clamp(u, p.min_rate_ratio, 1.0)
 
 

@@ -1,7 +1,8 @@
 """OSCAR ("OSCAR: O(1)-Step Convergence And Readily-deployable Congestion
 Control", Nanjing University): `oscar-convergence` (the slides' 1 long + 9
-short flows micro-benchmark: control updates to converge at a microburst's
-onset and release, OSCAR against DCTCP, DCQCN, Swift and HPCC), `oscar-bls`
+short flows micro-benchmark, swept over 3, 9, 27 short flows: round trips
+to converge at a microburst's onset and release and their growth with the
+gap, OSCAR against DCTCP, DCQCN, Swift, HPCC and PowerTCP), `oscar-bls`
 (delay gradient by batched least squares against divide + EWMA, judged by
 the switch queue's true growth rate) and `oscar-fairness` (Jain of 2 and 8
 OSCAR flows).
@@ -11,20 +12,21 @@ These runs keep the base RTT (3 us per link, two links each way, plus
 serialisation) and run the links at 10 Gbit/s, so every byte quantity
 scales by 1/4: OSCAR's target queue 75 KB -> 18.75 KB, DCTCP/DCQCN's ECN
 threshold 30 KB at 10 Gbit/s (the 30 x Gbit/s / 10 KB rule), buffers 1 MB
-(> 50 BDPs: no drops).  OSCAR is given the base RTT (``base_rtt``: a lone
-flow's unloaded RTT, measured once), as the authors' sockets are (all flows
+(> 50 BDPs: no drops but for DCQCN at 27 burst flows, its window cap
+lifted).  OSCAR is given the base RTT (``base_rtt``: a lone flow's
+unloaded RTT, measured once), as the authors' sockets are (all flows
 the same D_target), rather than each flow's least RTT seen.
 
-Counting updates: a flow's decisions written (the NIC's decision version,
-sampled every 2 us), from the burst's start until the long flow's rate is
-first within 10% of its fair share (1/10 of the link; also reported: until
-it is there and stays 100 us), and from the burst's end (the last short
-flow's completion; the short flows carry their fair share of the nominal
-1 to 5 ms each) until it is >= 95% of the link.  The long flow's
-rate is what its algorithm lets it send: min(pacing rate, cwnd / RTT), RTT
-the flow's least srtt plus the bottleneck queue's delay, normalised to the
-link's payload rate (the wire rate times the payload bytes per wire byte
-measured at the bottleneck).
+Counting rounds (`oscar-convergence`, taurus/reproduce/rounds.py): 1 long
+flow and n = 3, 9, 27 burst flows, each burst flow its fair share of the
+nominal 1 to 5 ms.  The aggregate sending state (each active flow's pacing
+rate, or cwnd / base RTT when lower: a rate, not a window over the RTT now,
+which reads as the link whenever a queue holds the window; DCQCN's window is
+the NIC's cap, lifted and left out) is averaged per base RTT; rounds count
+from the onset (release: the last burst flow's end) until it is within 5%
+of the level the phase ends at, first (reach) and for good (settle).  The
+gap Delta = n + 1 (the rate ratio to close) and the counts are fitted
+against it per algorithm.
 """
 from __future__ import annotations
 
@@ -41,17 +43,21 @@ from taurus.cc_algorithms.oscar import Oscar
 from taurus.cc_algorithms.params import Params
 from taurus.tools.analysis import jain
 
+from . import rounds
 from .core import drops, long_jain, outputs, pyplot, run_dict, scenario
 
-ALGS = ("oscar", "dctcp", "dcqcn", "swift", "hpcc")
-NAMES = {"oscar": "OSCAR", "dctcp": "DCTCP", "dcqcn": "DCQCN", "swift": "Swift", "hpcc": "HPCC"}
+ALGS = ("oscar", "dctcp", "dcqcn", "swift", "hpcc", "powertcp")
+NAMES = {"oscar": "OSCAR", "dctcp": "DCTCP", "dcqcn": "DCQCN", "swift": "Swift", "hpcc": "HPCC",
+         "powertcp": "PowerTCP"}
+RATE_BASED = ("dcqcn",)                 # the window is the NIC's cap, no part of the algorithm
+WIDE_CWND = "1MB"                       # so that cap never binds (the buffer's size)
 LINK_BPS = 10e9
 SCALE = LINK_BPS / 40e9                 # the slides' 40 Gbit/s testbed
 TARGET_QUEUE = 75_000 * SCALE           # OSCAR's 75 KB at 40 Gbit/s
 HYPER_GAP = 2_000                       # 1 us + a 1 KB packet's extra serialisation, 2 hops
 SEED_MSE = (0.0058, 0.079, 13.4)        # the slides: BLS, divide + EWMA, the ratio they give
 SEED_ORDER = ("onset (deceleration) / release (acceleration): OSCAR O(1) / O(1); DCQCN, Swift "
-              "O(log Delta) / O(Delta); HPCC O(1) / O(1)")
+              "O(log Delta) / O(Delta); HPCC, PowerTCP O(1) / O(1)")
 HOLD_NS = 100_000
 MSS = 256                               # 1 KB at 40 Gbit/s: the same packets per BDP and per tau
 EWMA_ALPHA = 0.875                      # divide + EWMA: weight of the old estimate (ours)
@@ -120,18 +126,6 @@ def normalised_rate(tr: dict, k: int, s: dict) -> np.ndarray:
     return np.minimum(np.minimum(rate, win), cap) / cap
 
 
-def updates_to(t, version, ok, t0, hold=0) -> int | None:
-    """Decisions written from t0 until ``ok`` first holds (and keeps holding
-    for ``hold`` ns); None if never."""
-    i0 = int(np.searchsorted(t, t0))
-    for i in range(i0, len(t)):
-        if ok[i]:
-            j = int(np.searchsorted(t, t[i] + hold))
-            if ok[i:min(j, len(t))].all() and t[i] + hold <= t[-1]:
-                return int(version[i] - version[i0])
-    return None
-
-
 # ---- oscar-convergence --------------------------------------------------------------
 def _topology(n_senders: int, switch: dict | None = None) -> dict:
     hosts = [f"h{i}" for i in range(1, n_senders + 2)]
@@ -172,101 +166,189 @@ def base_rtt(mode: str) -> float:
 
 
 def convergence_times(quick: bool) -> tuple[int, int, int]:
-    """(burst start, burst end, run end) ns: the slides' 1 ms .. 5 ms (quick: shorter)."""
+    """(burst start, nominal burst end, run end) ns: the slides' 1 ms .. 5 ms (quick: shorter)."""
     return (500_000, 1_500_000, 2_300_000) if quick else (1_000_000, 5_000_000, 10_000_000)
 
 
-def _convergence(alg: str, mode: str, quick: bool) -> dict:
-    b0, b1, end = convergence_times(quick)
-    return {"experiment": {"name": f"converge-{alg}", "duration": f"{end}ns", "seed": 1,
+def burst_flows(quick: bool) -> tuple[int, ...]:
+    """The sweep of the gap: burst flows joining the long one (the slides' 9 among them)."""
+    return (3, 9, 27)
+
+
+def _convergence(alg: str, mode: str, quick: bool, n: int) -> dict:
+    b0, _, end = convergence_times(quick)
+    cc = _cc(alg, mode)
+    if alg in RATE_BASED:
+        cc["cwnd"] = WIDE_CWND
+    rx = f"h{n + 2}"
+    return {"experiment": {"name": f"converge-{alg}-{n}", "duration": f"{end}ns", "seed": 1,
                            "step": "2us", "sample": "2us"},
-            "topology": _topology(10),
-            "cc": _cc(alg, mode),
-            "traffic": [{"kind": "bulk", "from": "h1", "to": "h11"},
-                        {"kind": "bulk", "from": [f"h{i}" for i in range(2, 11)], "to": "h11",
-                         "start": f"{b0}ns", "size": burst_size(quick)}],
+            "topology": _topology(n + 1),
+            "cc": cc,
+            "traffic": [{"kind": "bulk", "from": "h1", "to": rx},
+                        {"kind": "bulk", "from": [f"h{i}" for i in range(2, n + 2)], "to": rx,
+                         "start": f"{b0}ns", "size": burst_size(quick, n)}],
             "outputs": outputs()}
 
 
-def burst_size(quick: bool) -> int:
-    """Bytes per short flow: its fair share (link / 10) over the burst."""
+def burst_size(quick: bool, n: int = 9) -> int:
+    """Bytes per burst flow: its fair share (link / (n + 1)) over the nominal burst."""
     b0, b1, _ = convergence_times(quick)
-    return int(LINK_BPS / 10 * (b1 - b0) / 8e9)
+    return int(LINK_BPS / (n + 1) * (b1 - b0) / 8e9)
 
 
-def convergence_row(alg: str, mode: str, quick: bool, out: str) -> dict:
+def state_rate(tr: dict, k: int, s: dict, base: float) -> np.ndarray:
+    """Flow k's sending state as a rate, over the link's payload rate, while
+    the flow is active (0 before its start and after its end): its pacing
+    rate, or cwnd / base RTT when lower (HPCC's R = W / T).  The base RTT,
+    not the RTT now: with the queue's delay in the divisor, any window total
+    above a BDP reads as exactly the link, and the state gap (the queue it
+    builds) would vanish from the count."""
+    payload = payload_fraction(s)
+    cap = LINK_BPS * payload
+    rate = np.where(tr["rate"][:, k] > 0, tr["rate"][:, k] * payload, cap)
+    if s["flows"][k]["algorithm"] not in RATE_BASED:
+        rate = np.minimum(rate, np.where(tr["cwnd"][:, k] > 0,
+                                         tr["cwnd"][:, k] * 8e9 / base, cap))
+    f = s["flows"][k]
+    stop = f["start_ns"] + f["fct_ns"] if f["done"] else np.inf
+    return np.where((tr["t"] >= f["start_ns"]) & (tr["t"] < stop), rate / cap, 0.0)
+
+
+def _phase(t, x, t0, t1, rtt, rtt_now) -> dict:
+    """Reach and settle in base RTTs; ``reach_own``: reach in the path's own
+    round trips (base RTT plus the bottleneck's queueing delay)."""
+    r = rounds.per_round(t, x, t0, t1, rtt)
+    level = rounds.level(r)
+    reach = rounds.rounds_to_reach(r, level)
+    return {"reach": reach, "reach_own": None if reach is None else
+            round(rounds.own_rounds(t, rtt_now, t0, t0 + reach * rtt), 1),
+            "settle": rounds.rounds_to_settle(r, rounds.settled(r)), "level": level,
+            "spread": rounds.spread(r), "first_round": float(r[0]) if len(r) else None,
+            "phase_rounds": len(r)}
+
+
+def convergence_row(alg: str, mode: str, quick: bool, n: int, out: str) -> dict:
+    """One algorithm at n burst flows: rounds (base RTTs) from the onset and
+    from the release until the aggregate sending state is first within 5% of
+    the level it ends at (reach), and until it stays there (settle); the
+    long flow's share apart."""
     b0, _, _ = convergence_times(quick)
-    exp = _convergence(alg, mode, quick)          # OSCAR's base RTT measured first, apart
+    exp = _convergence(alg, mode, quick, n)       # OSCAR's base RTT measured first, apart
     with _trace_decisions() as runs:
-        s = run_dict(exp, os.path.join(out, f"converge-{alg}"))
+        s = run_dict(exp, os.path.join(out, f"converge-{alg}-{n}"))
         tr = _trace(runs[-1])
-    short = [f for f in s["flows"][1:]]
-    b1 = max(f["start_ns"] + f["fct_ns"] if f["done"] else s["ended_at_ns"] for f in short)
-    r = normalised_rate(tr, 0, s)
-    v = tr["version"][:, 0]
-    share = 1 / 10
-    band = np.abs(r - share) <= 0.1 * share
-    onset = updates_to(tr["t"], v, band, b0)
-    onset_held = updates_to(tr["t"], v, band, b0, HOLD_NS)
-    release = updates_to(tr["t"], v, r >= 0.95, b1)
-    during = (tr["t"] > b0) & (tr["t"] <= b1)
-    return {"onset": onset, "onset_held": onset_held, "release": release, "drops": drops(s),
-            "burst_ns": [b0, b1], "burst_min_rate": float(r[during].min()) if during.any() else 0.0,
-            "burst_mean_rate": float(r[during].mean()) if during.any() else 0.0,
-            "updates_in_burst": int(v[during][-1] - v[during][0]) if during.any() else 0,
-            "t_us": (tr["t"] / 1e3).tolist()[::5], "rate": r.tolist()[::5]}
+    rtt = base_rtt(mode)
+    t = tr["t"]
+    per = np.stack([state_rate(tr, k, s, rtt) for k in range(n + 1)], axis=1)
+    agg = per.sum(axis=1)
+    ends = [f["start_ns"] + f["fct_ns"] if f["done"] else s["ended_at_ns"] for f in s["flows"][1:]]
+    on_end, rel = min(ends), max(ends)           # onset: until the aggregate's makeup changes
+    q = tr["queue"][:, tr["ports"].index(s["busiest_port"])]
+    rtt_now = rtt + q * 8e9 / LINK_BPS
+    onset = _phase(t, agg, b0, on_end, rtt, rtt_now)
+    release = _phase(t, agg, rel, s["ended_at_ns"], rtt, rtt_now)
+    tail = (t >= on_end - (on_end - b0) / 4) & (t < on_end)
+    share = float(per[tail, 0].mean() / agg[tail].mean() * (n + 1)) if agg[tail].mean() > 0 else 0.0
+    return {"burst_flows": n, "onset": onset, "release": release,
+            "long_onset": _phase(t, per[:, 0], b0, on_end, rtt, rtt_now)["reach"],
+            "long_share": share, "burst_ns": [b0, on_end, rel], "drops": drops(s),
+            "t_us": (t / 1e3).tolist()[::5], "aggregate": agg.tolist()[::5]}
 
 
 def _fmt(n) -> str:
     return "-" if n is None else str(n)
 
 
-@scenario("oscar-convergence", "OSCAR seed: 1 long flow + 9 short flows (microburst 1-5 ms) "
-                               "into one 10 Gbit/s port; updates to converge, OSCAR vs DCTCP, "
-                               "DCQCN, Swift, HPCC")
+def _lvl(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+@scenario("oscar-convergence", "OSCAR seed: 1 long flow + 3, 9 or 27 burst flows (microburst "
+                               "1-5 ms) into one 10 Gbit/s port; round-trip times to converge "
+                               "at onset and release, and their growth with the gap, OSCAR vs "
+                               "DCTCP, DCQCN, Swift, HPCC, PowerTCP")
 def oscar_convergence(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     b0, b1, _ = convergence_times(quick)
-    rows = {}
+    ns = burst_flows(quick)
+    rows: dict = {}
     for a in ALGS:
-        try:
-            rows[a] = convergence_row(a, mode, quick, out)
-        except Exception as e:      # one algorithm's failure leaves the others' rows
-            rows[a] = {"error": f"{type(e).__name__}: {e}", "onset": None, "release": None}
-    echo(f"oscar-convergence: h1 long from 0, h2..h10 {burst_size(quick) // 1000} KB each from "
-         f"{b0 / 1e6:g} ms (nominal end {b1 / 1e6:g} ms), all to h11; 10 Gbit/s (the slides' 40 "
-         f"scaled by 1/4: MSS 1 KB -> {MSS} B, OSCAR target queue {TARGET_QUEUE / 1e3:g} KB), "
-         f"base RTT ~13.5 us")
+        rows[a] = {}
+        for n in ns:
+            try:
+                rows[a][str(n)] = convergence_row(a, mode, quick, n, out)
+            except Exception as e:      # one run's failure leaves the others' rows
+                rows[a][str(n)] = {"error": f"{type(e).__name__}: {e}",
+                                   "onset": {"reach": None, "settle": None, "reach_own": None},
+                                   "release": {"reach": None, "settle": None, "reach_own": None}}
+    fits = {a: {f"{ph}_{c}": rounds.growth([n + 1 for n in ns],
+                                            [rows[a][str(n)][ph][c] for n in ns])
+                for ph in ("onset", "release") for c in ("reach", "settle", "reach_own")}
+            for a in ALGS}
+    rtt = base_rtt(mode)
+    echo(f"oscar-convergence: h1 long from 0; n burst flows from {b0 / 1e6:g} ms, each its fair "
+         f"share over to {b1 / 1e6:g} ms; one 10 Gbit/s port (the slides' 40 scaled by 1/4: MSS "
+         f"1 KB -> {MSS} B, OSCAR target queue {TARGET_QUEUE / 1e3:g} KB); base RTT "
+         f"{rtt / 1e3:.2f} us = one round (OSCAR's tau {Oscar.Params().tau / 1e3:g} us: "
+         f"{rtt / Oscar.Params().tau:.1f} updates a round)")
     echo(f"  seed (slides' table): {SEED_ORDER}")
-    echo("  algorithm  onset  onset+100us held  release  burst end ms  min rate in burst  "
-         "mean rate in burst  updates in burst  drops")
+    echo("  rounds: base RTTs from the burst's onset (release: its last flow's end) until the "
+         "aggregate sending state (sum of pacing rates, or cwnd / base RTT when lower; "
+         f"{', '.join(NAMES[a] for a in RATE_BASED)} by rate alone) is first within 5% of the "
+         "level it ends at (reach: its last quarter's median, given beside) and until it stays "
+         "there (settle; swing: the last quarter's p5-p95 over the level; own: reach in the "
+         "path's own round trips, base RTT + the bottleneck queue's delay); gap Delta = n + 1 "
+         "(onset: n + 1 line-rate starters into one link; release: the long flow from "
+         "1 / (n + 1) to all of it)")
+    echo("  algorithm  n   onset: reach (own) settle level swing first   release: reach settle "
+         "level swing   long flow: reach, share/fair  drops")
     for a in ALGS:
-        r = rows[a]
-        if "error" in r:
-            echo(f"  {NAMES[a]:<10} failed: {r['error']}")
-        else:
-            echo(f"  {NAMES[a]:<10} {_fmt(r['onset']):>5}  {_fmt(r['onset_held']):>16}  "
-                 f"{_fmt(r['release']):>7}  {r['burst_ns'][1] / 1e6:12.3f}  "
-                 f"{r['burst_min_rate']:17.3f}  {r['burst_mean_rate']:18.3f}  "
-                 f"{r['updates_in_burst']:>16}  {r['drops']:>5}")
-    echo("  (-: not within the band before the phase ended)")
-    plots = _plot_convergence(out, rows, b0, b1)
-    head = "updates to converge (onset/release): " + ", ".join(
-        f"{NAMES[a]} {_fmt(rows[a]['onset'])}/{_fmt(rows[a]['release'])}" for a in ALGS)
-    return {"link_bps": LINK_BPS, "burst_ns": [b0, b1], "rows": rows, "plots": plots,
-            "seed": SEED_ORDER}, head
+        for n in ns:
+            r = rows[a][str(n)]
+            if "error" in r:
+                echo(f"  {NAMES[a]:<9} {n:2d}  failed: {r['error']}")
+                continue
+            o, x = r["onset"], r["release"]
+            own = "-" if o["reach_own"] is None else f"{o['reach_own']:.1f}"
+            echo(f"  {NAMES[a]:<9} {n:2d}  {_fmt(o['reach']):>12} {own:>5} {_fmt(o['settle']):>6} "
+                 f"{_lvl(o['level']):>5} {_lvl(o['spread']):>5} {o['first_round'] or 0:5.1f}   "
+                 f"{_fmt(x['reach']):>14} {_fmt(x['settle']):>6} {_lvl(x['level']):>5} "
+                 f"{_lvl(x['spread']):>5}   {_fmt(r['long_onset']):>16}, "
+                 f"{r['long_share']:10.2f}  {r['drops']:5d}")
+    echo("  (settle -: the phase's last quarter swings beyond 5% of its median; reach -: "
+         "never within 5%, or the phase is empty (the burst did not end within the run))")
+    echo("  fitted growth over Delta = " + ", ".join(str(n + 1) for n in ns)
+         + " (rounds per doubling of Delta; order: under 2 rounds across the sweep O(1), else "
+           "the better of the log and linear fits):")
+    for a in ALGS:
+        f = fits[a]
+        echo(f"  {NAMES[a]:<9} " + "  ".join(
+            f"{k.replace('_', ' ')} {_slope(f[k])} {f[k]['order'] or '-':<12}"
+            for k in ("onset_reach", "release_reach", "onset_settle", "release_settle",
+                      "onset_reach_own")))
+    plots = _plot_convergence(out, rows, ns[-1], b0)
+    head = "rounds to reach the level, growth over Delta (onset/release): " + ", ".join(
+        f"{NAMES[a]} {fits[a]['onset_reach']['order'] or '-'}/"
+        f"{fits[a]['release_reach']['order'] or '-'}" for a in ALGS)
+    return {"link_bps": LINK_BPS, "base_rtt_ns": rtt, "burst_flows": list(ns), "rows": rows,
+            "fits": fits, "plots": plots, "seed": SEED_ORDER}, head
 
 
-def _plot_convergence(out, rows, b0, b1) -> list[str]:
+def _slope(f) -> str:
+    return "     -" if f["per_doubling"] is None else f"{f['per_doubling']:+6.1f}"
+
+
+def _plot_convergence(out, rows, n, b0) -> list[str]:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 3.5))
     for a in ALGS:
-        if "rate" in rows[a]:
-            ax.plot(rows[a]["t_us"], rows[a]["rate"], label=NAMES[a], lw=1)
-    for t in (b0, b1):
-        ax.axvline(t / 1e3, color="grey", ls=":", lw=0.8)
-    ax.axhline(0.1, color="grey", ls="--", lw=0.6)
+        r = rows[a][str(n)]
+        if "aggregate" in r:
+            ax.plot(r["t_us"], r["aggregate"], label=NAMES[a], lw=1)
+    ax.axvline(b0 / 1e3, color="grey", ls=":", lw=0.8)
+    ax.set_yscale("log")
     ax.set_xlabel("time (us)")
-    ax.set_ylabel("long flow rate / link")
+    ax.set_ylabel(f"aggregate sending state / link ({n} burst flows)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "convergence.png"), dpi=100)
@@ -420,21 +502,27 @@ def _plot_bls(out, t, truth, bls, ew) -> list[str]:
 
 
 # ---- oscar-fairness -----------------------------------------------------------------
-def _fairness_experiment(n: int, mode: str, quick: bool) -> dict:
+AI_VARIANTS = {"authors": False, "per_tau": True}     # OscarParams.ai_per_tau
+AI_NAMES = {"authors": "authors' AI (ai per batch)", "per_tau": "ours (ai x batch span in tau)"}
+
+
+def _fairness_experiment(n: int, mode: str, quick: bool, per_tau: bool = False) -> dict:
     join, end = (300_000, 1_500_000) if quick else (500_000, 4_000_000)
+    cc = _cc("oscar", mode)
+    cc["params"] = {**cc["params"], "ai_per_tau": per_tau}
     return {"experiment": {"name": f"oscar-fair-{n}", "duration": f"{end}ns", "seed": 1,
                            "step": "2us", "sample": "2us"},
             "topology": _topology(n),
-            "cc": _cc("oscar", mode),
+            "cc": cc,
             "traffic": [{"kind": "bulk", "from": "h1", "to": f"h{n + 1}"},
                         {"kind": "bulk", "from": [f"h{i}" for i in range(2, n + 1)],
                          "to": f"h{n + 1}", "start": f"{join}ns"}],
             "outputs": outputs()}
 
 
-def fairness_row(n: int, mode: str, quick: bool, out: str) -> dict:
-    d = os.path.join(out, f"fair-{n}")
-    exp = _fairness_experiment(n, mode, quick)
+def fairness_row(n: int, mode: str, quick: bool, out: str, variant: str = "authors") -> dict:
+    d = os.path.join(out, f"fair-{variant}-{n}")
+    exp = _fairness_experiment(n, mode, quick, AI_VARIANTS[variant])
     with _trace_decisions() as runs:
         s = run_dict(exp, d)
         tr = _trace(runs[-1])
@@ -454,17 +542,22 @@ def fairness_row(n: int, mode: str, quick: bool, out: str) -> dict:
 
 
 @scenario("oscar-fairness", "OSCAR seed: 2 and then 8 OSCAR flows on one 10 Gbit/s "
-                            "bottleneck; Jain after convergence, time to within 10% of fair")
+                            "bottleneck, the authors' additive increase and ours; Jain after "
+                            "convergence, time to within 10% of fair")
 def oscar_fairness(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
-    rows = {n: fairness_row(n, mode, quick, out) for n in (2, 8)}
+    rows = {v: {n: fairness_row(n, mode, quick, out, v) for n in (2, 8)} for v in AI_VARIANTS}
     echo("oscar-fairness: h1 from 0, the others join; one 10 Gbit/s port, base RTT ~13.5 us "
          f"(OSCAR given {base_rtt(mode) / 1e3:.2f} us, a lone flow's)")
     echo("  seed: OSCAR converges to the target state rapidly and fairly (testbed figure); "
          "goal Jain >= 0.98")
-    echo("  flows   Jain (goodput)  Jain (allowed rate)  to within 10% of fair  Gbit/s  drops")
-    for n, r in rows.items():
-        tf = "-" if r["time_to_fair_us"] is None else f"{r['time_to_fair_us']:.0f} us"
-        echo(f"  {n:5d}   {r['jain']:14.3f}  {r['jain_allowed']:19.3f}  {tf:>21}  "
-             f"{r['goodput_bps'] / 1e9:6.2f}  {r['drops']:5d}")
-    return ({"rows": {str(n): r for n, r in rows.items()}},
-            f"Jain {rows[2]['jain']:.3f} (2 flows), {rows[8]['jain']:.3f} (8 flows)")
+    echo("  additive increase                flows   Jain (goodput)  Jain (allowed rate)  "
+         "to within 10% of fair  Gbit/s  drops")
+    for v, byn in rows.items():
+        for n, r in byn.items():
+            tf = "-" if r["time_to_fair_us"] is None else f"{r['time_to_fair_us']:.0f} us"
+            echo(f"  {AI_NAMES[v]:<31} {n:5d}   {r['jain']:14.3f}  {r['jain_allowed']:19.3f}  "
+                 f"{tf:>21}  {r['goodput_bps'] / 1e9:6.2f}  {r['drops']:5d}")
+    a, o = rows["authors"], rows["per_tau"]
+    return ({"rows": {v: {str(n): r for n, r in byn.items()} for v, byn in rows.items()}},
+            f"Jain 2 / 8 flows: authors' AI {a[2]['jain']:.3f} / {a[8]['jain']:.3f}, "
+            f"AI per tau (ours) {o[2]['jain']:.3f} / {o[8]['jain']:.3f}")

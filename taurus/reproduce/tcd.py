@@ -120,8 +120,9 @@ def victim_topology(sc: Scale, tcd: bool, eps: float = EPS, n_a: int = N_A) -> d
             "links": links}
 
 
-def _x(name: str, dur_ns: int, topo: dict, cc: dict, traffic: list, sample: str = "100us") -> dict:
-    return {"experiment": {"name": name, "duration": f"{dur_ns}ns", "seed": 1, "step": "10us",
+def _x(name: str, dur_ns: int, topo: dict, cc: dict, traffic: list, sample: str = "100us",
+       seed: int = 1) -> dict:
+    return {"experiment": {"name": name, "duration": f"{dur_ns}ns", "seed": seed, "step": "10us",
                            "sample": sample},
             "topology": topo, "cc": cc, "traffic": traffic, "outputs": outputs()}
 
@@ -294,15 +295,16 @@ VICTIM = Scale(4)       # ours: S0 and S1 at half their links; the bursts half o
 
 
 def victim_x(name: str, tcd_switch: bool, tcd_cc: bool, quick: bool, eps: float = EPS,
-             sc: Scale | None = None) -> dict:
+             sc: Scale | None = None, seed: int = 1) -> dict:
     """§5.1.3 / §5.2.1: S0 -> R0 and S1 -> R1 Hadoop (Poisson, load S_LOAD
     of their links), A0..A14 -> R1 synchronised Hadoop bursts (one Poisson
     process, load A_LOAD of R1's link in all); arrivals stop DRAIN before
-    the end so the flows finish."""
+    the end so the flows finish.  ``seed`` draws the bursts and the
+    workloads (the runs of one seed share one plan)."""
     sc = sc or VICTIM
     dur = 15_000_000 if quick else 60_000_000
     stop = dur - 5_000_000
-    rng = np.random.default_rng(20)
+    rng = np.random.default_rng(19 + seed)
     cdf = SizeCdf.load(HADOOP)
     lam = A_LOAD * sc.line / (8 * N_A * cdf.mean() / sc.s)   # bursts per second
     ts = np.cumsum(rng.exponential(1 / lam, int(lam * stop / 1e9 * 2 + 20)))
@@ -314,7 +316,8 @@ def victim_x(name: str, tcd_switch: bool, tcd_cc: bool, quick: bool, eps: float 
     traffic = [{**wl, "from": "S0", "to": ["R0"]}, {**wl, "from": "S1", "to": ["R1"]}]
     traffic += [{"kind": "incast", "from": a, "to": "R1", "size": f"{n}B",
                  "start": f"{int(t * 1e9)}ns"} for t, n in zip(ts, sizes)]
-    return _x(name, dur, victim_topology(sc, tcd_switch, eps), dcqcn(sc, tcd_cc), traffic)
+    return _x(name, dur, victim_topology(sc, tcd_switch, eps), dcqcn(sc, tcd_cc), traffic,
+              seed=seed)
 
 
 def victim_stats(s: dict, sc: Scale) -> dict:
@@ -366,13 +369,52 @@ def _fmt_bin(lo, hi):
     return f"<{k(hi)}" if lo == 0 else (f">={k(lo)}" if hi >= 10**9 else f"{k(lo)}-{k(hi)}")
 
 
-def victim_runs(out: str, quick: bool, mode: str, runs=VICTIM_RUNS, eps: float = EPS) -> dict:
-    res = {}
-    for key, _, ts, tc in runs:
-        d = victim_x(f"tcd-victim-{key}", ts, tc, quick, eps)
-        d["cc"]["mode"] = mode
-        res[key] = victim_stats(run_x(d, os.path.join(out, key))[0], VICTIM)
-    return res
+SEEDS = (1, 2, 3, 4, 5)
+SPREAD = ("ce_pct", "ue_pct", "pkt_ce_pct", "pkt_ue_pct", "mean_fct_us")
+
+
+def victim_runs(out: str, quick: bool, mode: str, runs=VICTIM_RUNS, eps: float = EPS,
+                seeds=SEEDS) -> dict:
+    """Each run over ``seeds``: per key the seeds' figures (``per_seed``),
+    their means under the figures' own names and, for those in SPREAD,
+    ``_min`` and ``_max``; counts summed."""
+    per = {key: [] for key, *_ in runs}
+    for seed in seeds:
+        res = {}
+        for key, _, ts, tc in runs:
+            d = victim_x(f"tcd-victim-{key}-s{seed}", ts, tc, quick, eps, seed=seed)
+            d["cc"]["mode"] = mode
+            res[key] = victim_stats(run_x(d, os.path.join(out, f"{key}-s{seed}"))[0], VICTIM)
+        common = fct_means(res)
+        for key, r in res.items():
+            r.pop("fct")
+            per[key].append({**r, "seed": seed, "fct_common": common})
+    out_res = {}
+    for key, rs in per.items():
+        m = {k: float(np.mean([r[k] for r in rs])) for k in SPREAD}
+        m.update({f"{k}_min": min(r[k] for r in rs) for k in SPREAD})
+        m.update({f"{k}_max": max(r[k] for r in rs) for k in SPREAD})
+        for k in ("victims", "finished", "p0_pfc_rx", "pfc_xoff", "drops", "retx", "flows"):
+            m[k] = int(sum(r[k] for r in rs))
+        m["bins"] = _mean_bins([r["bins"] for r in rs])
+        out_res[key] = {**m, "seeds": len(rs), "per_seed": rs}
+    return out_res
+
+
+def _mean_bins(per_seed: list) -> list:
+    """Seed-size bins: flows summed, mean FCT weighted by each seed's count."""
+    out = []
+    for bs in zip(*per_seed):
+        n = sum(b["count"] for b in bs)
+        tot = sum(b["mean_fct_us"] * b["count"] for b in bs if b["mean_fct_us"] is not None)
+        out.append({"lo": bs[0]["lo"], "hi": bs[0]["hi"], "count": n,
+                    "mean_fct_us": tot / n if n else None})
+    return out
+
+
+def _pm(r: dict, k: str, f: str = ".1f") -> str:
+    """A figure's mean over the seeds with its range: 0.4% [0.0-1.3]."""
+    return f"{r[k]:{f}}% [{r[k + '_min']:{f}}-{r[k + '_max']:{f}}]"
 
 
 @scenario("tcd-victim", "TCD §5.1.3/Fig. 15a: head-of-line victims of PFC (Fig. 2), Hadoop + "
@@ -380,21 +422,22 @@ def victim_runs(out: str, quick: bool, mode: str, runs=VICTIM_RUNS, eps: float =
                         "DCQCN vs DCQCN+TCD")
 def tcd_victim(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     res = victim_runs(out, quick, mode)
-    both = fct_means(res)
+    both = sum(r["fct_common"] for r in res["ecn"]["per_seed"])
     e, t, c = res["ecn"], res["tcd"], res["tcd-cc"]
     echo(f"tcd-victim: S0->R0 (victims), S1->R1 Hadoop at {S_LOAD:g} load; A0..A{N_A - 1}->R1 "
-         f"synchronised Hadoop bursts ({A_LOAD:g} of R1's link in all); PFC on")
-    echo("                        victims  finished  CE-marked  UE-marked  pkts CE  pkts UE  "
-         "mean FCT us  P0 PAUSEs  drops")
+         f"synchronised Hadoop bursts ({A_LOAD:g} of R1's link in all); PFC on; random seeds "
+         f"{', '.join(map(str, SEEDS))}: mean [min-max] over them, counts summed")
+    echo("                        victims  finished  victim packets CE  victim flows CE-marked  "
+         "pkts UE  flows UE  mean FCT us  P0 PAUSEs  drops")
     for key, label, _, _ in VICTIM_RUNS:
         r = res[key]
-        echo(f"  {label:<21} {r['victims']:7d} {r['finished']:9d} {r['ce_pct']:9.1f}% "
-             f"{r['ue_pct']:9.1f}% "
-             f"{r['pkt_ce_pct']:7.1f}% {r['pkt_ue_pct']:7.1f}% {r['mean_fct_us']:12.1f} "
-             f"{r['p0_pfc_rx']:10d} {r['drops']:6d}")
-    echo(f"  seed (Table 3, CEE, DCQCN): {SEED['victim_ce_ecn']:g}% of victim flows CE-marked "
+        echo(f"  {label:<21} {r['victims']:7d} {r['finished']:9d} "
+             f"{_pm(r, 'pkt_ce_pct', '.2f'):>18} {_pm(r, 'ce_pct'):>23} {r['pkt_ue_pct']:7.1f}% {r['ue_pct']:8.1f}% "
+             f"{r['mean_fct_us']:12.1f} {r['p0_pfc_rx']:10d} {r['drops']:6d}")
+    echo(f"  seed (Table 3, CEE, DCQCN): {SEED['victim_ce_ecn']:g}% of victim packets CE-marked "
          f"with ECN, 0% with TCD")
-    echo(f"  victims' mean FCT (us) by seed size, over the {both} victims finished in every run")
+    echo(f"  victims' mean FCT (us) by seed size, over the {both} victims finished in every run "
+         "of their seed")
     echo("                                          DCQCN  DCQCN+TCD   (seed Fig. 15a: lower "
          "with DCQCN+TCD in every bin)")
 
@@ -424,8 +467,9 @@ def tcd_victim(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     return ({**res, "runs": {k: lab for k, lab, _, _ in VICTIM_RUNS}, "fct_common": both,
              "seed": {"ce_ecn_pct": SEED["victim_ce_ecn"], "ce_tcd_pct": 0.0},
              "notes": [HOST_NOTE], "scaling": VICTIM.text(), "plots": plots},
-            f"victim flows CE-marked ECN {e['ce_pct']:.1f}%, TCD {t['ce_pct']:.1f}%; "
-            f"victim mean FCT DCQCN {e['mean_fct_us']:.1f} us, DCQCN+TCD {c['mean_fct_us']:.1f} us")
+            f"victim packets CE ECN {e['pkt_ce_pct']:.2f}%, TCD {t['pkt_ce_pct']:.2f}%; flows "
+            f"ECN {e['ce_pct']:.1f}%, TCD {t['ce_pct']:.1f}% ({len(SEEDS)} seeds' mean); victim "
+            f"mean FCT DCQCN {e['mean_fct_us']:.1f} us, DCQCN+TCD {c['mean_fct_us']:.1f} us")
 
 
 # ------------------------------------------------------------------ tcd-epsilon
@@ -439,20 +483,21 @@ def tcd_epsilon(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     res = {}
     for eps in EPSILONS:
         key = f"eps-{eps:g}".replace(".", "_")        # a run's name takes no dots
-        r = victim_runs(out, quick, mode, ((key, "", True, False),), eps)
-        fct_means(r)
-        res[f"{eps:g}"] = r[key]
+        res[f"{eps:g}"] = victim_runs(out, quick, mode, ((key, "", True, False),), eps)[key]
     echo("tcd-epsilon: the tcd-victim scenario, TCD marks and DCQCN, epsilon swept "
-         "(max(T_on) = (Xoff - Xon) / (eps C) + 2 x delay + a frame)")
-    echo("  epsilon  victims  CE-marked  pkts CE  pkts UE  mean FCT us")
+         "(max(T_on) = (Xoff - Xon) / (eps C) + 2 x delay + a frame); random seeds "
+         f"{', '.join(map(str, SEEDS))}: mean [min-max]")
+    echo("  epsilon  victims  victim packets CE  victim flows CE-marked  pkts UE  mean FCT us")
     for k, r in res.items():
-        echo(f"  {k:>7} {r['victims']:8d} {r['ce_pct']:9.1f}% {r['pkt_ce_pct']:7.2f}% "
-             f"{r['pkt_ue_pct']:7.1f}% {r['mean_fct_us']:12.1f}")
+        echo(f"  {k:>7} {r['victims']:8d} {_pm(r, 'pkt_ce_pct', '.3f'):>18} "
+             f"{_pm(r, 'ce_pct'):>23} {r['pkt_ue_pct']:7.1f}% {r['mean_fct_us']:12.1f}")
     echo("  seed (Fig. 14): no victim packet CE-marked for epsilon < 0.1; more marked as "
          "epsilon grows; 0.05 recommended")
     echo(f"  scaling: {VICTIM.text()}")
-    zero = [float(k) for k, r in res.items() if r["ce_pct"] == 0]
+    zero = [float(k) for k, r in res.items() if r["pkt_ce_pct_max"] == 0]
     best = max(zero) if zero else None
+    zero_f = [float(k) for k, r in res.items() if r["ce_pct_max"] == 0]
+    best_f = max(zero_f) if zero_f else None
 
     def draw(plt):
         fig, ax = plt.subplots(figsize=(5, 3.2))
@@ -465,10 +510,12 @@ def tcd_epsilon(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
         ax.legend(fontsize=7)
         return fig
     plots = [_plot(os.path.join(out, "epsilon.png"), draw)]
-    return ({"epsilon": res, "largest_zero": best, "seed": {"largest_zero_below": 0.1},
-             "scaling": VICTIM.text(), "plots": plots},
-            f"largest eps with 0% victim CE: {best:g}" if best is not None else
-            "largest eps with 0% victim CE: none")
+    def g(v):
+        return "none" if v is None else f"{v:g}"
+    return ({"epsilon": res, "largest_zero": best, "largest_zero_flows": best_f,
+             "seed": {"largest_zero_below": 0.1}, "scaling": VICTIM.text(), "plots": plots},
+            f"largest eps with no victim packet CE in any of {len(SEEDS)} seeds: {g(best)} "
+            f"(flows: {g(best_f)})")
 
 
 # ------------------------------------------------------------------ tcd-fct
