@@ -1,5 +1,5 @@
 """Every registered sender algorithm runs in native, agent and per-event mode
-on the demo dumbbell whose 2 Gbit/s bottleneck offers ECN, CSIG and INT:
+on the demo dumbbell whose 2 Gbit/s bottleneck offers ECN, CSIG, INT and SRC:
 >= 75% of the bottleneck, no drops (virtual time, 5 ms)."""
 import os
 import tomllib
@@ -22,6 +22,7 @@ def _experiment(name: str, mode: str):
     (bott,) = [lk for lk in data["topology"]["links"] if lk["endpoints"] == ["s1", "s2"]]
     bott["csig"] = True
     bott["int"] = True
+    bott["src"] = True
     data["cc"].update(algorithm=name, mode=mode)
     return schema.from_dict(data, DEMO, os.path.dirname(DEMO))
 

@@ -1,7 +1,8 @@
-"""`taurus reproduce taurus-converge` and `taurus-mice` --quick: the TAURUS
-paper's Fig 9 pairs, each algorithm in an agent behind the modelled PCIe
-separation against the same algorithm in the datapath; the claims the
-ledger records for the full runs hold in the quick ones."""
+"""`taurus reproduce` --quick of the TAURUS paper's evaluation: the Fig 9
+pairs (each algorithm in an agent behind the modelled PCIe separation
+against the same algorithm in the datapath), the Fig 8 micro-benchmarks and
+§5.4's frameworks; the claims the ledger records for the full runs hold in
+the quick ones."""
 import json
 import os
 
@@ -40,3 +41,21 @@ def test_micro_benchmarks_quick(tmp_path, capsys, name):
         fig = json.load(f)
     assert fig["headline"] == line
     assert_claims(name, fig)
+
+
+def test_frameworks_quick(tmp_path, capsys):
+    """§5.4: agent (TAURUS), per-event (CCP-like) and native (DOCA-PCC-like)
+    at rising load: native costs no host CPU and no messages, per-event
+    sends the most, and the line rate at which it needs a core is stated."""
+    out = str(tmp_path / "fw")
+    assert main(["reproduce", "taurus-frameworks", "--quick", "--out", out]) == 0
+    text = capsys.readouterr().out
+    with open(os.path.join(out, "figures.json")) as f:
+        fig = json.load(f)
+    assert fig["headline"] == text.strip().splitlines()[-1]
+    assert "paper: CPU CCP 86.1...198.7%" in text
+    for r in fig["rows"].values():
+        assert r["native"]["messages"] == 0 and r["native"]["goodput_bps"] > 0
+        assert r["per-event"]["messages"] > r["agent"]["messages"] > 0
+    assert fig["per_event_core_at_gbps"] > 0
+    assert_claims("taurus-frameworks", fig)

@@ -31,7 +31,8 @@ BUILTINS = {"dctcp": "taurus.cc_algorithms.dctcp:Dctcp",
             "rccc": "taurus.cc_algorithms.rccc:Rccc",
             "oscar": "taurus.cc_algorithms.oscar:Oscar",
             "powertcp": "taurus.cc_algorithms.powertcp:PowerTcp",
-            "theta-powertcp": "taurus.cc_algorithms.powertcp:ThetaPowerTcp"}
+            "theta-powertcp": "taurus.cc_algorithms.powertcp:ThetaPowerTcp",
+            "bolt": "taurus.cc_algorithms.bolt:Bolt"}
 ALIASES = {"dctcp-jit": "dctcp"}     # an older name: every algorithm runs compiled or not
 
 

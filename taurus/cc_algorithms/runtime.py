@@ -56,7 +56,7 @@ def _make_dispatch(handlers, key):
     Numba's cache keys by: an edit to a plugin's file, which the cache
     directory's hash does not cover (numba_cache.py), is a new entry."""
     (h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, h13, h14, h15, h16,
-     h17) = handlers
+     h17, h18) = handlers
     bad_event = f"event id outside ccevents.EVENT_NAMES ({key})"
 
     def dispatch(s, p, ev, d):
@@ -97,12 +97,14 @@ def _make_dispatch(handlers, key):
             h16(s, p, ev, d)
         elif e == 17:
             h17(s, p, ev, d)
+        elif e == 18:
+            h18(s, p, ev, d)
         else:
             raise ValueError(bad_event)
     return dispatch
 
 
-assert len(EVENT_NAMES) == 18, "_make_dispatch has one handler per event"
+assert len(EVENT_NAMES) == 19, "_make_dispatch has one handler per event"
 
 
 def _make_setup(init, key):

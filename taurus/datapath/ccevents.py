@@ -123,6 +123,12 @@ EVENTS = (
         ("sxx", 3, SUM, "sum of x*x / LS_SCALE (ns^2)"),
         ("sxy", 4, SUM, "sum of x*y / LS_SCALE (ns^2)"),
         ("x0", 5, MIN, "the send time x counts from (ns, engine clock): the period's first sample's"))),
+    ("SRC", CLS_RAW, "sender", (
+        ("rtt", 0, LAST, "since that data packet was sent (ns; -1 unknown): Bolt's rttBts"),
+        ("qlen", 1, LAST, "the congested egress queue the data packet met (bytes)"),
+        ("psn", 2, LAST, "PSN of the data packet"),
+        ("hops", 4, LAST, "switch hops from the sender to the congested one"),
+        ("link_rate", 5, LAST, "that port's line rate (bit/s)"))),
 )
 
 CSIG_DELAY, CSIG_ABW, CSIG_ABW_C, CSIG_QDEPTH = range(4)
@@ -155,6 +161,7 @@ EVENT_IDS = {n: i for i, n in enumerate(EVENT_NAMES)}
 (EV_ACK, EV_ECN, EV_OOO, EV_RTO, EV_RTT, EV_TX, EV_CUSTOM, EV_HOST, EV_NACK, EV_CREDIT,
  EV_CNP, EV_CSIG, EV_INT, EV_TIMER, EV_DATA, EV_JOIN, EV_LEAVE) = range(17)
 EV_RTT_LS = EVENT_IDS["RTT_LS"]
+EV_SRC = EVENT_IDS["SRC"]
 LS_SCALE = 1024
 """RTT_LS (least squares of RTT over send time, OSCAR's delay gradient):
 x and y are in ns and the products are summed divided by LS_SCALE, so a

@@ -67,7 +67,7 @@ from .shmring import Ring, ShmRing
 # ---- events (paper Table 3, plus the seeds' signals): ccevents.py ----------
 from .ccevents import (CLS_ACCUMULABLE, CLS_COALESCENT, CLS_RAW, EV_ACK,  # noqa: E402,F401
                        EV_CNP, EV_CREDIT, EV_CSIG, EV_CUSTOM, EV_DATA, EV_ECN, EV_HOST, EV_INT,
-                       EV_JOIN, EV_LEAVE, EV_NACK, EV_OOO, EV_RTO, EV_RTT, EV_RTT_LS, EV_TIMER, EV_TX,
+                       EV_JOIN, EV_LEAVE, EV_NACK, EV_OOO, EV_RTO, EV_RTT, EV_RTT_LS, EV_SRC, EV_TIMER, EV_TX,
                        EVENT_CLASS, EVENT_NAMES, N_EVENTS, N_VALUES)
 
 # ---- report record layout ----------------------------------------------------

@@ -11,7 +11,8 @@ Modes, each fed one record at a time as the engine and agent feed them:
 
 ``random_stream(cls, params, n, flows, seed)`` makes a plausible stream of
 the events the algorithm binds (ACK bytes in MSS units with some marked,
-RTT samples around 20 us, RTT_LS sums of a few, rare timeouts, timer ticks, ...).
+RTT samples around 20 us, RTT_LS sums of a few, SRCs of queues past 10 KB,
+rare timeouts, timer ticks, ...).
 """
 import numpy as np
 
@@ -77,6 +78,9 @@ def random_stream(cls, params, n: int = 400, flows: int = 3, seed: int = 0,
         elif name == "INT":
             r.hop, r.qlen, r.psn, r.nhops = 0, int(rng.integers(0, 200_000)), psn[f], 1
             r.tx_bytes, r.ts, r.link_rate = psn[f] * mss, t, 100_000_000_000
+        elif name == "SRC":         # a queue past a 10 KB threshold, 100G, 1-3 hops away
+            r.qlen, r.link_rate, r.psn = int(rng.integers(10_000, 200_000)), 100_000_000_000, psn[f]
+            r.rtt, r.hops = int(rng.integers(1_000, 20_000)), int(rng.integers(1, 4))
         elif name == "TIMER":
             r.ticks, r.period = i, 10_000
         elif name == "CREDIT":

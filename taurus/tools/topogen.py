@@ -43,7 +43,8 @@ from dataclasses import dataclass
 
 from taurus.units import quote as _q
 
-_LINK_KEYS = ("rate", "delay", "buffer", "mtu", "ecn", "csig", "int", "pfc", "trim", "classes")
+_LINK_KEYS = ("rate", "delay", "buffer", "mtu", "ecn", "csig", "int", "pfc", "trim", "classes",
+              "src")
 
 
 class GenError(ValueError):

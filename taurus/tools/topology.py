@@ -503,8 +503,8 @@ class Topology:
 # ------------------------------------------------------------------ TOML
 
 _TABLES = {"topology", "defaults", "hosts", "switches", "links"}
-_FEATURE_KEYS = ("buffer", "telemetry", "ecn", "csig", "int", "pfc", "trim", "classes")
-_PORT_FEATURE_KEYS = ("ecn", "csig", "int", "pfc", "trim", "classes")
+_FEATURE_KEYS = ("buffer", "telemetry", "ecn", "csig", "int", "pfc", "trim", "classes", "src")
+_PORT_FEATURE_KEYS = ("ecn", "csig", "int", "pfc", "trim", "classes", "src")
 _KEYS = {"topology": {"name", "allow_jumbo", *topogen.GENERATORS},
          "defaults": {"rate", "delay", "buffer", "mtu"},
          "hosts": {"name", "ip"}, "switches": {"name", *_FEATURE_KEYS},

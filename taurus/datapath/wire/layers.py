@@ -75,14 +75,16 @@ class _PDSBase(Packet):
         if int(self.flags) & spec.F_TP:
             return TaurusProbe
         if self.type == spec.T_CONTROL:
-            return Raw
+            return BoltSRC if self.ctl_type == spec.CTL_SRC else Raw
         return _ses_class(self.next_hdr)
 
 
 class _ProbeBase(Packet):
     def guess_payload_class(self, payload):
         u = self.underlayer
-        if u is None or getattr(u, "type", None) == spec.T_CONTROL or not hasattr(u, "next_hdr"):
+        if u is not None and getattr(u, "type", None) == spec.T_CONTROL:
+            return BoltSRC if u.ctl_type == spec.CTL_SRC else Raw
+        if u is None or not hasattr(u, "next_hdr"):
             return Raw
         return _ses_class(u.next_hdr)
 
@@ -93,6 +95,7 @@ UETEntropy = _make(spec.ENTROPY)
 PFCPause = _make(spec.PFC)
 INTHop = _make(spec.INT_HOP)
 INTTail = _make(spec.INT_TAIL)
+BoltSRC = _make(spec.SRC_REC)
 TaurusProbe = _make(spec.PROBE, _ProbeBase)
 SES_CLASSES = {h.name: _make(h) for h in spec.SES_LAYOUTS.values()}
 PDS_CLASSES = {h.name: _make(h, _PDSBase) for h in spec.PDS_LAYOUTS.values()}

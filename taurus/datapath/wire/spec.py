@@ -63,9 +63,10 @@ NEXT_HDRS = {0: "NONE", 1: "SES_SMALL", 2: "SES_MEDIUM", 3: "SES_STD",
 CTL_NOOP, CTL_REQ_ACK, CTL_CLEAR, CTL_REQ_CLEAR, CTL_CLOSE = 0, 1, 2, 3, 4
 CTL_REQ_CLOSE, CTL_PROBE, CTL_CREDIT, CTL_CREDIT_REQ, CTL_NEGOTIATION = 5, 6, 7, 8, 9
 CTL_CNP = 10                                 # ours: a congestion notification (DCQCN's NP)
+CTL_SRC = 11                                 # ours: Bolt's SRC, from a congested switch
 CTL_TYPES = {0: "NOOP", 1: "REQ_ACK", 2: "CLEAR", 3: "REQ_CLEAR", 4: "CLOSE",
              5: "REQ_CLOSE", 6: "PROBE", 7: "CREDIT", 8: "CREDIT_REQ", 9: "NEGOTIATION",
-             10: "CNP"}
+             10: "CNP", 11: "SRC"}
 # ours: a CNP's ctl_payload says which marks it notifies (both may be set)
 CNP_CE, CNP_UE = 0x1, 0x2
 
@@ -73,6 +74,7 @@ CNP_CE, CNP_UE = 0x1, 0x2
 F_TP = 0x40                                  # ours: Taurus probe field follows
 F_RETX, F_AR, F_SYN = 0x10, 0x08, 0x04       # requests and CONTROL
 F_REQ_NP = 0x20                              # ours, requests: receiver, be the CNP notification point
+F_REQ_SRC = 0x01                             # ours, requests: a congested switch may send SRC
 F_CTL_ISROD = 0x20
 F_ACK_M, F_ACK_P, F_ACK_REQ = 0x20, 0x08, 0x06   # ACK: REQ = 0 none, 1 clear, 2 close
 F_ACK_UE = 0x01                              # ours: UE (TCD undetermined) seen, apart from M (CE)
@@ -114,7 +116,7 @@ CSIG_TYPES = {0: "ABW", 1: "ABW_C", 2: "DELAY", 3: "QDEPTH"}
 CSIG_NONE, CSIG_COMPACT, CSIG_WIDE = 0, 1, 2
 CSIG_FMTS = {0: "NONE", 1: "COMPACT", 2: "WIDE"}
 
-_REQ_FL = ("b0", "b1", "SYN", "AR", "RETX", "NP", "TP")
+_REQ_FL = ("SRC", "b1", "SYN", "AR", "RETX", "NP", "TP")
 _ACK_FL = ("UE", "REQ0", "REQ1", "P", "RETX", "M", "TP")
 _NACK_FL = ("b0", "b1", "b2", "NT", "RETX", "M", "TP")
 _CTL_FL = ("b0", "b1", "SYN", "AR", "RETX", "ISROD", "TP")
@@ -260,10 +262,22 @@ INT_TAIL = Header("INTTail", "INTTAIL", (
     Field("max_hop", 8, default=INT_MAX_HOPS)),
     "INT trailer: the last 4 bytes of a frame carrying INT hop records (ours)")
 
+# Bolt SRC (source rate control, NSDI'23), ours: a PDS CONTROL packet of
+# ctl_type CTL_SRC that a congested switch sends the sender of a data packet
+# flagged F_REQ_SRC (clearing the flag, so later hops send none: Bolt's
+# DECWIN), followed by this record.  psn/dpdcid: the data packet's PSN and
+# spdcid (the sender's flow); the record: the egress queue the packet met
+# (bytes, before it), the port's line rate and the switch hops the data
+# packet had crossed (64 - TTL after this switch), as Bolt's ns-3 code
+# carries (drain time and a link-rate flag there; bytes and Mbit/s here).
+SRC_REC = Header("BoltSRC", "SRC", (
+    Field("qlen", 32), Field("rate_mbps", 32), Field("hops", 8), Field("rsvd", 24)),
+    "Bolt SRC record after a CONTROL of ctl_type SRC (ours)")
+
 HEADERS = (ETH, CSIG_C, CSIG_W, IPV4, UDP, ENTROPY, PROLOGUE, RUD_REQ, RUD_CC_REQ, RUDI,
            UUD, ACK, ACK_CC, ACK_CCX, NACK, NACK_CCX, CONTROL, PROBE, SES_SMALL,
            SES_MEDIUM, SES_STD, SES_RESP, SES_RESP_DATA, SES_RESP_DATA_SMALL,
-           PFC, INT_HOP, INT_TAIL)
+           PFC, INT_HOP, INT_TAIL, SRC_REC)
 
 # Fixed bindings: PDS type -> layout; next_hdr -> SES layout; next_hdr values each
 # PDS type may carry (CONTROL's 4 bits are ctl_type, checked against CTL_TYPES).

@@ -1,6 +1,6 @@
 """Sender side, feedback: ACK (cumulative + SACK), NACK, credit, ECN echo
-(CE and UE), RTT samples, CSIG and INT reflections, CNPs and the receiving
-host's echoed delay.
+(CE and UE), RTT samples, CSIG and INT reflections, CNPs, switches' SRCs
+(Bolt) and the receiving host's echoed delay.
 
 RTT: every ACK's echoed timestamp (the newest data packet's) feeds the srtt
 and RTO.  For a flow whose algorithm binds RTT or RTT_LS, each packet the
@@ -35,15 +35,15 @@ from ...wire import spec as S
 from ...wire.codec import get_field
 from ... import ccevents as V
 from ...ccshm import EV_INT, EV_RTT, EV_RTT_LS
-from ...wire.desc import (D_DPDCID, D_IP_LEN, D_IP_OFF, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS,
+from ...wire.desc import (D_DGRAM_END, D_DPDCID, D_IP_LEN, D_IP_OFF, D_IP_SRC, D_NACK_CODE, D_PDS_FLAGS,
                          D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN,
                          D_PSN_OFFSET, D_SPDCID)
 from .close import flow_free
 from .gen import gen_completes, gen_refill
 from .signals import (signal_ack, signal_bound, signal_cnp, signal_credit, signal_csig,
                       signal_custom, signal_ecn, signal_host, signal_int, signal_nack,
-                      signal_ooo, signal_rtt, signal_rtt_packet)
-from .state import (C_RTO_UNSENT, CL_SENT, FL_CLOSING, C_RX_CNP, C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
+                      signal_ooo, signal_rtt, signal_rtt_packet, signal_src)
+from .state import (C_RX_SRC, C_RTO_UNSENT, CL_SENT, FL_CLOSING, C_RX_CNP, C_RX_WINDOW_NACK, FL_RWND, FL_WBLOCK, FL_WEND, C_DROP_ACK_OOR, C_DROP_WRONG_PDC, C_RETX_NACK, C_RETX_SACK, C_RX_ACK,
                         C_RX_NACK, CQ_TX, CX_CREDIT, FL_ACKED_OFF, FL_BACKOFF, FL_INFL,
                         FL_LOST_SCAN, FL_MQ_DONE, FL_MQ_TAIL, FL_NIC, FL_NLOST, FL_NXT,
                         FL_OOO_LAST, FL_PEER_IP, FL_POSTED, FL_RETRIES, FL_RETX_SCAN, FL_RPDC,
@@ -391,6 +391,32 @@ def rx_cnp(E, n, i, now):
     marks = get_field(E.pool.data[i], d[D_PDS_OFF], S.CONTROL_CTL_PAYLOAD)
     p = psn_recon(d[D_PSN], N.fl[f, FL_UNA])
     signal_cnp(E, N, f, 1 if marks & S.CNP_CE else 0, 1 if marks & S.CNP_UE else 0, p, now)
+
+
+@hot
+def rx_src(E, n, i, now):
+    """Bolt's SRC (CONTROL, ctl_type SRC) from a congested switch: to the
+    flow its dpdcid names, as EV_SRC.  A switch knows only that PDC id, not
+    the receiver's, so the flow is matched on its id, NIC and peer alone;
+    the time since the packet left comes from its send slot, while the
+    slot still holds it."""
+    N = E.nic
+    d = N.desc
+    f = d[D_DPDCID]
+    base = d[D_PDS_OFF] + S.CONTROL_SIZE
+    if (f <= 0 or f >= N.fl.shape[0] or N.fl[f, FL_NIC] != n + 1
+            or N.fl[f, FL_STATE] != FS_ACTIVE or N.fl[f, FL_PEER_IP] != d[D_IP_SRC]
+            or base + S.SRC_SIZE > d[D_DGRAM_END]):
+        N.ncnt[n, C_DROP_WRONG_PDC] += 1
+        return
+    N.ncnt[n, C_RX_SRC] += 1
+    buf = E.pool.data[i]
+    p = psn_recon(d[D_PSN], N.fl[f, FL_UNA])
+    s = p & (N.sl_state.shape[1] - 1)
+    rtt = now - N.sl_t[f, s] if N.sl_state[f, s] == SL_INFL and p < N.fl[f, FL_NXT] else -1
+    signal_src(E, f, get_field(buf, base, S.SRC_QLEN),
+               get_field(buf, base, S.SRC_RATE_MBPS) * 1_000_000, p, rtt,
+               get_field(buf, base, S.SRC_HOPS), now)
 
 
 @hot

@@ -15,7 +15,7 @@ from ...wire.codec import udp_checksum_ok
 from ...wire.desc import (D_DGRAM_END, D_IP_DST, D_IP_OFF, D_IP_PROTO, D_L4_OFF, D_PDS_NEXT,
                           D_PDS_TYPE, P_OK)
 from ...wire.parse import parse_frame
-from .ack import rx_ack, rx_cnp, rx_nack
+from .ack import rx_ack, rx_cnp, rx_nack, rx_src
 from .close import rx_close
 from .frame import tx_flush
 from .rx import ack_timer, rx_control, rx_data, rx_tick
@@ -55,6 +55,8 @@ def nic_rx_frame(E, n, i, now):
         rx_nack(E, n, i, now)
     elif t == S.T_CONTROL and d[D_PDS_NEXT] == S.CTL_CNP:
         rx_cnp(E, n, i, now)
+    elif t == S.T_CONTROL and d[D_PDS_NEXT] == S.CTL_SRC:
+        rx_src(E, n, i, now)
     elif t == S.T_CONTROL:
         c = d[D_PDS_NEXT]
         if c == S.CTL_CLOSE or c == S.CTL_REQ_CLOSE:

@@ -215,6 +215,18 @@ def signal_cnp(E, N, f, ce, ue, psn, now):
 
 
 @nb.njit(cache=True, inline="always")
+def signal_src(E, f, qlen, rate, psn, rtt, hops, now):
+    """An SRC from a congested switch (Bolt): the queue the data packet psn
+    met there, the port's rate, the time since that packet left (-1
+    unknown) and the switch hops to that switch."""
+    RE = report_engine(E)
+    if report_bound(RE, f, C.EV_SRC):
+        v = report_scratch(RE)
+        v[W.qlen], v[W.link_rate], v[W.psn], v[W.rtt], v[W.hops] = qlen, rate, psn, rtt, hops
+        report_values(RE, f, C.EV_SRC, now)
+
+
+@nb.njit(cache=True, inline="always")
 def signal_tx(E, N, f, nbytes, retx, inflight, now):
     """A data packet left (TX counters)."""
     N.sig[f, SG_TX_PKTS] += 1

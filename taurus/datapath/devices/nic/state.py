@@ -88,7 +88,7 @@ NIC_COUNTERS = (
     "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
     "rto_held", "tx_probe", "rx_probe", "drop_host_buf", "rx_ue", "tx_cnp", "rx_cnp",
     "tx_close", "rx_close", "pdc_close", "flow_close", "close_fail", "rx_grant",
-    "tx_window_adv", "drop_csum", "pdc_idle_close", "rto_unsent")
+    "tx_window_adv", "drop_csum", "pdc_idle_close", "rto_unsent", "rx_src")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
@@ -97,7 +97,7 @@ NIC_COUNTERS = (
  C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
  C_RTO_HELD, C_TX_PROBE, C_RX_PROBE, C_DROP_HOST_BUF, C_RX_UE, C_TX_CNP,
  C_RX_CNP, C_TX_CLOSE, C_RX_CLOSE, C_PDC_CLOSE, C_FLOW_CLOSE, C_CLOSE_FAIL,
- C_RX_GRANT, C_TX_WINDOW_ADV, C_DROP_CSUM, C_PDC_IDLE_CLOSE, C_RTO_UNSENT) = range(49)
+ C_RX_GRANT, C_TX_WINDOW_ADV, C_DROP_CSUM, C_PDC_IDLE_CLOSE, C_RTO_UNSENT, C_RX_SRC) = range(50)
 """tx_close / rx_close: CLOSE (and REQ_CLOSE) control packets sent /
 received; pdc_close: receive PDCs freed; flow_close: sending flows freed
 after their CLOSE was acknowledged; close_fail: flows freed after their
@@ -112,7 +112,8 @@ make room for a new one when the tables were full (close.py: pdc_reclaim):
 open ones silent for pdc_idle_ns and closed ones silent since their CLOSE
 for pdc_linger_ns.  rto_unsent: timeouts (rto_fire) whose packet was
 acknowledged before it could be resent: the timeout was spurious (the ACK
-was late, not lost), so rto_fire exceeds the retransmissions by them."""
+was late, not lost), so rto_fire exceeds the retransmissions by them.
+rx_src: Bolt SRC packets from congested switches (ack.py: rx_src)."""
 N_NCNT = 56
 
 # ---- per flow (fl) ----

@@ -32,7 +32,7 @@ from ...lowlevel import copy_bytes, prefetch_bytes
 from ...ports.dispatch import port_rx_pending
 from ...wire import spec as S
 from ...wire.codec import set_field, write_prologue, zero_bytes
-from ...ccevents import EV_CNP, MASK_CSIG_SHIFT
+from ...ccevents import EV_CNP, EV_SRC, MASK_CSIG_SHIFT
 from ...wire.csig import csig_start
 from .frame import ECN_ECT0, PDS_OFF, frame_csig, frame_l2l4, frame_l2l4_at, frame_new, tx_emit
 from .close import flow_free, send_close
@@ -239,11 +239,14 @@ def _int_ask(E, i, buf, total):
 def _data_pds(E, N, n, f, buf, q, p, slo, off, ln, cc, retx):
     """The PDS request: RUD_REQ, or RUD_CC_REQ with the backlog for a credit
     flow; SYN with pdc_info until the receiver's PDC id is known; NP when
-    the flow's algorithm binds CNP (the receiver is its notification point)."""
+    the flow's algorithm binds CNP (the receiver is its notification point);
+    SRC when it binds SRC (switches send Bolt's SRC for it)."""
     syn = N.fl[f, FL_RPDC] == 0
     flags = S.F_TP
     if (E.rep.mask[f] >> EV_CNP) & 1:
         flags |= S.F_REQ_NP
+    if (E.rep.mask[f] >> EV_SRC) & 1:
+        flags |= S.F_REQ_SRC             # a congested switch may answer with SRC (Bolt)
     if retx:
         flags |= S.F_RETX
     # Ask for an immediate ACK where waiting for coalescing would stall us:

@@ -6,7 +6,9 @@ Per packet, in the order a packet meets them:
     poll.py       RX burst from each port, then ingress per frame
     ingress.py    parse once; honour PFC frames (pfc.py); route by destination
                   IP with ECMP on the 5-tuple or UET entropy (route.py); class
-                  by DSCP; trimming (trim.py); drop-tail into the egress queue
+                  by DSCP; Bolt's SRC back to the sender of a data packet that
+                  meets a queue past the port's threshold (src.py, routed as
+                  any frame); trimming (trim.py); drop-tail into the egress queue
                   of a shared buffer (queues.py; the entry keeps the IPv4
                   header's offset), PFC ingress accounting
     egress.py     per-port timer on the wheel: strict priority over classes not

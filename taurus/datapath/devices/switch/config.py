@@ -11,6 +11,7 @@ link)::
     ecn = { kmin = "20KB", kmax = "80KB", pmax = 0.2 }   # ... or RED-like
     csig = { interval = "256us", type = "delay", format = "compact" }  # or true
     int = true                        # HPCC INT on departing frames that ask for it
+    src = { threshold = "10KB" }      # Bolt SRC to senders that ask for it (or true)
     pfc = { xoff = "40KB", xon = "20KB", tcd = true, epsilon = 0.05,
             ue = 1, classes = [1], ton_max = "200us" }   # ton_max: override
     trim = "50KB"                     # or { threshold = "50KB", dscp = 46, last_hop_dscp = 47 }
@@ -28,7 +29,7 @@ from ....errors import ConfigError
 from ....units import parse_delay, parse_size
 
 SWITCH_ONLY = ("buffer", "telemetry")
-PORT_KEYS = ("ecn", "csig", "int", "pfc", "trim", "classes")
+PORT_KEYS = ("ecn", "csig", "int", "pfc", "trim", "classes", "src")
 SWITCH_KEYS = SWITCH_ONLY + PORT_KEYS
 CSIG_TYPE_NAMES = {"abw": 0, "abw_c": 1, "delay": 2, "qdepth": 3}
 CSIG_FORMATS = {"compact": 1, "wide": 2}
@@ -37,6 +38,7 @@ DEFAULT_TRIM_DSCP = 46
 DEFAULT_LASTHOP_DSCP = 47       # the host NIC's default last_hop_dscp too (nic/setup.py)
 DEFAULT_CSIG_INTERVAL = 256_000
 DEFAULT_EPSILON = 0.05
+DEFAULT_SRC_THRESHOLD = 10_000  # Bolt's ns-3 experiments (ccThreshold 10KB; the queue disc's own default is 62KB)
 
 
 class FeatureError(ConfigError):
@@ -167,6 +169,20 @@ def _trim(v, f):
             "last_hop_dscp": DEFAULT_LASTHOP_DSCP}
 
 
+def _src(v, f):
+    """Bolt SRC: the queue (bytes) at which a data packet's arrival sends
+    its sender an SRC."""
+    if v is False:
+        return None
+    if v is True:
+        v = {}
+    _table(v, f, ("threshold",))
+    th = size_at(v.get("threshold", DEFAULT_SRC_THRESHOLD), f"{f}.threshold")
+    if th <= 0:
+        raise FeatureError(f"{f}.threshold", "must be > 0")
+    return {"threshold": th}
+
+
 def _classes(v, f):
     _table(v, f, ("high", "control_high"))
     hi = v.get("high", list(DEFAULT_HIGH_DSCP))
@@ -183,7 +199,7 @@ def default_classes() -> dict:
 
 
 _PORT = {"ecn": _ecn, "csig": _csig, "int": lambda v, f: _bool(v, f), "pfc": _pfc,
-         "trim": _trim, "classes": _classes}
+         "trim": _trim, "classes": _classes, "src": _src}
 
 
 def validate(raw: dict, field: str, switch_level: bool) -> dict:

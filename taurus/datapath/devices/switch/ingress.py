@@ -1,7 +1,7 @@
 """Ingress pipeline of the switch: parse once, honour PFC, route (ECMP),
 decrement the TTL (an IP router: receivers count hops from it), classify by
-DSCP, trim, then enqueue at the egress port (drop-tail in a shared buffer;
-PFC ingress accounting)."""
+DSCP, answer with Bolt's SRC (src.py), trim, then enqueue at the egress
+port (drop-tail in a shared buffer; PFC ingress accounting)."""
 import numba as nb
 import numpy as np
 
@@ -16,6 +16,7 @@ from ...wire.parse import parse_frame
 from .pfc import pfc_hold, pfc_receive
 from .queues import mark_dirty, q_bytes, q_push
 from .route import ecmp_pick, flow_hash, route_lookup
+from .src import SRC_IP, src_due, src_make
 from .state import (C_CTL_HIGH, C_QLIM, C_TRIM, HIGH, R_DEFAULT_GRP, R_SEED,
                            R_SHARED_LIMIT, R_SHARED_USED, S_LINK_FREE, T_DROP,
                            T_DROP_BYTES, T_ENQ, T_ENQ_BYTES, T_NONIP, T_NOROUTE, T_PARSE_ERR,
@@ -107,8 +108,30 @@ def ingress(E, d, p, i, now):
     c = np.int64(sw.dscp[e, desc[D_IP_DSCP]])
     if sw.pcfg[e, C_CTL_HIGH] != 0 and st == P_OK and _is_control(desc[D_PDS_TYPE]):
         c = HIGH
+    k = src_make(E, e, i, desc) if src_due(sw, e, desc, st) else np.int64(-1)
     th = sw.pcfg[e, C_TRIM]
     if c != HIGH and th > 0 and sw.qb[e, c] + ln > th and is_data(desc, st):
         trim(sw, e, pool, i, desc)
         c = HIGH
     enqueue(E, d, e, c, i, p, desc[D_IP_OFF], now)
+    if k >= 0:
+        src_send(E, d, p, k, now)
+
+
+@hot
+def src_send(E, d, p, k, now):
+    """Route the SRC frame k (src.py) built for a packet that entered by p
+    back towards its sender, in the high class."""
+    sw = E.sw
+    desc = sw.desc
+    parse_frame(E.pool.data[k], 0, np.int64(E.pool.length[k]), sw.pcfgp, desc, sw.pcnt)
+    regs = E.devs.regs[d]
+    g = route_lookup(sw, d, desc[D_IP_DST])
+    if g < 0:
+        g = regs[R_DEFAULT_GRP]
+    if g < 0:
+        sw.stats[p, T_NOROUTE] += 1
+        mbuf_free(E.pool, k)
+        return
+    e = ecmp_pick(sw, g, flow_hash(E.pool.data[k], desc, regs[R_SEED]))
+    enqueue(E, d, e, np.int64(HIGH), k, p, np.int64(SRC_IP), now)

@@ -26,7 +26,7 @@ from ...shm import Shm
 from ...wheel import wheel_alloc
 from . import config as F
 from .state import (C_ABW_IVL, C_CSIG, C_CTL_HIGH, C_DELAY, C_DEV, C_ECN, C_IN_DELAY,
-                           C_INT, C_K, C_KMAX, C_KMIN, C_LOC_C, C_LOC_W, C_MAC, C_PFC, C_PMAX,
+                           C_INT, C_SRC, C_K, C_KMAX, C_KMIN, C_LOC_C, C_LOC_W, C_MAC, C_PFC, C_PMAX,
                            C_PNO, C_QLIM, C_RATE, C_SLACK, C_TCD, C_TCD_K, C_TIMER, C_TON_MAX, C_TRIM,
                            C_TRIM_DSCP, C_UE_CP, C_XOFF, C_XON, DATA, ECN_RED, ECN_STEP, HIGH,
                            N_STAT, N_TEL, PMAX_ONE, R_DEFAULT_GRP, R_SEED, R_SHARED_LIMIT,
@@ -228,6 +228,7 @@ def configure_port(eng, d, k, p, cfg: dict, field: str, switch_id: int) -> None:
     else:
         row[C_ABW_IVL] = F.DEFAULT_CSIG_INTERVAL
     row[C_INT] = 1 if feat.get("int") else 0
+    row[C_SRC] = feat["src"]["threshold"] if feat.get("src") else 0
     pfc = feat.get("pfc")
     if pfc:
         row[C_PFC] = sum(1 << c for c in pfc["classes"])

@@ -18,7 +18,8 @@ HIGH, DATA = 0, 1
 # Per-port configuration, pcfg[p, ...] (set from Python before the run).
 (C_DEV, C_PNO, C_RATE, C_DELAY, C_IN_DELAY, C_QLIM, C_ECN, C_K, C_KMIN, C_KMAX, C_PMAX,
  C_CSIG, C_LOC_C, C_LOC_W, C_INT, C_PFC, C_XOFF, C_XON, C_TCD, C_TON_MAX, C_UE_CP,
- C_TRIM, C_TRIM_DSCP, C_CTL_HIGH, C_TIMER, C_MAC, C_ABW_IVL, C_TCD_K, C_SLACK) = range(29)
+ C_TRIM, C_TRIM_DSCP, C_CTL_HIGH, C_TIMER, C_MAC, C_ABW_IVL, C_TCD_K, C_SLACK,
+ C_SRC) = range(30)          # C_SRC: Bolt SRC threshold (bytes queued), 0 off
 N_PCFG = 32
 ECN_OFF, ECN_STEP, ECN_RED = 0, 1, 2
 PMAX_ONE = 1 << 16           # C_PMAX is a probability in 1/65536
@@ -33,11 +34,11 @@ N_PST = 24
 STAT_NAMES = ("rx", "rx_bytes", "enq", "enq_bytes", "tx", "tx_bytes", "drop", "drop_bytes",
               "ecn_mark", "ue_mark", "trim", "pfc_tx_xoff", "pfc_tx_xon", "pfc_rx",
               "paused_ns", "csig_replace", "int_append", "non_ip", "no_route", "parse_err",
-              "tx_retry", "late", "delay_drop", "ttl_drop")
+              "tx_retry", "late", "delay_drop", "ttl_drop", "src_tx")
 (T_RX, T_RX_BYTES, T_ENQ, T_ENQ_BYTES, T_TX, T_TX_BYTES, T_DROP, T_DROP_BYTES, T_ECN,
  T_UE, T_TRIM, T_XOFF, T_XON, T_PFC_RX, T_PAUSED_NS, T_CSIG, T_INT, T_NONIP, T_NOROUTE,
- T_PARSE_ERR, T_TX_RETRY, T_LATE, T_DELAY_DROP, T_TTL_DROP) = range(len(STAT_NAMES))
-N_STAT = 24
+ T_PARSE_ERR, T_TX_RETRY, T_LATE, T_DELAY_DROP, T_TTL_DROP, T_SRC) = range(len(STAT_NAMES))
+N_STAT = 25
 
 # Telemetry record fields, tel[p, k, ...].
 TEL_FIELDS = ("t_ns", "queue_bytes", "tx_bytes", "rate_bps", "marks", "drops", "paused_ns")
