@@ -213,12 +213,10 @@ class Runner:
                 i = topo.ifaces_of(h)[0]
                 p = eng.add_port(i.name, i.name, netns=topo.ns_of(h), kind=self.port_kind,
                                  **real_port_opts(topo))
-                # The engine pauses while Python acts between slices: an RTO
-                # shorter than a few steps would fire on ACKs waiting in the ring.
+                rto_min, rto_init = self._wall_rto()
                 self.nics[h] = eng.add_nic(p, topo.mac_of(h), topo.ip_of(h),
                                            line_rate_bps=link_rate(x, h), mss=x.host_cc(h).mss,
-                                           rto_min_ns=WALL_RTO_STEPS * self.step,
-                                           rto_init_ns=2 * WALL_RTO_STEPS * self.step)
+                                           rto_min_ns=rto_min, rto_init_ns=rto_init)
         for d in self.nics.values():     # the runner never reads what hosts receive
             NS.nic_sink(eng, d, SINK_WINDOW)
         for h, m in x.host_model.items():
@@ -249,6 +247,12 @@ class Runner:
         self.flow_of = {int(fid): k for k, fid in enumerate(self.fid)}
         self.port_list = sorted(self.sw_ports.items(), key=lambda kv: kv[1])
 
+    def _wall_rto(self) -> tuple[int, int]:
+        """(RTO floor, first RTO) ns of the wall clock's NICs.  The engine
+        pauses while Python acts between slices: an RTO shorter than a few
+        steps would fire on ACKs waiting in the ring."""
+        return WALL_RTO_STEPS * self.step, 2 * WALL_RTO_STEPS * self.step
+
     def _native_for(self, nics: int):
         """The engine's native algorithms with a receiver-algorithm row for
         each of `nics` NICs: the datapath reads one on every packet a NIC
@@ -269,29 +273,38 @@ class Runner:
                       o.get("params", base.params), base.mss,
                       _size_or(o.get("cwnd"), base.cwnd), _rate_or(o.get("rate"), base.rate))
 
-    def _start_agents(self) -> None:
-        """One in-process agent per host with agent or per-event flows; flows
-        whose algorithm differs from their host's get an [[override]].  (The
-        agent is imported here: a run without agent flows does not need it.)"""
+    def _agent_configs(self) -> dict:
+        """host -> (its agent's configuration table, its NIC slot), for each
+        host with agent or per-event flows; flows whose algorithm differs
+        from their host's get an [[override]]."""
         by_host: dict[str, list] = {}
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)
             if cc.mode in ("agent", "per-event"):
                 by_host.setdefault(f.src, []).append((k + 1, cc))
-        if not by_host:
-            return
-        from taurus.agent.agent import Agent
-        from taurus.agent.config import parse as agent_config
+        out = {}
         for h, flows in by_host.items():
             base = self.x.host_cc(h)
             over = [{"flows": [fid], "algorithm": cc.algorithm, "params": cc.params}
                     for fid, cc in flows
                     if (cc.algorithm, cc.params) != (base.algorithm, base.params)]
-            cfg = agent_config({"agent": {"algorithm": base.algorithm, "params": base.params,
-                                          "mss": base.mss, "line_rate_bps": link_rate(self.x, h),
-                                          "jit": base.jit},
-                                "override": over})
-            slot = int(self.eng.E.devs.regs[self.nics[h], DR_SLOT])
+            out[h] = ({"agent": {"algorithm": base.algorithm, "params": base.params,
+                                 "mss": base.mss, "line_rate_bps": link_rate(self.x, h),
+                                 "jit": base.jit},
+                       "override": over},
+                      int(self.eng.E.devs.regs[self.nics[h], DR_SLOT]))
+        return out
+
+    def _start_agents(self) -> None:
+        """One in-process agent per host with agent or per-event flows.  (The
+        agent is imported here: a run without agent flows does not need it.)"""
+        cfgs = self._agent_configs()
+        if not cfgs:
+            return
+        from taurus.agent.agent import Agent
+        from taurus.agent.config import parse as agent_config
+        for h, (table, slot) in cfgs.items():
+            cfg = agent_config(table)
             a = Agent(self.eng.name + "-cc", cfg, cc=CcShm.attach(self.eng.name + "-cc", nic=slot),
                       stats_dir=None, slot=slot)
             self.agents[h] = a
@@ -700,6 +713,18 @@ def _stop_handler(main_pid: int, r: "Runner"):
     return handler
 
 
+def make_runner(x: Experiment, clock: str, progress: bool = False,
+                port_kind: str = "auto") -> Runner:
+    """The wall clock's runner follows docs/DESIGN.md's process model
+    (wallproc.py) unless the plan needs Python at every step (RPCs) or the
+    runner reads the live engine at samples; virtual time steps in process."""
+    if clock == "wall" and not build_plan(x).rpcs and not Runner.live_samples \
+            and os.environ.get("TAURUS_WALL_STEPPED") != "1":
+        from .wallproc import WallRunner
+        return WallRunner(x, progress, port_kind)
+    return Runner(x, clock, progress, port_kind)
+
+
 def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress: bool = False,
                    port_kind: str = "auto", pcap: dict | None = None) -> dict:
     """Run `x`, write the run directory, return the summary.  Always tears
@@ -711,7 +736,7 @@ def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress
     frames.check(x, clock)          # ... as does an MSS the pool or the ports cannot carry
     algcheck.compile_check(x)
     os.makedirs(out_dir, exist_ok=True)
-    r = Runner(x, clock, progress, port_kind)
+    r = make_runner(x, clock, progress, port_kind)
     handler = _stop_handler(os.getpid(), r)
     # signals reach only the main thread (a sweep's worker threads run
     # without: their process's own handling stops them)
