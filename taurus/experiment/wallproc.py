@@ -56,7 +56,7 @@ from .runner import Runner, Stopped
 
 log = logging.getLogger("taurus.run")
 
-START_LEAD_NS = 5_000_000       # the plan starts this long after it is loaded
+START_LEAD_NS = 20_000_000      # the plan starts this long after it is loaded
 WATCH_EVERY_S = 0.05            # how often the watcher looks at the engine and the agents
 STALL_S = 3.0                   # an engine whose clock stands this long is hung
 SAMPLE_BUDGET_WORDS = 1 << 25   # a shared sample buffer for the whole run up to 256 MiB
@@ -120,24 +120,33 @@ class WallRunner(Runner):
                                "on the wall clock the separation is real")
         core = engine_core()
         self._shared_sampler()
-        self.t0 = t0 = eng.now() + START_LEAD_NS
-        self._load_plan(t0)
-        eng.install("smp", self.smp)
-        sampler_start(self.smp, self.sample_every * self.step, t0)
-        finite = {int(self.fid[k]): k for k, f in enumerate(self.plan.flows) if f.size is not None}
-        if finite:
-            def completions():
-                for kind, _n, ident, _m, _e, t in NS.nic_completions(eng):
-                    k = finite.get(ident) if kind == CQ_TX else None
-                    if k is not None:
-                        self.done_at[k] = t - t0
-            eng.on_chunk.append(completions)
+        # The watcher first: forking a large process takes long on a busy
+        # machine, and the plan's times must still lie ahead when it starts.
         rfd, wfd = os.pipe()
         self.watcher = os.fork()
         if self.watcher == 0:
             os.close(wfd)
             _watch_main(self, rfd, core)        # never returns
         os.close(rfd)
+        try:
+            self.t0 = t0 = eng.now() + START_LEAD_NS
+            self._load_plan(t0)
+            eng.install("smp", self.smp)
+            sampler_start(self.smp, self.sample_every * self.step, t0)
+            finite = {int(self.fid[k]): k for k, f in enumerate(self.plan.flows)
+                      if f.size is not None}
+            if finite:
+                def completions():
+                    for kind, _n, ident, _m, _e, t in NS.nic_completions(eng):
+                        k = finite.get(ident) if kind == CQ_TX else None
+                        if k is not None:
+                            self.done_at[k] = t - t0
+                eng.on_chunk.append(completions)
+            os.write(wfd, b"%d\n" % t0)
+        except BaseException:
+            os.close(wfd)
+            self._end_watcher()
+            raise
         self.probe = fidelity.Probe(eng)
         w0 = time.monotonic()
         old = _pin(core)
@@ -252,6 +261,7 @@ class WallRunner(Runner):
                     self.agent_stats[h] = json.load(f)
             except (OSError, ValueError):
                 continue
+            self.agent_cpu_s += self.agent_stats[h].get("cpu_s", 0.0)
             n = self.agent_stats[h].get("faults", 0)
             if n:
                 self.faults[h] = n
@@ -335,6 +345,13 @@ def _watch_main(r: WallRunner, rfd: int, core) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _others(core)
         x, ctl = r.x, r.eng.ctl
+        line = b""
+        while not line.endswith(b"\n"):            # t0, once the plan is loaded
+            chunk = os.read(rfd, 64)
+            if not chunk:
+                os._exit(0)                         # the runner gave up before the run
+            line += chunk
+        r.t0 = int(line)
         why = ""
         wall0 = time.monotonic()
         last_bar = 0.0
@@ -415,6 +432,7 @@ def _agent_main(engine: str, slot: int, cfg: dict, parent: int, out: str, host: 
         agent = Agent(engine + "-cc", parse(cfg), stats_dir=None, slot=slot)
         code = agent.run()
         st = agent.stats()
+        st["cpu_s"] = time.process_time()          # the whole process's, start-up included
         st["faults"] = agent_faults(agent.handler)
         if st["faults"]:
             st["first_fault"] = first_fault(agent.handler, host)[0]
