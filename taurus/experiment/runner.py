@@ -23,9 +23,10 @@ honours PAUSE (fabric.nic_host pfc: a shim switch device, which queues what
 the NIC sends while paused).
 
 Agents run in-process, one per sending host NIC, stepped at those points.  That is the TAURUS picture with the PCIe queue
-replaced by the slice: a decision lands within one step.  A separate `taurus
-agent` process per host is the docs/DESIGN.md picture for long wall-clock runs;
-here in-process stepping keeps one busy process on a 2-core machine.
+replaced by the slice: a decision lands within one step.  On the wall
+clock make_runner picks wallproc.WallRunner instead (docs/DESIGN.md's
+process model: the engine's own process and core, agents in theirs),
+unless the plan has RPCs, whose closed loop needs Python at every step.
 
 Teardown always runs (finally): agents, host loads, engine (its shared
 memory), namespaces.  SIGINT/SIGTERM end the run early; the results written
