@@ -49,6 +49,7 @@ from taurus.datapath.devices.nic import setup as NS
 from taurus.datapath.devices.nic.state import CQ_TX
 from taurus.datapath.sampler import N_META, ROWS, Sampler, rows_for, sampler_start
 from taurus.datapath.shm import Shm
+from taurus.tools.cores import elsewhere, engine_core, pinned
 
 from . import fidelity
 from .faults import AlgorithmFault
@@ -61,21 +62,6 @@ WATCH_EVERY_S = 0.05            # how often the watcher looks at the engine and 
 STALL_S = 3.0                   # an engine whose clock stands this long is hung
 SAMPLE_BUDGET_WORDS = 1 << 25   # a shared sample buffer for the whole run up to 256 MiB
 WALL_RTO_MIN = 200_000          # ns: the RTO's floor (a loaded host deschedules for 100s of us)
-ENGINE_NICE = -10               # the engine's priority while it runs (root only; see _pin)
-
-
-def engine_core() -> int | None:
-    """The core the engine takes: the last one this process may use (the
-    watcher and the agents keep the others); None on a single core."""
-    cores = sorted(os.sched_getaffinity(0))
-    return cores[-1] if len(cores) > 1 else None
-
-
-def _others(core) -> None:
-    """Keep this process (an agent, the watcher) off the engine's core."""
-    cores = os.sched_getaffinity(0) - {core}
-    if core is not None and cores:
-        os.sched_setaffinity(0, cores)
 
 
 class WallRunner(Runner):
@@ -149,15 +135,14 @@ class WallRunner(Runner):
             raise
         self.probe = fidelity.Probe(eng)
         w0 = time.monotonic()
-        old = _pin(core)
         gc_was = gc.isenabled()
         gc.disable()                # a collection would run in the loop's chunk bookkeeping
         try:
-            r = eng.run_until(t0 + x.duration, stop_idle=False)
+            with pinned(core):
+                r = eng.run_until(t0 + x.duration, stop_idle=False)
         finally:
             if gc_was:
                 gc.enable()
-            _unpin(old)
             self.timing = self.probe.read(eng)
             self.engine_s = self.loop_s = time.monotonic() - w0
             self.now = max(0, min(x.duration, eng.now() - t0))
@@ -307,31 +292,6 @@ class WallRunner(Runner):
         return errors
 
 
-# ---------------------------------------------------------------- the engine's core
-def _pin(core):
-    """The engine's thread takes a core of its own and a higher priority
-    (root); returns what to restore.  Not a real-time class: a busy-polling
-    SCHED_FIFO task would starve the kernel threads of its core
-    (ksoftirqd, which carries veth traffic), and the throttling that saves
-    the machine stalls the loop 50 ms a second."""
-    old = (os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0))
-    if core is not None:
-        os.sched_setaffinity(0, {core})
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, ENGINE_NICE)
-    except OSError:
-        pass
-    return old
-
-
-def _unpin(old) -> None:
-    os.sched_setaffinity(0, old[0])
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, old[1])
-    except OSError:
-        pass
-
-
 # ---------------------------------------------------------------- the watcher
 def _watch_main(r: WallRunner, rfd: int, core) -> None:
     """The watcher: until the runner closes the pipe (the run is over),
@@ -343,7 +303,7 @@ def _watch_main(r: WallRunner, rfd: int, core) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # the engine's process takes ^C
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        _others(core)
+        elsewhere(core)
         x, ctl = r.x, r.eng.ctl
         line = b""
         while not line.endswith(b"\n"):            # t0, once the plan is loaded
@@ -416,7 +376,7 @@ def _agent_main(engine: str, slot: int, cfg: dict, parent: int, out: str, host: 
     counters and faults to `out` as it exits."""
     import ctypes
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _others(core)
+    elsewhere(core)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)       # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
