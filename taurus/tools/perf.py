@@ -119,9 +119,6 @@ def add_perf_parser(sub, cc_table=None) -> None:
     ip.add_argument("-V", "--verbose", dest="perf_verbose", action="store_true",
                     help="more detailed output")
     p.add_argument("--port-kind", default="af_xdp", choices=["auto", "af_xdp", "af_packet"])
-    p.add_argument("--pin", action="store_true",
-                   help="-s: the engine takes the last core this process may use, at nice -10 "
-                        "(tools/cores.py)")
     p.add_argument("--duration", type=float, default=0.0, help="server: seconds (0: until ^C)")
     p.add_argument("--xdp-mode", default="auto", choices=["auto", "native", "generic"],
                    help="server: the ports' XDP attach mode (on a veth, native mode copies "
@@ -525,13 +522,10 @@ def serve(args, t) -> int:
         eng.on_chunk.append(sink)
         print(f"taurus perf: engine {name} serving {', '.join(t.hosts)}; ^C to stop",
               flush=True)
-        import contextlib
-        from .cores import engine_core, pinned
-        with pinned(engine_core()) if args.pin else contextlib.nullcontext():
-            if args.duration > 0:
-                eng.run_for(int(args.duration * 1e9))
-            else:
-                eng.run_forever()
+        if args.duration > 0:
+            eng.run_for(int(args.duration * 1e9))
+        else:
+            eng.run_forever()
         print(f"taurus perf: received {sink.bytes} bytes", flush=True)
         if cap is not None:
             print(f"taurus perf: {summary_line(cap.close())}", flush=True)
