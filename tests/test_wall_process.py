@@ -82,8 +82,10 @@ def _finish(p, tag, out, timeout=900):
 
 @needs_root
 def test_the_runner_never_holds_the_engines_loop(tmp_path):
-    """The engine runs the whole experiment in its own process: its loop
-    is out only for its own chunk bookkeeping, never for the runner."""
+    """The engine runs the whole experiment in one run_until on a core of
+    its own, the watcher and the agents in other processes: its loop is out
+    only for its own chunk bookkeeping (about every 20 ms), never for a
+    runner step.  Measured by the loop itself (Engine.pauses)."""
     out, p = _run(tmp_path, "wproc", [])
     so, se = _finish(p, "wproc", out)
     assert p.returncode == 0, se[-3000:]
