@@ -198,7 +198,8 @@ class Runner:
         eng.reserve_nics(max_flows=nflows + 1, tx_bytes=tx, rx_bytes=1 << 16, cq=1 << 16)
 
         def host(eng, topo, h, port):
-            return nic_host(eng, topo, h, port, mss=x.host_cc(h).mss, pfc=h in pfc)
+            return nic_host(eng, topo, h, port, mss=x.host_cc(h).mss, pfc=h in pfc,
+                            **self._ack_opts(h))
         if self.clock == "virtual":
             fab = build_virtual(eng, topo, host_factory=host)
             self.nics = fab["hosts"]
@@ -217,7 +218,8 @@ class Runner:
                 rto_min, rto_init = self._wall_rto()
                 self.nics[h] = eng.add_nic(p, topo.mac_of(h), topo.ip_of(h),
                                            line_rate_bps=link_rate(x, h), mss=x.host_cc(h).mss,
-                                           rto_min_ns=rto_min, rto_init_ns=rto_init)
+                                           rto_min_ns=rto_min, rto_init_ns=rto_init,
+                                           **self._ack_opts(h))
         for d in self.nics.values():     # the runner never reads what hosts receive
             NS.nic_sink(eng, d, SINK_WINDOW)
         for h, m in x.host_model.items():
@@ -247,6 +249,12 @@ class Runner:
             self.fid[k] = fid
         self.flow_of = {int(fid): k for k, fid in enumerate(self.fid)}
         self.port_list = sorted(self.sw_ports.items(), key=lambda kv: kv[1])
+
+    def _ack_opts(self, h: str) -> dict:
+        """Host h's NIC ACK settings the file sets ([cc] ack_every, ack_delay)."""
+        cc = self.x.host_cc(h)
+        return {k: v for k, v in (("ack_every", cc.ack_every), ("ack_delay_ns", cc.ack_delay))
+                if v is not None}
 
     def _wall_rto(self) -> tuple[int, int]:
         """(RTO floor, first RTO) ns of the wall clock's NICs.  The engine
