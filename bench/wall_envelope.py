@@ -6,6 +6,7 @@ base RTT at which the DCTCP dumbbell on real packets (`taurus run
                                        [--rates 100Mbit,250Mbit,500Mbit,1Gbit,2Gbit]
                                        [--rtts 8ms,2ms,1ms,500us,200us,100us,50us,30us]
                                        [--duration 1500ms] [--json FILE] [--keep DIR]
+                                       [--ack-every N --ack-delay 50us]
     python bench/wall_envelope.py --table FILE      # the table again, from --json's file
 
 The experiment is examples/wall_dctcp.toml with its numbers replaced: two
@@ -14,7 +15,9 @@ bottleneck (MSS 1024); every link has one-way delay base/6 less the
 serialization, so the base RTT (fidelity.base_rtt: delays both ways plus
 one data frame and one ACK serialised per link) is the target; step
 marking at K = max(20 KB, C x RTT / 7) (DCTCP's guideline); a buffer of
-max(1 MB, 8 K); each flow starts with its share of the BDP.
+max(1 MB, 8 K); each flow starts with its share of the BDP; the host
+NICs ACK as the NIC does by default, or as --ack-every / --ack-delay say
+([cc] ack_every, ack_delay: fewer ACKs, fewer veth crossings).
 
 Faithful (issue 40), from the run's summary:
   - no fidelity warning;
@@ -66,9 +69,9 @@ def setting(rate: int, rtt: int) -> dict:
             "buffer": max(1 << 20, 8 * k), "init": max(4, int(bdp / 2 / MSS))}
 
 
-def sets(st: dict, mode: str, duration: int, tag: str) -> list[str]:
+def sets(st: dict, mode: str, duration: int, tag: str, ack: list[str] = ()) -> list[str]:
     d = f'"{st["delay"]}ns"'
-    return [f'experiment.duration="{duration}ns"', f'experiment.warmup="{duration // 3}ns"',
+    return list(ack) + [f'experiment.duration="{duration}ns"', f'experiment.warmup="{duration // 3}ns"',
             f'topology.name="{tag}"',
             f'topology.defaults.rate="{st["host"]}bit"', f"topology.defaults.delay={d}",
             f'topology.links.0.rate="{st["rate"]}bit"', f"topology.links.0.delay={d}",
@@ -109,11 +112,11 @@ def judge(s: dict, st: dict) -> tuple[bool, str]:
     return True, ""
 
 
-def run_one(st: dict, mode: str, duration: int, keep: str | None) -> dict:
+def run_one(st: dict, mode: str, duration: int, keep: str | None, ack=()) -> dict:
     tag = "wenv"
     out = tempfile.mkdtemp(prefix="wall-envelope-", dir=keep)
     args = [sys.executable, "-m", "taurus.cli", "run", EXAMPLE, "--clock", "wall",
-            "--out", out, "--no-progress"] + [a for s in sets(st, mode, duration, tag)
+            "--out", out, "--no-progress"] + [a for s in sets(st, mode, duration, tag, ack)
                                                for a in ("--set", s)]
     t = time.monotonic()
     p = subprocess.run(args, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT},
@@ -168,6 +171,8 @@ def main(argv=None) -> int:
     ap.add_argument("--duration", default="1500ms")
     ap.add_argument("--json", help="write every run's row here")
     ap.add_argument("--keep", help="keep the run directories under DIR")
+    ap.add_argument("--ack-every", type=int, help="[cc] ack_every of every host NIC")
+    ap.add_argument("--ack-delay", help="[cc] ack_delay of every host NIC, e.g. 50us")
     ap.add_argument("--table", metavar="FILE", help="print the table of a --json file and exit")
     a = ap.parse_args(argv)
     if a.table:
@@ -180,11 +185,13 @@ def main(argv=None) -> int:
     rates = [parse_rate(r) for r in a.rates.split(",")]
     rtts = sorted((parse_delay(t) for t in a.rtts.split(",")), reverse=True)
     dur = parse_delay(a.duration)
+    ack = ([f"cc.ack_every={a.ack_every}"] if a.ack_every else []) + \
+        ([f'cc.ack_delay="{a.ack_delay}"'] if a.ack_delay else [])
     rows = []
     for mode in a.modes.split(","):
         for rate in rates:
             for rtt in rtts:
-                r = run_one(setting(rate, rtt), mode, dur, a.keep)
+                r = run_one(setting(rate, rtt), mode, dur, a.keep, ack)
                 rows.append(r)
                 print(f"{mode:9} {rate / 1e9:5g} Gbit/s  base {_fmt_ns(rtt):>7}: "
                       f"{'faithful' if r['faithful'] else 'no: ' + r['why']}", flush=True)
