@@ -6,12 +6,12 @@ base RTT at which the DCTCP dumbbell on real packets (`taurus run
                                        [--rates 100Mbit,250Mbit,500Mbit,1Gbit,2Gbit]
                                        [--rtts 8ms,2ms,1ms,500us,200us,100us,50us,30us]
                                        [--duration 1500ms] [--json FILE] [--keep DIR]
-                                       [--ack-every N --ack-delay 50us]
+                                       [--ack-every N --ack-delay 50us] [--mss 1400]
     python bench/wall_envelope.py --table FILE      # the table again, from --json's file
 
 The experiment is examples/wall_dctcp.toml with its numbers replaced: two
 DCTCP senders on host links of 2.5x the bottleneck share the s1 -> s2
-bottleneck (MSS 1024); every link has one-way delay base/6 less the
+bottleneck (MSS 1024, or --mss); every link has one-way delay base/6 less the
 serialization, so the base RTT (fidelity.base_rtt: delays both ways plus
 one data frame and one ACK serialised per link) is the target; step
 marking at K = max(20 KB, C x RTT / 7) (DCTCP's guideline); a buffer of
@@ -164,6 +164,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
+    global MSS, FRAME           # --mss: the setting's frames and initial windows
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--modes", default="native,agent,per-event")
     ap.add_argument("--rates", default="100Mbit,250Mbit,500Mbit,1Gbit,2Gbit")
@@ -171,6 +172,8 @@ def main(argv=None) -> int:
     ap.add_argument("--duration", default="1500ms")
     ap.add_argument("--json", help="write every run's row here")
     ap.add_argument("--keep", help="keep the run directories under DIR")
+    ap.add_argument("--mss", type=int, default=MSS,
+                    help="[cc] mss (1404 at most in a 1500-byte MTU on the wall clock)")
     ap.add_argument("--ack-every", type=int, help="[cc] ack_every of every host NIC")
     ap.add_argument("--ack-delay", help="[cc] ack_delay of every host NIC, e.g. 50us")
     ap.add_argument("--table", metavar="FILE", help="print the table of a --json file and exit")
@@ -185,7 +188,8 @@ def main(argv=None) -> int:
     rates = [parse_rate(r) for r in a.rates.split(",")]
     rtts = sorted((parse_delay(t) for t in a.rtts.split(",")), reverse=True)
     dur = parse_delay(a.duration)
-    ack = ([f"cc.ack_every={a.ack_every}"] if a.ack_every else []) + \
+    MSS, FRAME = a.mss, a.mss + FRAME - MSS
+    ack = [f"cc.mss={a.mss}"] + ([f"cc.ack_every={a.ack_every}"] if a.ack_every else []) + \
         ([f'cc.ack_delay="{a.ack_delay}"'] if a.ack_delay else [])
     rows = []
     for mode in a.modes.split(","):
