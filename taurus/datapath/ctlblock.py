@@ -26,9 +26,15 @@ at (R_AGENT).
 SEP_NS, SEP_PER_MSG_PS: the NIC-host separation model (virtual clock;
 vagents.py): agents are due SEP_NS ns + n SEP_PER_MSG_PS ps after a publish
 of n records rather than at the next grid point (SEP_NS 0: the grid).
+OUT_AT, PAUSES, PAUSE_NS, PAUSE_MAX (wall clock): the clock when the loop
+last returned (0: not counting), and the returns counted since, the clock
+ns the loop was out for them in all and the longest: how long whoever runs
+the engine kept it from its passes (Engine.pauses; Python zeroes OUT_AT to
+start counting, so the time before a run is not a pause).
 """
 (STOP, NPORTS, NDEVS, NOW, ITERS, STATE, REASON, IDLE_ITERS, YIELD, WAKE_PUBLISH, IDLE_NS,
  RUN_NS, POLL_ALL, POLLS) = range(14)
 VAG_N, VAG_DUE, VAG_STEP, VAG_AT = 16, 17, 18, 19
 SEP_NS, SEP_PER_MSG_PS = 20, 21
+OUT_AT, PAUSES, PAUSE_NS, PAUSE_MAX = 22, 23, 24, 25
 N_CTL = 32

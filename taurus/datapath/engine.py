@@ -36,8 +36,8 @@ from .devices.nic.poll import make_nic_state
 from .devices.nic.state import DR_SLOT
 from .devices.switch import setup as switch_setup
 from .devices.switch.poll import make_switch_state
-from .ctlblock import (IDLE_ITERS, IDLE_NS, ITERS, N_CTL, NDEVS, NOW, NPORTS, POLL_ALL, POLLS,
-                       REASON, RUN_NS, SEP_NS, SEP_PER_MSG_PS, STATE, STOP, VAG_AT, VAG_DUE,
+from .ctlblock import (IDLE_ITERS, IDLE_NS, ITERS, N_CTL, NDEVS, NOW, NPORTS, OUT_AT, PAUSE_MAX,
+                       PAUSE_NS, PAUSES, POLL_ALL, POLLS, REASON, RUN_NS, SEP_NS, SEP_PER_MSG_PS, STATE, STOP, VAG_AT, VAG_DUE,
                        VAG_N, VAG_STEP, WAKE_PUBLISH, YIELD)
 from .devices.table import KIND_NAMES as DEV_KIND_NAMES, L2FWD, NIC, PKTGEN, SWITCH, make_devices
 from .mbuf import make_pool, mbuf_in_use
@@ -370,6 +370,8 @@ def _loop(E, until, chunk_ns):
     _scratch_init(E, nd)
     due = E.loop.due[:max(1, (nd + 63) >> 6)]
     start = prev = _clock(clk)
+    if not virtual:
+        _paused(ctl, start)
     it = idle = idle_ns = polls = 0
     prev_idle = False
     while True:
@@ -408,8 +410,23 @@ def _loop(E, until, chunk_ns):
         elif (it & 255) == 0 and now - start >= chunk_ns:
             reason = R_CHUNK
             break
-    _account(ctl, start, _clock(clk), it, idle, idle_ns, polls, reason)
+    end = _clock(clk)
+    _account(ctl, start, end, it, idle, idle_ns, polls, reason)
+    if not virtual:
+        ctl[OUT_AT] = end
     return reason
+
+
+@hot_stage
+def _paused(ctl, start):
+    """Count the time since the loop last returned as a pause (ctlblock.py
+    OUT_AT), if counting."""
+    if ctl[OUT_AT] > 0:
+        gap = start - ctl[OUT_AT]
+        ctl[PAUSES] += 1
+        ctl[PAUSE_NS] += gap
+        if gap > ctl[PAUSE_MAX]:
+            ctl[PAUSE_MAX] = gap
 
 
 @hot_stage
@@ -789,6 +806,18 @@ class Engine:
                 "run_ns": int(self.ctl[RUN_NS]), "idle_ns": int(self.ctl[IDLE_NS]),
                 "late_hist": self.E.wheel.late.copy(),
                 "late_max_ns": int(self.E.wheel.meta[LATE_MAX])}
+
+    def pauses_reset(self) -> None:
+        """Start counting the loop's pauses (ctlblock.py OUT_AT) from its next
+        return on, from zero."""
+        self.ctl[OUT_AT] = 0
+        self.ctl[PAUSES] = self.ctl[PAUSE_NS] = self.ctl[PAUSE_MAX] = 0
+
+    def pauses(self) -> dict:
+        """The loop's pauses since pauses_reset (wall clock): how many times it
+        returned and went on, and the clock ns it was out, in all and at most."""
+        return {"count": int(self.ctl[PAUSES]), "total_ns": int(self.ctl[PAUSE_NS]),
+                "max_ns": int(self.ctl[PAUSE_MAX])}
 
     def run_forever(self) -> str:
         """Run until SIGINT/SIGTERM or stop(); signals end the run cleanly."""

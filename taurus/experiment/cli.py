@@ -9,9 +9,13 @@ import time
 def add_run_parsers(sub) -> None:
     r = sub.add_parser("run", help="run an experiment file (TOML)")
     r.add_argument("file")
-    r.add_argument("--clock", choices=["wall", "virtual"], default="virtual",
+    r.add_argument("--clock", choices=["wall", "virtual", "both"], default="virtual",
                    help="virtual: one process, memory links, deterministic; "
-                        "wall: namespaces and real ports")
+                        "wall: namespaces and real ports; both: one after the other, "
+                        "compared (RUN_DIR/virtual, RUN_DIR/wall, RUN_DIR/compare.json)")
+    r.add_argument("--tolerance", type=float, default=None, metavar="FRACTION",
+                   help="--clock both: flag figures that differ by more than this "
+                        "(default 0.2)")
     r.add_argument("--out", help="run directory (default: runs/<name>-<clock>-<time>)")
     r.add_argument("--check", action="store_true", help="validate the file and exit")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -62,7 +66,8 @@ def run_cmd(a) -> int:
         return 2
     from .algcheck import problems
     from .frames import problems as frame_problems
-    errs = problems(x) + frame_problems(x, a.clock)    # every mistake, one line each
+    clocks = ("virtual", "wall") if a.clock == "both" else (a.clock,)
+    errs = problems(x) + [e for c in clocks for e in frame_problems(x, c)]  # one line each
     for e in errs:
         print(f"taurus run: {e}", file=sys.stderr)
     if errs:
@@ -81,13 +86,40 @@ def run_cmd(a) -> int:
         except CaptureError as e:
             print(f"taurus run: {e}", file=sys.stderr)
             return 2
+    if a.clock == "both":
+        return _run_both(a, out, pcap)
+    return _run_one(a, x, out, a.clock, pcap)
+
+
+def _run_both(a, out: str, pcap) -> int:
+    """The file in virtual time, then on the wall clock (the capture, if
+    any, there), and the two compared (compare.py)."""
+    from . import compare
+    from .schema import load
+    dirs = {}
+    for clock in ("virtual", "wall"):
+        dirs[clock] = os.path.join(out, clock)
+        print(f"--- {clock} ---")
+        rc = _run_one(a, load(a.file, a.set), dirs[clock], clock,
+                      pcap if clock == "wall" else None)
+        if rc != 0:
+            return rc
+    c = compare.write(out, dirs["virtual"], dirs["wall"],
+                      compare.TOLERANCE if a.tolerance is None else a.tolerance)
+    print(compare.table(c))
+    print(f"comparison: {out}/compare.json" + (f"; plot: {c['plot']}" if c["plot"] else ""))
+    return 0
+
+
+def _run_one(a, x, out: str, clock: str, pcap) -> int:
     from taurus.pidfiles import pidfile
+    from .schema import ExperimentError
     from .faults import AlgorithmFault
     from .report import fault_line, fidelity_warnings, table
     from .runner import run_experiment
     with pidfile("run"):          # `taurus topo clean` finds us after a SIGKILL
         try:
-            s = run_experiment(x, out, a.clock, progress=not a.no_progress and sys.stderr.isatty()
+            s = run_experiment(x, out, clock, progress=not a.no_progress and sys.stderr.isatty()
                                or False, port_kind=a.port_kind, pcap=pcap)
         except ExperimentError as e:        # validation before the run: nothing was made
             print(f"taurus run: {e}", file=sys.stderr)

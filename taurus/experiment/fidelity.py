@@ -19,7 +19,10 @@ the engine rather than congestion control.  The report (summary.json
   time the process was descheduled counts to the pass it fell in), its
   share of the wall time (the rest is Python between slices, when the
   datapath stands still) and the process's CPU time against the wall time
-  (below 1: the machine took the core away).
+  (below 1: the machine took the core away), and how often and how long
+  at most its loop was out between run chunks or slices (Engine.pauses:
+  the engine process's own bookkeeping in the process model, Python's
+  step between slices otherwise).
 
 Rules (``assess``), each a line starting ``fidelity warning:`` with what to
 change:
@@ -66,6 +69,7 @@ class Probe:
     before a run)."""
 
     def __init__(self, eng):
+        eng.pauses_reset()
         self.t0 = eng.loop_timing()
         self.cpu0 = time.process_time()
         self.wall0 = time.monotonic_ns()
@@ -77,7 +81,7 @@ class Probe:
                 "run_ns": t["run_ns"] - self.t0["run_ns"],
                 "idle_ns": t["idle_ns"] - self.t0["idle_ns"],
                 "late_hist": t["late_hist"] - self.t0["late_hist"],
-                "late_max_ns": t["late_max_ns"]}
+                "late_max_ns": t["late_max_ns"], "pauses": eng.pauses()}
 
 
 def late_percentiles(hist, max_ns: int) -> dict:
@@ -188,9 +192,11 @@ def report(r, snap, ports: dict) -> dict | None:
         b["marks"] = st.get("ecn_mark", 0)
         b["late_restarts"] = st.get("late", 0)
     wall = max(1, timing["wall_ns"])
+    pauses = timing.get("pauses") or {}
     engine = {"busy": 1 - timing["idle_ns"] / timing["run_ns"] if timing["run_ns"] > 0 else None,
               "loop_share": timing["run_ns"] / wall,
-              "cpu_share": timing["cpu_s"] * 1e9 / wall}
+              "cpu_share": timing["cpu_s"] * 1e9 / wall,
+              "pauses": pauses.get("count"), "pause_max_ns": pauses.get("max_ns")}
     return assess(late_percentiles(timing["late_hist"], timing["late_max_ns"]), flows, necks,
                   engine)
 

@@ -98,6 +98,9 @@ def fidelity_rows(fd: dict | None) -> list[tuple[str, str]]:
                                                        for k in ("p50_ns", "p99_ns", "max_ns"))),
            ("engine busy / loop / CPU (%)", " / ".join(_g(e[k], 0.01, "{:.0f}")
                                                        for k in ("busy", "loop_share", "cpu_share"))),
+           ("engine paused: times, max (us)",
+            f"{e['pauses']}, {e['pause_max_ns'] / 1e3:.0f}" if e.get("pause_max_ns") is not None
+            else "-"),
            ("srtt / (base RTT + queue)", f"max {max(ratios):.2f}x" if ratios else "-")]
     for p, b in fd["bottlenecks"].items():
         out.append((f"bottleneck {p} (Gbit/s)", f"offered {b['offered_bps'] / 1e9:.3f}, carried "

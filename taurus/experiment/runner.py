@@ -23,9 +23,10 @@ honours PAUSE (fabric.nic_host pfc: a shim switch device, which queues what
 the NIC sends while paused).
 
 Agents run in-process, one per sending host NIC, stepped at those points.  That is the TAURUS picture with the PCIe queue
-replaced by the slice: a decision lands within one step.  A separate `taurus
-agent` process per host is the docs/DESIGN.md picture for long wall-clock runs;
-here in-process stepping keeps one busy process on a 2-core machine.
+replaced by the slice: a decision lands within one step.  On the wall
+clock make_runner picks wallproc.WallRunner instead (docs/DESIGN.md's
+process model: the engine's own process and core, agents in theirs),
+unless the plan has RPCs, whose closed loop needs Python at every step.
 
 Teardown always runs (finally): agents, host loads, engine (its shared
 memory), namespaces.  SIGINT/SIGTERM end the run early; the results written
@@ -197,7 +198,8 @@ class Runner:
         eng.reserve_nics(max_flows=nflows + 1, tx_bytes=tx, rx_bytes=1 << 16, cq=1 << 16)
 
         def host(eng, topo, h, port):
-            return nic_host(eng, topo, h, port, mss=x.host_cc(h).mss, pfc=h in pfc)
+            return nic_host(eng, topo, h, port, mss=x.host_cc(h).mss, pfc=h in pfc,
+                            **self._ack_opts(h))
         if self.clock == "virtual":
             fab = build_virtual(eng, topo, host_factory=host)
             self.nics = fab["hosts"]
@@ -213,12 +215,11 @@ class Runner:
                 i = topo.ifaces_of(h)[0]
                 p = eng.add_port(i.name, i.name, netns=topo.ns_of(h), kind=self.port_kind,
                                  **real_port_opts(topo))
-                # The engine pauses while Python acts between slices: an RTO
-                # shorter than a few steps would fire on ACKs waiting in the ring.
+                rto_min, rto_init = self._wall_rto()
                 self.nics[h] = eng.add_nic(p, topo.mac_of(h), topo.ip_of(h),
                                            line_rate_bps=link_rate(x, h), mss=x.host_cc(h).mss,
-                                           rto_min_ns=WALL_RTO_STEPS * self.step,
-                                           rto_init_ns=2 * WALL_RTO_STEPS * self.step)
+                                           rto_min_ns=rto_min, rto_init_ns=rto_init,
+                                           **self._ack_opts(h))
         for d in self.nics.values():     # the runner never reads what hosts receive
             NS.nic_sink(eng, d, SINK_WINDOW)
         for h, m in x.host_model.items():
@@ -250,6 +251,18 @@ class Runner:
         self.flow_of = {int(fid): k for k, fid in enumerate(self.fid)}
         self.port_list = sorted(self.sw_ports.items(), key=lambda kv: kv[1])
 
+    def _ack_opts(self, h: str) -> dict:
+        """Host h's NIC ACK settings the file sets ([cc] ack_every, ack_delay)."""
+        cc = self.x.host_cc(h)
+        return {k: v for k, v in (("ack_every", cc.ack_every), ("ack_delay_ns", cc.ack_delay))
+                if v is not None}
+
+    def _wall_rto(self) -> tuple[int, int]:
+        """(RTO floor, first RTO) ns of the wall clock's NICs.  The engine
+        pauses while Python acts between slices: an RTO shorter than a few
+        steps would fire on ACKs waiting in the ring."""
+        return WALL_RTO_STEPS * self.step, 2 * WALL_RTO_STEPS * self.step
+
     def _native_for(self, nics: int):
         """The engine's native algorithms with a receiver-algorithm row for
         each of `nics` NICs: the datapath reads one on every packet a NIC
@@ -270,19 +283,16 @@ class Runner:
                       o.get("params", base.params), base.mss,
                       _size_or(o.get("cwnd"), base.cwnd), _rate_or(o.get("rate"), base.rate))
 
-    def _start_agents(self) -> None:
-        """One in-process agent per host with agent or per-event flows; flows
-        whose algorithm differs from their host's get an [[override]].  (The
-        agent is imported here: a run without agent flows does not need it.)"""
+    def _agent_configs(self) -> dict:
+        """host -> (its agent's configuration table, its NIC slot), for each
+        host with agent or per-event flows; flows whose algorithm differs
+        from their host's get an [[override]]."""
         by_host: dict[str, list] = {}
         for k, f in enumerate(self.plan.flows):
             cc = self._flow_cc(f)
             if cc.mode in ("agent", "per-event"):
                 by_host.setdefault(f.src, []).append((k + 1, cc))
-        if not by_host:
-            return
-        from taurus.agent.agent import Agent
-        from taurus.agent.config import parse as agent_config
+        out = {}
         for h, flows in by_host.items():
             base = self.x.host_cc(h)
             start = (int(base.cwnd), int(base.rate))
@@ -291,12 +301,24 @@ class Runner:
                     for fid, cc in flows
                     if (cc.algorithm, cc.params, int(cc.cwnd), int(cc.rate))
                     != (base.algorithm, base.params, *start)]
-            cfg = agent_config({"agent": {"algorithm": base.algorithm, "params": base.params,
-                                          "mss": base.mss, "line_rate_bps": link_rate(self.x, h),
-                                          "jit": base.jit, "init_cwnd_bytes": start[0],
-                                          "init_rate_bps": start[1]},
-                                "override": over})
-            slot = int(self.eng.E.devs.regs[self.nics[h], DR_SLOT])
+            out[h] = ({"agent": {"algorithm": base.algorithm, "params": base.params,
+                                 "mss": base.mss, "line_rate_bps": link_rate(self.x, h),
+                                 "jit": base.jit, "init_cwnd_bytes": start[0],
+                                 "init_rate_bps": start[1]},
+                       "override": over},
+                      int(self.eng.E.devs.regs[self.nics[h], DR_SLOT]))
+        return out
+
+    def _start_agents(self) -> None:
+        """One in-process agent per host with agent or per-event flows.  (The
+        agent is imported here: a run without agent flows does not need it.)"""
+        cfgs = self._agent_configs()
+        if not cfgs:
+            return
+        from taurus.agent.agent import Agent
+        from taurus.agent.config import parse as agent_config
+        for h, (table, slot) in cfgs.items():
+            cfg = agent_config(table)
             a = Agent(self.eng.name + "-cc", cfg, cc=CcShm.attach(self.eng.name + "-cc", nic=slot),
                       stats_dir=None, slot=slot)
             self.agents[h] = a
@@ -705,6 +727,18 @@ def _stop_handler(main_pid: int, r: "Runner"):
     return handler
 
 
+def make_runner(x: Experiment, clock: str, progress: bool = False,
+                port_kind: str = "auto") -> Runner:
+    """The wall clock's runner follows docs/DESIGN.md's process model
+    (wallproc.py) unless the plan needs Python at every step (RPCs) or the
+    runner reads the live engine at samples; virtual time steps in process."""
+    if clock == "wall" and not build_plan(x).rpcs and not Runner.live_samples \
+            and os.environ.get("TAURUS_WALL_STEPPED") != "1":
+        from .wallproc import WallRunner
+        return WallRunner(x, progress, port_kind)
+    return Runner(x, clock, progress, port_kind)
+
+
 def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress: bool = False,
                    port_kind: str = "auto", pcap: dict | None = None) -> dict:
     """Run `x`, write the run directory, return the summary.  Always tears
@@ -716,7 +750,7 @@ def run_experiment(x: Experiment, out_dir: str, clock: str = "virtual", progress
     frames.check(x, clock)          # ... as does an MSS the pool or the ports cannot carry
     algcheck.compile_check(x)
     os.makedirs(out_dir, exist_ok=True)
-    r = Runner(x, clock, progress, port_kind)
+    r = make_runner(x, clock, progress, port_kind)
     handler = _stop_handler(os.getpid(), r)
     # signals reach only the main thread (a sweep's worker threads run
     # without: their process's own handling stops them)

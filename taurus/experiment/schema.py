@@ -52,6 +52,10 @@ is optional; unknown keys and bad values are errors that name the key, as
     receiver_idle = "500us"        # its senders leave (LEAVE) after this long silent
     receiver_init_credit = "auto"  # credit a new sender starts with (auto: one BDP of the
                                    #   receiver's link, RTT = 4 x its delay, >= 2 MSS)
+    ack_every = 4                  # the host's NIC ACKs every N packets it receives or
+    ack_delay = "2us"              #   this long after the first unacked (the NIC's
+                                   #   defaults); fewer ACKs, fewer veth crossings on
+                                   #   the wall clock
     [cc.hosts.h2]                  # per host: the same keys
     mode = "native"
 
@@ -185,6 +189,8 @@ class CcSpec:
     receiver_params: dict = field(default_factory=dict)
     receiver_idle: int = 500_000    # ns: its senders leave after this long silent (0: never)
     receiver_init_credit: int = 0   # bytes a new credit sender starts with (0: auto, a BDP)
+    ack_every: int | None = None    # the host NIC ACKs every N packets (None: the NIC's default)
+    ack_delay: int | None = None    # ... or this many ns after the first unacked (None: default)
 
 
 @dataclass
@@ -366,7 +372,8 @@ def _dict(v) -> dict:
 # ---------------------------------------------------------------- sections
 
 _CC_KEYS = ("algorithm", "mode", "params", "mss", "cwnd", "rate", "jit", "on_fault", "receiver",
-            "receiver_params", "receiver_idle", "receiver_init_credit", "separation")
+            "receiver_params", "receiver_idle", "receiver_init_credit", "separation",
+            "ack_every", "ack_delay")
 ON_FAULT = ("fail", "fallback")
 _FLOW_CC_KEYS = ("algorithm", "mode", "params", "cwnd", "rate")   # mss is the host NIC's
 
@@ -412,7 +419,9 @@ def _cc(src, key, raw, base: CcSpec, keys=_CC_KEYS) -> CcSpec:
                   receiver_params=t.get("receiver_params", _dict, dict(base.receiver_params)),
                   receiver_idle=t.get("receiver_idle", _delay0, base.receiver_idle),
                   receiver_init_credit=t.get("receiver_init_credit", _auto_size,
-                                             base.receiver_init_credit))
+                                             base.receiver_init_credit),
+                  ack_every=t.get("ack_every", _int(1, 1 << 16), base.ack_every),
+                  ack_delay=t.get("ack_delay", _delay0, base.ack_delay))
 
 
 def cc_table(path: str) -> CcSpec:

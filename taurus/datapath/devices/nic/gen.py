@@ -15,10 +15,15 @@ A *sink* NIC (NR_SINK) is an app that discards what it receives: each
 in-order byte is consumed as it is delivered (RP_READ = RP_DELIV) and never
 copied, so its receive PDCs need no ring memory and NR_RXCAP is only the
 window the sender sees.  Message completions (CQ_RX) are still pushed.
+
+A *planned* stream starts and stops on the NIC's own timer (TK_GEN,
+gen_timer), so a run loaded before it starts needs nobody between the
+engine's passes to begin or end its flows (experiment/wallproc.py).
 """
 from ...hot import hot
-from .state import (FL_ACKED_OFF, FL_GEN_END, FL_MQ_DONE, FL_MQ_TAIL, FL_POSTED, FL_TXCAP,
-                    GEN_CHUNK)
+from ...wheel import wheel_schedule
+from .state import (FL_ACKED_OFF, FL_GEN_END, FL_GEN_ONE, FL_MQ_DONE, FL_MQ_TAIL, FL_PLAN_END,
+                    FL_PLAN_STOP, FL_POSTED, FL_TXCAP, GEN_CHUNK, GEN_FOREVER)
 from .tx import flow_wake
 
 
@@ -53,3 +58,25 @@ def gen_completes(N, f, end):
     completion: every message of an app's flow, the last of a generated one."""
     g = N.fl[f, FL_GEN_END]
     return g <= 0 or end >= g
+
+
+@hot
+def gen_timer(E, f, timer, now):
+    """Flow f's TK_GEN timer: the planned stream starts (FL_PLAN_END > 0),
+    re-arming the timer for its stop if it has one; else it stops where it
+    is posted (nic_generate_stop's rule)."""
+    N = E.nic
+    end = N.fl[f, FL_PLAN_END]
+    if end > 0:
+        N.fl[f, FL_PLAN_END] = 0
+        if end > N.fl[f, FL_POSTED]:
+            N.fl[f, FL_GEN_END] = end
+            N.fl[f, FL_GEN_ONE] = 1 if end < GEN_FOREVER else 0
+            gen_refill(E, f, now)
+        if N.fl[f, FL_PLAN_STOP] > 0:
+            wheel_schedule(E.wheel, timer, N.fl[f, FL_PLAN_STOP])
+        return 1
+    N.fl[f, FL_PLAN_STOP] = 0
+    if N.fl[f, FL_GEN_END] > 0:
+        N.fl[f, FL_GEN_END] = max(1, N.fl[f, FL_POSTED])
+    return 1

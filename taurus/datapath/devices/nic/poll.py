@@ -18,11 +18,12 @@ from ...wire.parse import parse_frame
 from .ack import rx_ack, rx_cnp, rx_nack, rx_src
 from .close import rx_close
 from .frame import tx_flush
+from .gen import gen_timer
 from .rx import ack_timer, rx_control, rx_data, rx_tick
 from .host import host_tick
 from .rxcc import rx_cc_idle
 from .state import (DR_SLOT, C_DROP_BAD_TYPE, C_DROP_CSUM, C_DROP_NOT_MINE, C_DROP_PARSE, C_RX_FRAMES, NR_IP,
-                        NR_PORT, TK_ACK, TK_HOST, TK_PACE, TK_RTO, TK_RXIDLE, TK_RXTICK, TK_SHIFT, FL_SCHED, SCH_IDLE,
+                        NR_PORT, TK_ACK, TK_GEN, TK_HOST, TK_PACE, TK_RTO, TK_RXIDLE, TK_RXTICK, TK_SHIFT, FL_SCHED, SCH_IDLE,
                         NicState, make_nic_state)
 from .sq import sq_poll
 from .tx import flow_wake, probe_commands, rto_expired, tx_schedule
@@ -110,5 +111,7 @@ def nic_timer(E, d, timer, now):
         host_tick(E, n, now)
     elif kind == TK_RXTICK:
         rx_tick(E, n, now)
+    elif kind == TK_GEN:
+        work = gen_timer(E, x, timer, now)
     tx_flush(E, n, now)
     return work      # TK_TX: the line is free again; the poll that follows sends

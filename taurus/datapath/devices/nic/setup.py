@@ -56,7 +56,8 @@ from .state import (DR_SLOT, N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
                         NR_RXCAP, NR_SINK, NR_TXTIMER, FL_GEN_END, FL_GEN_ONE, RP_BUFOFF, RP_DELIV, RP_READ, SCH_IDLE,
-                        SIGNAL_NAMES, TK_PACE, TK_RTO, TK_SHIFT, TK_TX, rx_lookup)
+                        SIGNAL_NAMES, TK_PACE, TK_RTO, TK_SHIFT, TK_TX, rx_lookup,
+                        FL_PLAN_END, FL_PLAN_STOP, GEN_FOREVER, TK_GEN)
 from .app import WouldBlock, cq_drain, ring_read, ring_views, sq_submit
 from .shm import NicShm
 from ..table import NIC
@@ -682,8 +683,6 @@ def nic_skip_delivered(eng, d: int, src_ip, f: int) -> int:
     return _release(eng, d, r, *_unread(eng, r)) if r else 0
 
 
-GEN_FOREVER = 1 << 62
-
 
 def nic_generate(eng, f: int, end: int | None = None) -> None:
     """Let the NIC post flow f's messages itself up to stream offset `end`
@@ -701,6 +700,24 @@ def nic_generate(eng, f: int, end: int | None = None) -> None:
     N.fl[f, FL_GEN_END] = end
     N.fl[f, FL_GEN_ONE] = int(one)
     at_gen_refill(eng.state_addr(), f, eng.now())
+
+
+def nic_generate_at(eng, f: int, start_ns: int, end: int | None = None,
+                    stop_ns: int = 0) -> None:
+    """Plan flow f's generated stream (nic_generate's `end`) to start at
+    start_ns and, if stop_ns > 0, stop at stop_ns (engine ns), on a timer
+    of the flow's NIC (gen.py: gen_timer): nobody acts between the
+    engine's passes for it.  The flow must be active and not yet posted."""
+    N = eng.E.nic
+    if N.fl[f, FL_STATE] != FS_ACTIVE or N.fl[f, FL_POSTED] > 0 or N.fl[f, FL_GEN_END] > 0:
+        raise ValueError(f"flow {f} is not an active flow with nothing posted")
+    if stop_ns and stop_ns < start_ns:
+        raise ValueError(f"flow {f}: stop ({stop_ns} ns) before start ({start_ns} ns)")
+    n = int(N.fl[f, FL_NIC]) - 1
+    d = int(N.nr[n, NR_DEV])
+    N.fl[f, FL_PLAN_END] = GEN_FOREVER if end is None else int(end)
+    N.fl[f, FL_PLAN_STOP] = int(stop_ns)
+    wheel_schedule(eng.E.wheel, _nic_timer(eng, d, f, TK_GEN), int(start_ns))
 
 
 def nic_generate_stop(eng, f: int) -> None:

@@ -123,7 +123,8 @@ N_NCNT = 56
  FL_RQ_NEXT, FL_T_PACE, FL_T_RTO, FL_SRTT, FL_RTTVAR, FL_RTO, FL_BACKOFF, FL_RETRIES,
  FL_CREDIT_USED, FL_USES_CREDIT, FL_MAX_INFL, FL_OOO_LAST, FL_MSG_OFF,
  FL_RWND, FL_WEND, FL_WBLOCK, FL_RTO_HELD, FL_FRTO, FL_FRTO_END, FL_HOST_ECHO,
- FL_EV_I, FL_CLOSING, FL_RTT_MIN, FL_HOPS, FL_GEN_END, FL_GEN_ONE, FL_EV_PSN) = range(50)
+ FL_EV_I, FL_CLOSING, FL_RTT_MIN, FL_HOPS, FL_GEN_END, FL_GEN_ONE, FL_EV_PSN,
+ FL_PLAN_END, FL_PLAN_STOP) = range(52)
 """FL_EV: the entropy value of the next data packet; FL_EV_I: the spray
 position (tx.py: flow_ev); FL_EV_PSN: the first new PSN sent after the
 flow's EV last moved (0: never), which packets below it may be overtaken
@@ -135,8 +136,11 @@ offset up to which the NIC posts the flow's messages itself (gen.py: a
 generated stream, GEN_CHUNK a message, only the last one completed);
 FL_GEN_ONE: 1 when that stream is one transfer of FL_GEN_END bytes (a
 finite flow), whose GEN_CHUNK pieces the generator cuts are not message
-ends the sender asks an ACK for (tx.py: _data_pds)."""
-N_FL = 50
+ends the sender asks an ACK for (tx.py: _data_pds).  FL_PLAN_END,
+FL_PLAN_STOP: a generated stream the NIC starts itself at its TK_GEN timer
+(gen.py: gen_timer): the FL_GEN_END it starts with (0: started, or none
+planned) and the engine ns it stops at (0: never)."""
+N_FL = 52
 FS_FREE, FS_ACTIVE, FS_FAILED, FS_CLOSED = 0, 1, 2, 3   # FL_STATE
 """FS_CLOSED: the flow's PDC was closed and its row may be reused (add_flow)."""
 CL_NONE, CL_WANTED, CL_SENT = 0, 1, 2                # FL_CLOSING
@@ -144,6 +148,7 @@ CL_NONE, CL_WANTED, CL_SENT = 0, 1, 2                # FL_CLOSING
 CLOSE (PSN FL_NXT) is out, waiting for its ACK."""
 SCH_IDLE, SCH_QUEUED, SCH_TIMED = 0, 1, 2            # FL_SCHED
 GEN_CHUNK = 1 << 16                                  # bytes per generated message
+GEN_FOREVER = 1 << 62                                # FL_GEN_END of an open-ended stream
 MAX_BACKOFF = 1 << 10                                # the RTO's largest multiplier (tx.py)
 
 # ---- CC context (ctx): what the agent will write ----
@@ -237,6 +242,7 @@ RQ_FREE, RQ_ASKED, RQ_DONE, RQ_FAILED = 0, 1, 2, 3
 TK_PACE, TK_RTO, TK_ACK, TK_TX, TK_RXIDLE, TK_SHIFT = 1, 2, 3, 4, 5, 32
 TK_HOST = 6     # the host model's HOST sampling (host.py)
 TK_RXTICK = 7   # a receiver algorithm's TIMER (rx.py: rx_tick)
+TK_GEN = 8      # a planned generated stream starts or stops (gen.py: gen_timer)
 TXB = 64   # per-NIC TX batch
 
 
