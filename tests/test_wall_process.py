@@ -17,7 +17,11 @@ from taurus.tools import netns
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "wall_dctcp.toml")
-PAUSE_MAX_US = 2000         # the engine process's own return between chunks, at most
+# The engine process's own return between chunks, at most.  A pause counts
+# any time the OS takes the core while the loop is out, and a clean checkout
+# on an otherwise idle machine of this kind measured one of 6.8 ms (engine at
+# 94% of a core): the bound says "no runner step" (ms), not "no preemption".
+PAUSE_MAX_US = 10_000
 CORE_SHARE = 0.9            # below: the machine took the engine's core; no timing claim
 
 
