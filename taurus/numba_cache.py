@@ -47,7 +47,11 @@ def cache_dir() -> pathlib.Path:
 
 def configure() -> None:
     """Through the environment (Numba reads it on import, and the agent and
-    engine processes we start inherit it), so ``import taurus`` stays cheap."""
+    engine processes we start inherit it), so ``import taurus`` stays cheap.
+    The locator goes in whatever the directory: a child that inherits it
+    must file what it compiles where its parent looks (the test session's
+    warmers compile for the session)."""
+    after_import("numba.core.caching", _add_locator)
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     d = cache_dir()
@@ -59,7 +63,6 @@ def configure() -> None:
     os.environ["NUMBA_CACHE_DIR"] = str(d)
     if "numba" in sys.modules:            # imported before us: tell it directly
         sys.modules["numba"].config.CACHE_DIR = str(d)
-    after_import("numba.core.caching", _add_locator)
 
 
 def _add_locator(caching) -> None:
