@@ -141,15 +141,17 @@ def test_tshark_decodes_every_field_as_scapy(tmp_path):
     assert {v for n, v in kinds if n == "uet.pds.ctl_type"} == set(spec.CTL_TYPES)
 
 
-def test_install_copies_the_plugin_and_cli_prints_its_path(tmp_path):
-    import os
-    import sys
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=root, HOME=str(tmp_path))
-    r = subprocess.run([sys.executable, "-m", "taurus.cli", "dissect", "--install-wireshark",
-                        "--wireshark-plugin"], capture_output=True, text=True, env=env,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
+def test_install_copies_the_plugin_and_cli_prints_its_path(tmp_path, monkeypatch, capsys):
+    import argparse
+    from taurus.tools import capture_cli
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ap = argparse.ArgumentParser()
+    capture_cli.add_capture_parsers(ap.add_subparsers())
+    a = ap.parse_args(["dissect", "--install-wireshark", "--wireshark-plugin"])
+    assert a.func(a) == 0
     dst = tmp_path / ".local" / "lib" / "wireshark" / "plugins" / "taurus_uet.lua"
-    assert r.stdout.splitlines() == [wireshark.PLUGIN, f"taurus dissect: installed {dst}"]
+    assert capsys.readouterr().out.splitlines() == \
+        [wireshark.PLUGIN, f"taurus dissect: installed {dst}"]
     assert dst.read_text() == open(wireshark.PLUGIN).read()
+    a = ap.parse_args(["dissect", "--install-wireshark", str(tmp_path / "d")])
+    assert a.func(a) == 0 and (tmp_path / "d" / "taurus_uet.lua").exists()
