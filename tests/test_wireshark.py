@@ -20,6 +20,7 @@ from taurus.tools.wireshark import generate
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None,
                                   reason="tshark is not installed (make deps)")
 # Fields that choose the layout or the next header: set per frame, not at random.
+HEADER = {h.name: h for h in spec.HEADERS}
 STRUCTURAL = {"type", "next_hdr", "ctl_type", "flags", "cc_type", "ccx_type"}
 
 
@@ -91,8 +92,7 @@ def scapy_fields(raw: bytes):
         name = type(layer).__name__
         if name in generate.PREFIX:
             vals = {p.field.name: layer.getfieldval(p.field.name) for p in spec.PLACED[name]}
-            out += [(generate.abbr(spec.HEADERS[[h.name for h in spec.HEADERS].index(name)],
-                                   p.field), int(vals[p.field.name]))
+            out += [(generate.abbr(HEADER[name], p.field), int(vals[p.field.name]))
                     for p in spec.PLACED[name] if cond_holds(p.cond, vals)]
         layer = layer.payload
     tail = L.INTTail(raw[-4:])
@@ -100,9 +100,9 @@ def scapy_fields(raw: bytes):
         first = len(raw) - 4 - 8 * tail.nhop
         for k in range(tail.nhop):
             hop = L.INTHop(raw[first + 8 * k:first + 8 * k + 8])
-            out += [(f"uet.int.hop.{p.field.name}", hop.getfieldval(p.field.name))
+            out += [(generate.abbr(spec.INT_HOP, p.field), hop.getfieldval(p.field.name))
                     for p in spec.PLACED["INTHop"]]
-        out += [(f"uet.int.{p.field.name}", tail.getfieldval(p.field.name))
+        out += [(generate.abbr(spec.INT_TAIL, p.field), tail.getfieldval(p.field.name))
                 for p in spec.PLACED["INTTail"]]
     return out
 
