@@ -2,7 +2,10 @@
 -- (layers.py's order) but no offset.  Every field is read as its location
 -- says: nb bytes at off, bits pos..pos+w from the most significant bit.
 
-local band = (bit32 and bit32.band) or bit.band
+-- Lua 5.2 (Wireshark 4.0) has bit32; 5.4 (Wireshark >= 4.4) has operators.
+local int = math.tointeger or function(x) return x end
+local band = (bit32 and bit32.band) or (bit and bit.band)
+  or load("return function(a, b) return math.tointeger(a) & math.tointeger(b) end")()
 
 local p_uet = Proto("uet", "Ultra Ethernet Transport (Taurus)")
 local p_uet_ip = Proto("uet_ip", "UET over IP (entropy header)")
@@ -38,7 +41,7 @@ end
 local function flag_text(v, names)
   local set = {}
   for i, n in ipairs(names) do
-    if band(v, 2 ^ (i - 1)) ~= 0 and not n:match("^b%d$") then set[#set + 1] = n end
+    if band(v, int(2 ^ (i - 1))) ~= 0 and not n:match("^b%d$") then set[#set + 1] = n end
   end
   return #set > 0 and (" (" .. table.concat(set, ", ") .. ")") or ""
 end
@@ -57,7 +60,7 @@ local function header(tvb, off, tree, hname, label)
     if holds(f.cond, vals) then
       local r = tvb:range(off + f.off, f.nb)
       local v = r:bitfield(f.pos, f.w)
-      if f.signed and v >= 2 ^ (f.w - 1) then v = v - 2 ^ f.w end
+      if f.signed and v >= 2 ^ (f.w - 1) then v = int(v - 2 ^ f.w) end
       vals[f.name] = v
       local item = sub:add(pf[f.abbr], r, v)
       if f.flags then item:append_text(flag_text(v, f.flags)) end
