@@ -28,7 +28,7 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["taurus", "taurus.*"]),
     package_data={"taurus": ["data/*", "datapath/ports/bpf/*.c", "datapath/ports/bpf/*.o",
-                             "tools/topologies/*.toml", "examples/*",
+                             "tools/topologies/*.toml", "tools/wireshark/*.lua", "examples/*",
                              "reproduce/ledger.toml"]},
     setup_requires=["cffi>=1.15"],
     cffi_modules=["taurus/datapath/ports/xsk_build.py:ffibuilder"],

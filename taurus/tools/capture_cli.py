@@ -22,8 +22,14 @@ def add_capture_parsers(sub) -> None:
                    help="stop after S seconds (default: ^C, or the engine ends)")
     add_capture_options(c, snaplen_flag="-s")
     c.set_defaults(func=capture_cmd)
-    d = sub.add_parser("dissect", help="print the UET / CSIG fields of a pcap(ng) file")
-    d.add_argument("file")
+    d = sub.add_parser("dissect", help="print the UET / CSIG fields of a pcap(ng) file, "
+                       "or install the Wireshark plugin")
+    d.add_argument("file", nargs="?")
+    d.add_argument("--install-wireshark", nargs="?", const="", default=None, metavar="DIR",
+                   help="copy the Wireshark/tshark Lua plugin to DIR (default: the personal "
+                   "plugin folder, ~/.local/lib/wireshark/plugins)")
+    d.add_argument("--wireshark-plugin", action="store_true",
+                   help="print the plugin's path (for tshark -X lua_script:PATH)")
     d.add_argument("-c", "--count", type=int, default=0, help="only the first N frames")
     d.set_defaults(func=dissect_cmd)
 
@@ -105,6 +111,17 @@ def dissect_lines(path: str, count: int = 0):
 
 
 def dissect_cmd(a) -> int:
+    if a.install_wireshark is not None or a.wireshark_plugin:
+        from . import wireshark
+        if a.wireshark_plugin:
+            print(wireshark.PLUGIN)
+        if a.install_wireshark is not None:
+            print(f"taurus dissect: installed {wireshark.install(a.install_wireshark)}")
+        return 0
+    if not a.file:
+        print("taurus dissect: a capture file, --install-wireshark or --wireshark-plugin",
+              file=sys.stderr)
+        return 2
     try:
         for line in dissect_lines(a.file, a.count):
             print(line)
