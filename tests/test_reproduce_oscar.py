@@ -1,24 +1,20 @@
 """`taurus reproduce oscar-*` --quick: each completes, writes figures.json
 and its plots, ends with the issue's headline; OSCAR's release takes a
 constant few rounds over the burst sizes (the seed's O(1))."""
-import json
 import os
 import re
 
 
-from taurus.cli import main
 from taurus.reproduce.ledger import assert_claims
+from taurus.testing.quick import run_quick
 
 NUM = r"(\d+|-)"
 
 
 def _run(name, tmp_path, capsys):
     out = str(tmp_path / name)
-    assert main(["reproduce", name, "--quick", "--out", out]) == 0
-    line = capsys.readouterr().out.strip().splitlines()[-1]
-    with open(os.path.join(out, "figures.json")) as f:
-        fig = json.load(f)
-    assert fig["headline"] == line
+    text, fig = run_quick(name, out, capsys)
+    line = text.strip().splitlines()[-1]
     assert_claims(name, fig)                  # the ledger's orderings, as in the full run
     for p in fig.get("plots", []):
         assert os.path.getsize(os.path.join(out, p)) > 0

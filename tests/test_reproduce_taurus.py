@@ -8,19 +8,16 @@ import os
 
 import pytest
 
-from taurus.cli import main
 from taurus.reproduce.ledger import assert_claims
 from taurus.reproduce.taurus_eval import ALGORITHMS
+from taurus.testing.quick import run_quick
 
 
 @pytest.mark.parametrize("name", ["taurus-converge", "taurus-mice"])
 def test_quick(tmp_path, capsys, name):
     out = str(tmp_path / name)
-    assert main(["reproduce", name, "--quick", "--out", out]) == 0
-    line = capsys.readouterr().out.strip().splitlines()[-1]
-    with open(os.path.join(out, "figures.json")) as f:
-        fig = json.load(f)
-    assert fig["headline"] == line and fig["separation"] == "pcie"
+    _, fig = run_quick(name, out, capsys)
+    assert fig["separation"] == "pcie"
     for alg in ALGORITHMS:
         agent = json.load(open(os.path.join(out, f"{alg}-agent", "summary.json")))
         native = json.load(open(os.path.join(out, f"{alg}-native", "summary.json")))
@@ -34,12 +31,7 @@ def test_quick(tmp_path, capsys, name):
 def test_micro_benchmarks_quick(tmp_path, capsys, name):
     """Fig 8's micro-benchmarks: aggregation against per-event messages (and
     agent CPU), and the update filters' share, with the ledger's claims."""
-    out = str(tmp_path / name)
-    assert main(["reproduce", name, "--quick", "--out", out]) == 0
-    line = capsys.readouterr().out.strip().splitlines()[-1]
-    with open(os.path.join(out, "figures.json")) as f:
-        fig = json.load(f)
-    assert fig["headline"] == line
+    _, fig = run_quick(name, str(tmp_path / name), capsys)
     assert_claims(name, fig)
 
 
@@ -47,12 +39,7 @@ def test_frameworks_quick(tmp_path, capsys):
     """§5.4: agent (TAURUS), per-event (CCP-like) and native (DOCA-PCC-like)
     at rising load: native costs no host CPU and no messages, per-event
     sends the most, and the line rate at which it needs a core is stated."""
-    out = str(tmp_path / "fw")
-    assert main(["reproduce", "taurus-frameworks", "--quick", "--out", out]) == 0
-    text = capsys.readouterr().out
-    with open(os.path.join(out, "figures.json")) as f:
-        fig = json.load(f)
-    assert fig["headline"] == text.strip().splitlines()[-1]
+    text, fig = run_quick("taurus-frameworks", str(tmp_path / "fw"), capsys)
     assert "paper: CPU CCP 86.1...198.7%" in text
     for r in fig["rows"].values():
         assert r["native"]["messages"] == 0 and r["native"]["goodput_bps"] > 0
