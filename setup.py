@@ -45,7 +45,7 @@ setup(
     ],
     # cluster: `taurus sweep --scheduler` on a Dask distributed cluster;
     # analysis: taurus.results (runs and sweeps as pandas DataFrames)
-    extras_require={"test": ["pytest>=7", "hypothesis>=6", "build>=1.0", "wheel>=0.40"],
+    extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "hypothesis>=6", "build>=1.0", "wheel>=0.40"],
                     "cluster": ["dask[distributed]>=2024.1"],
                     "analysis": ["pandas>=2.0"]},
     entry_points={"console_scripts": ["taurus = taurus.cli:main"]},

@@ -1,5 +1,11 @@
 """Shared fixtures.  Real-packet tests make their own namespaces (prefix
-taurus-t<pid>-) and remove them whatever happens."""
+taurus-t<pid>-) and remove them whatever happens.
+
+`make test` runs the suite in two passes: the virtual-time tests on both
+cores (pytest-xdist, ``-m "not serial"``), then the ``serial`` ones alone,
+one at a time: real packets, the wall clock, timeouts and rates that a
+neighbour's load would bend.  A ``netns`` test, and one skipped without
+root, is ``serial`` too."""
 import os
 
 import pytest
@@ -28,6 +34,16 @@ def veth_ns():
         netns.delete_ns(name)
 
 
+def _needs_root(item) -> bool:
+    return any("root" in str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif"))
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.get_closest_marker("netns") or _needs_root(item):
+            item.add_marker(pytest.mark.serial)
+
+
 _warmers = []
 
 
@@ -35,7 +51,10 @@ def pytest_sessionstart(session):
     """Compile the engine's loop (taurus/datapath/warm.py) and the
     algorithms (taurus/cc_algorithms/warm.py) on the other core while this
     process runs the first tests and compiles the engine itself; a warm
-    cache makes them no-ops."""
+    cache makes them no-ops.  Under pytest-xdist only the controller
+    starts them."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     import subprocess
     import sys
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

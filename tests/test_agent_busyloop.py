@@ -8,11 +8,15 @@ import itertools
 import threading
 import time
 
+import pytest
+
 from taurus.agent.agent import Agent
 from taurus.agent.config import parse
 from taurus.testing.fake_datapath import FakeDatapath, record
 from taurus.agent.doorbell import ring_bell
 from taurus.datapath import ccshm as C
+
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
 
 MSS = 1024
 _n = itertools.count()

@@ -16,6 +16,8 @@ from taurus.testing.fake_datapath import FakeDatapath, record
 from taurus.datapath import ccshm as C
 from taurus.datapath.shmring import BELL, SLEEP, WAKES
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 _n = itertools.count()
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from taurus.agent.host_actions import HostActions, cgroup2_root
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 ROOT = cgroup2_root()
 writable = ROOT is not None and os.geteuid() == 0 and os.access(ROOT, os.W_OK)
 

@@ -12,6 +12,8 @@ from taurus.testing.fake_datapath import FakeDatapath, record
 from taurus.agent.host_actions import cgroup2_root
 from taurus.datapath import ccshm as C
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 
 def wait(cond, timeout=20.0):
     end = time.monotonic() + timeout

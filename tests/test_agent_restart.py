@@ -9,6 +9,8 @@ import signal
 import sys
 import time
 
+import pytest
+
 from taurus.datapath import ccshm as C
 from taurus.datapath.devices.nic.app import WouldBlock
 from taurus.datapath.devices.nic.setup import (add_flow, nic_post, nic_take_delivered,
@@ -17,6 +19,8 @@ from taurus.datapath.engine import Engine
 from taurus.tools.fabric import build_virtual, nic_host
 from taurus.tools.procs import spawn, stop
 from taurus.tools.topology import Topology
+
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
 
 HB_TIMEOUT_NS = 50_000_000
 FALLBACK_BPS = 2_000_000     # far below what the flow gets (the wall engine here: ~400 Mbit/s)

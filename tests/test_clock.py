@@ -6,6 +6,8 @@ import pytest
 
 from taurus.datapath.clock import SLEW_MAX, clock_now, clock_resync, make_clock, resync_params
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 RATIO = 0.4                       # ns per tick of a 2.5 GHz TSC
 
 

@@ -22,6 +22,8 @@ from taurus.experiment.schema import load
 from taurus.tools import netns
 from taurus.units import parse_size
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WALL_EXAMPLE = os.path.join(ROOT, "examples", "wall_dctcp.toml")
 DEMO = os.path.join(ROOT, "examples", "dctcp_dumbbell.toml")

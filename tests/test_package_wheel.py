@@ -19,6 +19,8 @@ import pytest
 from conftest import needs_root
 from taurus.tools import netns
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

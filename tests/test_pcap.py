@@ -22,6 +22,8 @@ from taurus.experiment.runner import run_experiment
 from taurus.tools import netns
 from taurus.tools import topology as topo
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(ROOT, "examples", "dctcp_dumbbell.toml")
 SHORT = ['experiment.duration="1ms"', 'experiment.warmup="0ms"', "cc.mode=native"]

@@ -17,6 +17,8 @@ from taurus.datapath.shm import list_segments
 from taurus.tools import netns
 from taurus.tools import topology as topo
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 PREFIX = f"{netns.PREFIX}t{os.getpid()}i-"
 ENV = dict(os.environ, PYTHONPATH=os.getcwd())
 

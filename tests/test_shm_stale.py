@@ -15,6 +15,8 @@ from taurus.errors import SegmentBusy
 from taurus.tools import netns
 from taurus.tools import topology as topo
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 OWNER = ("import sys, time; from taurus.datapath.shm import Shm; "
          "s = Shm.create(sys.argv[1], 4096); print('up', flush=True); time.sleep(60)")
 

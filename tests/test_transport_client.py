@@ -5,11 +5,15 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from taurus.datapath.engine import Engine
 from taurus.datapath.devices.nic.setup import add_nic, nic_counters, nic_reserve
 from taurus.transport import connect, listen
 
 from test_transport_transfer import IP1, IP2, MAC1, MAC2, payload
+
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
 
 G = 1_000_000_000
 

@@ -14,6 +14,8 @@ from taurus.datapath.shm import list_segments
 from taurus.tools import netns
 from taurus.tools import topology as topo
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 PREFIX = f"{netns.PREFIX}t{os.getpid()}-"
 
 

@@ -6,8 +6,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import needs_root
 from taurus.tools import netns
+
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(ROOT, "examples", "dctcp_dumbbell.toml")

@@ -15,6 +15,8 @@ from conftest import needs_root
 from taurus.experiment import compare
 from taurus.tools import netns
 
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "wall_dctcp.toml")
 # The engine process's own return between chunks, at most.  A pause counts

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import needs_root
 from test_perf_iperf3 import _alive, _children   # a process and its children, by /proc
 from taurus.datapath import ccshm as C
@@ -17,6 +19,8 @@ from taurus.datapath.watchdog import (EXIT_ENGINE_GONE, H_BEAT_NS, H_BEATS, H_PI
                                       EngineWatch)
 from taurus.tools import netns
 from taurus.tools import topology as topo
+
+pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
 
 PREFIX = f"{netns.PREFIX}t{os.getpid()}w-"
 
