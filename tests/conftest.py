@@ -13,6 +13,10 @@ from pyroute2 import IPRoute
 
 from taurus.tools import netns
 
+# The session's warmers (below) compile beside the tests: an engine built on a
+# cold cache starts no warmer of its own (datapath/first_compile.py).
+os.environ["TAURUS_WARMING"] = "1"
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 
 

@@ -30,6 +30,7 @@ from .byref import pin, unpin
 from .pinned import STATE_T, at_collect, at_inject, at_pktgen_start, state_at
 from .clock import WALL, clock_advance_to, clock_is_virtual, clock_now, clock_resync, make_clock
 from .devices.dispatch import device_poll, device_timer
+from .first_compile import FirstCompile
 from .devices import pktgen
 from .devices.nic import setup as nic_setup
 from .devices.nic.poll import make_nic_state
@@ -575,8 +576,10 @@ class Engine:
 
     def _compile(self, now: int) -> None:
         """Compile (or load from cache) the loop now, before any port is
-        open: a socket that is not polled while the JIT runs overflows."""
-        engine_run(self._pinned(), now, 0)
+        open: a socket that is not polled while the JIT runs overflows.
+        A cold cache is said, and its compile split (first_compile.py)."""
+        with FirstCompile(engine_run):
+            engine_run(self._pinned(), now, 0)
 
     # ---- building -------------------------------------------------------
     def _new_port(self, name: str, kind: int) -> int:
