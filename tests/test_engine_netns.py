@@ -111,7 +111,7 @@ from test_engine_netns import _line
 from taurus import pidfiles
 from taurus.datapath.engine import Engine
 from taurus.tools.fabric import attach_switches
-with pidfiles.pidfile("engine", pid_dir={pid_dir!r}):
+with pidfiles.pidfile("engine", pid_dir={pid_dir!r}, prefix={PREFIX!r}):
     eng = Engine(clock="wall", name={name!r})
     attach_switches(eng, _line({PREFIX!r}), port_kind="auto")
     print("ready", flush=True)

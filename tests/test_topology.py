@@ -288,7 +288,7 @@ HOLDER = textwrap.dedent("""
         s.bind((sys.argv[2], 0))
     if len(sys.argv) > 3:
         with open(sys.argv[3] + ".tmp", "w") as f:
-            f.write(str(os.getpid()))
+            f.write(f"{os.getpid()} {sys.argv[4]}")       # as pidfiles.py writes
         os.rename(sys.argv[3] + ".tmp", sys.argv[3])
     else:
         print("ready", flush=True)
@@ -307,7 +307,7 @@ def test_clean_after_crash(pid_dir):
         procs.append(subprocess.Popen(["ip", "netns", "exec", t.ns_of("h1"), "sleep", "60"]))
         pidfile = pid_dir / "engine.pid"
         procs.append(subprocess.Popen([sys.executable, "-c", HOLDER, t.ns_of("h2"), "10.0.0.2",
-                                       str(pidfile)]))
+                                       str(pidfile), PREFIX]))
         # no pid file: found through its socket's namespace
         procs.append(subprocess.Popen([sys.executable, "-c", HOLDER, t.ns_of("h1"), "10.0.0.1"],
                                       stdout=subprocess.PIPE))
@@ -336,6 +336,23 @@ def test_clean_after_crash(pid_dir):
                 p.wait()
         if os.path.exists(shm):
             os.unlink(shm)
+
+
+@needs_root
+def test_clean_with_a_prefix_leaves_other_prefixes_processes(pid_dir):
+    """`topo clean --prefix P` stops only what works under P: a run under the
+    default prefix (a `taurus reproduce` beside a test) keeps running; a
+    dead process's pid file goes whatever its prefix."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (pid_dir / f"run-{other.pid}.pid").write_text(f"{other.pid} taurus-\n")
+        (pid_dir / "run-1999999.pid").write_text("1999999 taurus-\n")   # no such process
+        removed, left = topo.clean(prefix=PREFIX, pid_dir=str(pid_dir))
+        assert other.poll() is None and left == []
+        assert os.listdir(pid_dir) == [f"run-{other.pid}.pid"]
+    finally:
+        other.kill()
+        other.wait()
 
 
 @needs_root

@@ -10,7 +10,7 @@ from taurus.tools.topo_cli import load_up
 
 
 def add_engine_parser(sub) -> None:
-    p = sub.add_parser("engine", help="run the datapath engine, read its counters")
+    p = sub.add_parser("engine")
     es = p.add_subparsers(dest="engine_cmd", required=True)
     r = es.add_parser("run", help="serve the switches of a running topology")
     r.add_argument("topo", help="topology file or shipped name (must be up)")
@@ -30,7 +30,7 @@ def cmd_run(args) -> int:
     if t is None:
         return 2
     # room for every port and switch of t, and a pool for what its ports lend
-    with pidfile("engine"), Engine(clock="wall", name=args.name, **engine_limits(t)) as eng:
+    with pidfile("engine", prefix=args.prefix), Engine(clock="wall", name=args.name, **engine_limits(t)) as eng:
         attach_switches(eng, t, args.port_kind)
         print(f"engine {eng.name}: {len(eng.counters())} ports", flush=True)
         if args.duration > 0:

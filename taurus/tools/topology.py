@@ -74,6 +74,7 @@ from pyroute2.ethtool import Ethtool
 
 from taurus import errors
 from taurus.tools import netns, topogen
+from taurus import pidfiles
 from taurus.pidfiles import PID_DIR
 from taurus.units import parse_delay, parse_rate, parse_size, quote as _q
 
@@ -750,19 +751,17 @@ def _kill_holders(names: list[str]) -> list[str]:
 
 def clean(prefix: str = netns.PREFIX, pid_dir: str = PID_DIR, shm_dir: str = SHM_DIR):
     """Remove everything Taurus created (like `mn -c`), also after a crash:
-    processes from pid files ({pid_dir}/*.pid, one pid each, written by
-    engines and agents; killed only when their command line mentions python
-    or taurus), processes keeping a namespace named {prefix}* alive, those
+    processes from pid files ({pid_dir}/*.pid, written by engines, agents
+    and runs: pidfiles.py; killed only when they work under {prefix} and
+    their command line mentions python or taurus), processes keeping a namespace named {prefix}* alive, those
     namespaces, root-namespace links named {prefix}* and {shm_dir}/taurus*
     files ({prefix} without its trailing "-").
     Returns (removed, left): lists of human-readable items."""
     removed, left = [], []
     for pf in sorted(glob.glob(os.path.join(pid_dir, "*.pid"))):
-        try:
-            with open(pf) as f:
-                pid = int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pid = None
+        pid, under = pidfiles.read(pf)
+        if pid and os.path.exists(f"/proc/{pid}") and not under.startswith(prefix):
+            continue                    # a live process under another prefix: not ours
         cmd = netns.proc_cmdline(pid) if pid else ""
         if pid and pid != os.getpid() and ("python" in cmd or "taurus" in cmd):
             if netns.kill_pids([pid]):
