@@ -17,12 +17,10 @@ cache.  (The index's freshness stamp is already the file's content hash;
 user algorithm files outside the package keep Numba's own locator.)
 """
 import hashlib
-import importlib.metadata
 import os
 import pathlib
 import re
 import shutil
-import sys
 import time
 
 from .numba_hooks import after_import
@@ -34,6 +32,7 @@ _COMPILED = re.compile(rb"numba|\bhot(_stage)?\b")
 
 
 def cache_dir() -> pathlib.Path:
+    import importlib.metadata           # 50 ms: only a process that loads Numba pays it
     here = PACKAGE
     h = hashlib.sha1(importlib.metadata.version("numba").encode())
     for f in sorted(here.rglob("*.py")):
@@ -46,23 +45,27 @@ def cache_dir() -> pathlib.Path:
 
 
 def configure() -> None:
-    """Through the environment (Numba reads it on import, and the agent and
-    engine processes we start inherit it), so ``import taurus`` stays cheap.
-    The locator goes in whatever the directory: a child that inherits it
-    must file what it compiles where its parent looks (the test session's
-    warmers compile for the session)."""
+    """When Numba's config loads (a process that never loads Numba, as a
+    listing, pays nothing): the directory goes into the environment, which
+    the agent and engine processes we start inherit, and into Numba's
+    config.  The locator goes in whatever the directory: a child that
+    inherits it must file what it compiles where its parent looks (the test
+    session's warmers compile for the session)."""
+    after_import("numba.core.config", _use_dir)
     after_import("numba.core.caching", _add_locator)
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    d = cache_dir()
-    if not d.exists():
-        for old in d.parent.glob("numba-*"):  # older sources, idle for an hour
-            if time.time() - old.stat().st_mtime > 3600:
-                shutil.rmtree(old, ignore_errors=True)
-        d.mkdir(parents=True, exist_ok=True)
-    os.environ["NUMBA_CACHE_DIR"] = str(d)
-    if "numba" in sys.modules:            # imported before us: tell it directly
-        sys.modules["numba"].config.CACHE_DIR = str(d)
+
+
+def _use_dir(config) -> None:
+    d = os.environ.get("NUMBA_CACHE_DIR")
+    if not d:
+        d = cache_dir()
+        if not d.exists():
+            for old in d.parent.glob("numba-*"):  # older sources, idle for an hour
+                if time.time() - old.stat().st_mtime > 3600:
+                    shutil.rmtree(old, ignore_errors=True)
+            d.mkdir(parents=True, exist_ok=True)
+        os.environ["NUMBA_CACHE_DIR"] = str(d)
+    config.CACHE_DIR = str(d)
 
 
 def _add_locator(caching) -> None:

@@ -6,12 +6,15 @@ import importlib.machinery
 import sys
 
 
-class _OnLoad(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps the loader of module ``name`` so ``then``
-    runs on the module right after it executes."""
+_waiting: dict[str, list] = {}      # module name -> functions to run once it loads
 
-    def __init__(self, name, then):
-        self.name, self.then = name, then
+
+class _OnLoad(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: wraps the loader of module ``name`` so the
+    functions waiting for it run on the module right after it executes."""
+
+    def __init__(self, name):
+        self.name = name
 
     def find_spec(self, name, path, target=None):
         if name != self.name:
@@ -24,7 +27,8 @@ class _OnLoad(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             run(module)
-            self.then(module)
+            for then in _waiting.pop(name, []):
+                then(module)
         spec.loader.exec_module = exec_module
         return spec
 
@@ -33,5 +37,8 @@ def after_import(name: str, then) -> None:
     """``then(module)`` once module ``name`` is loaded: now if it is."""
     if name in sys.modules:
         then(sys.modules[name])
-    else:
-        sys.meta_path.insert(0, _OnLoad(name, then))
+        return
+    if name not in _waiting:
+        _waiting[name] = []
+        sys.meta_path.insert(0, _OnLoad(name))
+    _waiting[name].append(then)

@@ -34,9 +34,11 @@ def test_a_second_copy_loads_the_first_ones_cache(tmp_path):
     second = _compile(copies[1], env)
     assert any("data loaded" in ln for ln in second), second         # not compiled again
     assert not any("data saved" in ln for ln in second), second
-    # a child process inherits NUMBA_CACHE_DIR (the session's warmers, an
-    # engine's agents): it files and finds code where its parent does
-    d = subprocess.run([sys.executable, "-c", "import os, taurus; print(os.environ['NUMBA_CACHE_DIR'])"],
+    # a child of a process that loaded Numba inherits NUMBA_CACHE_DIR (the
+    # session's warmers, an engine's agents): it files and finds code where
+    # its parent does
+    show = "import os, taurus, numba; print(os.environ['NUMBA_CACHE_DIR'])"
+    d = subprocess.run([sys.executable, "-c", show],
                        cwd=copies[0], capture_output=True, text=True, check=True,
                        env={**env, "PYTHONPATH": copies[0]}).stdout.strip()
     child = _compile(copies[1], {**env, "NUMBA_CACHE_DIR": d})

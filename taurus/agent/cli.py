@@ -70,7 +70,7 @@ def _stats(args) -> int:
 
 
 def add_agent_parser(subparsers) -> None:
-    p = subparsers.add_parser("agent", help="the CC agent (one per NIC)")
+    p = subparsers.add_parser("agent")
     sub = p.add_subparsers(dest="agent_cmd", required=True)
     r = sub.add_parser("run", help="run the agent of a NIC until SIGINT/SIGTERM")
     r.add_argument("--nic", required=True, help="contract segment: an engine name + \"-cc\" (taurus-eng-...-cc), or a bare name for taurus-cc-<name>")

@@ -65,14 +65,13 @@ import inspect
 import operator
 
 import numpy as np
-from numba.extending import register_jitable
 
 from taurus.datapath.ccevents import (CLS_RAW, CSIG_FORMATS, CSIG_TYPE_NAMES,
                                      D_CREDIT, D_CWND, D_EV,
                                      D_HOST_CPU, D_HOST_MBA, D_PROBE, D_RATE, DECISION_DTYPE,
                                      EVENT_CLASS, EVENT_IDS, EVENT_NAMES, EVENT_ROLE,
-                                     N_DECISION, ROLES, mask_requests)
-from taurus.datapath.ccshm import RTT_UNIT
+                                     N_DECISION, ROLES, RTT_UNIT, mask_requests)
+from taurus.numba_hooks import after_import
 
 from .params import ConfigError, Params, is_derived
 
@@ -82,9 +81,34 @@ __all__ = ["Algorithm", "FlowContext", "kernel", "param", "param_docs", "set_rat
            "D_HOST_CPU", "D_HOST_MBA", "D_PROBE", "D_RATE", "FRAMEWORK_PARAMS", "STATE_TYPES",
            "check_class", "event_mask", "state_field", "state_dtype", "param_dtype", "param_row",
            "period_value", "class_periods"]
-kernel = register_jitable
-"""Marks a handler or a helper: plain Python when called from Python, compiled
-into whatever compiled code calls it."""
+_unregistered: list | None = []     # kernels marked before Numba loaded; None after
+
+
+def kernel(fn):
+    """Marks a handler or a helper: plain Python when called from Python, compiled
+    into whatever compiled code calls it (Numba's ``register_jitable``).  The
+    registration waits until Numba loads, so a listing (`taurus algorithms`)
+    does not pay for importing it."""
+    if _unregistered is None:
+        _register(fn)
+    else:
+        _unregistered.append(fn)
+    return fn
+
+
+def _register(fn):
+    from numba.extending import register_jitable
+    register_jitable(fn)
+
+
+def _on_numba(_module):
+    global _unregistered
+    pending, _unregistered = _unregistered, None
+    for fn in pending:
+        _register(fn)
+
+
+after_import("numba", _on_numba)
 
 # ---- the decision: DECISION_DTYPE and the D_* bits (datapath/ccevents.py, which
 # the engine reads too); the setters ---------------------------------------------

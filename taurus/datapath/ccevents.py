@@ -169,6 +169,9 @@ period of 0.1 s with 10^6 samples stays inside int64; the slope is
 (n sxy - sx sy / LS_SCALE) / (n sxx - sx^2 / LS_SCALE) (dimensionless:
 ns of RTT per ns of send time).  ``ls_slope`` computes it."""
 EVENT_CLASS = np.array([e[1] for e in EVENTS], np.int64)
+RTT_UNIT = 16
+"""A class's report period -p (p > 0) is p/RTT_UNIT of the flow's srtt:
+-16 is one srtt, -8 half of one (ccshm.py's control block)."""
 
 HOST_SOURCES = {"host_buffer": 8, "host_delay": 9, "peer_host_delay": 10}
 """``source`` of the HOST records the NIC raises itself (devices/nic/host.py):

@@ -68,7 +68,7 @@ from .shmring import Ring, ShmRing
 from .ccevents import (CLS_ACCUMULABLE, CLS_COALESCENT, CLS_RAW, EV_ACK,  # noqa: E402,F401
                        EV_CNP, EV_CREDIT, EV_CSIG, EV_CUSTOM, EV_DATA, EV_ECN, EV_HOST, EV_INT,
                        EV_JOIN, EV_LEAVE, EV_NACK, EV_OOO, EV_RTO, EV_RTT, EV_RTT_LS, EV_SRC, EV_TIMER, EV_TX,
-                       EVENT_CLASS, EVENT_NAMES, N_EVENTS, N_VALUES)
+                       EVENT_CLASS, EVENT_NAMES, N_EVENTS, N_VALUES, RTT_UNIT)
 
 # ---- report record layout ----------------------------------------------------
 SEQ, FLOW, EVENT, T_FIRST, T_LAST, COUNT, V0 = 0, 1, 2, 3, 4, 5, 6
@@ -125,7 +125,6 @@ DEFAULTS = {CTL_BATCH_BYTES: 512, CTL_DEADLINE_NS: 10_000, CTL_HB_TIMEOUT_NS: 10
             CTL_FALLBACK_RATE: 1_000_000_000, CTL_BACKPRESSURE: 1, CTL_AGGREGATE: 1,
             CTL_RTT_INIT_NS: 20_000}
 DEFAULT_PERIOD_NS = (2_000, 2_000, 0)   # Accumulable, Coalescent, Raw (0: at once)
-RTT_UNIT = 16                           # period -16: one srtt; -8: half of one
 
 # ---- custom segment rules -------------------------------------------------------
 MAX_SEGS = 4

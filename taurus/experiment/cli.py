@@ -7,7 +7,7 @@ import time
 
 
 def add_run_parsers(sub) -> None:
-    r = sub.add_parser("run", help="run an experiment file (TOML)")
+    r = sub.add_parser("run")
     r.add_argument("file")
     r.add_argument("--clock", choices=["wall", "virtual", "both"], default="virtual",
                    help="virtual: one process, memory links, deterministic; "
@@ -30,8 +30,7 @@ def add_run_parsers(sub) -> None:
     from taurus.tools.pcap import add_capture_options
     add_capture_options(r)
     r.set_defaults(func=run_cmd)
-    w = sub.add_parser("sweep", help="run an experiment file over a grid of parameters "
-                                     "(virtual time; local processes or a Dask cluster)")
+    w = sub.add_parser("sweep")
     w.add_argument("file")
     w.add_argument("--param", action="append", default=[], metavar="KEY=V1,V2,...",
                    help="a swept key and its values, e.g. cc.params.g=0.0625,0.125 (repeatable: "
@@ -46,7 +45,7 @@ def add_run_parsers(sub) -> None:
                    help="run on this Dask distributed cluster instead (pip install 'taurus[cluster]')")
     w.add_argument("--no-progress", action="store_true")
     w.set_defaults(func=sweep_cmd)
-    p = sub.add_parser("report", help="print runs side by side, or a sweep's table")
+    p = sub.add_parser("report")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
     p.add_argument("--html", action="store_true",
                    help="write one self-contained HTML file (tables, plots, experiment files)")

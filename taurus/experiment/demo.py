@@ -19,7 +19,7 @@ BOTTLENECK = ("s1", "s2")
 
 
 def add_demo_parser(sub) -> None:
-    d = sub.add_parser("demo", help="DCTCP dumbbell experiment: throughput, queue, fairness, plots")
+    d = sub.add_parser("demo")
     d.add_argument("--clock", choices=["virtual", "wall"], default="virtual")
     d.add_argument("--duration", help="override the experiment's duration, e.g. 20ms")
     d.add_argument("--out", default=os.path.join("runs", "demo"))

@@ -7,7 +7,7 @@ from . import load, run
 
 
 def add_reproduce_parser(sub) -> None:
-    p = sub.add_parser("reproduce", help="run a named scenario: a paper's figure beside ours")
+    p = sub.add_parser("reproduce")
     p.add_argument("name", nargs="?", help="the scenario (--list shows them)")
     p.add_argument("--list", action="store_true", help="list the scenarios")
     p.add_argument("--out", help="output directory (default: runs/reproduce-NAME, "

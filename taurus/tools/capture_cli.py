@@ -11,7 +11,7 @@ POLL_S = 0.001      # idle wait between drains
 
 
 def add_capture_parsers(sub) -> None:
-    c = sub.add_parser("capture", help="capture a running engine's ports into a pcapng file")
+    c = sub.add_parser("capture")
     c.add_argument("--engine", required=True, metavar="NAME",
                    help="engine name (taurus engine stats lists them)")
     c.add_argument("--port", action="append", default=[], metavar="P",
@@ -22,8 +22,7 @@ def add_capture_parsers(sub) -> None:
                    help="stop after S seconds (default: ^C, or the engine ends)")
     add_capture_options(c, snaplen_flag="-s")
     c.set_defaults(func=capture_cmd)
-    d = sub.add_parser("dissect", help="print the UET / CSIG fields of a pcap(ng) file, "
-                       "or install the Wireshark plugin")
+    d = sub.add_parser("dissect")
     d.add_argument("file", nargs="?")
     d.add_argument("--install-wireshark", nargs="?", const="", default=None, metavar="DIR",
                    help="copy the Wireshark/tshark Lua plugin to DIR (default: the personal "

@@ -74,7 +74,7 @@ def add_perf_parser(sub, cc_table=None) -> None:
     """``cc_table(path) -> CcSpec`` reads an experiment file's [cc] table for
     --cc-config (the experiment layer's parser, wired in by the command line:
     tools sit below experiments)."""
-    p = sub.add_parser("perf", help="iperf3-like throughput / RPC test over the Taurus transport")
+    p = sub.add_parser("perf")
     m = p.add_mutually_exclusive_group(required=True)
     m.add_argument("-s", "--server", action="store_true", help="run the engine and the sink")
     m.add_argument("-c", "--client", metavar="HOST", help="send to HOST (name or IP)")

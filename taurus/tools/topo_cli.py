@@ -112,7 +112,7 @@ def cmd_clean(args) -> int:
 
 
 def add_topo_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("topo", help="network-namespace topologies")
+    p = subparsers.add_parser("topo")
     sub = p.add_subparsers(dest="topo_cmd", required=True)
 
     def common(q):
