@@ -118,12 +118,12 @@ T_NS, LINE, MSS = 10_000, 10e9, 1000          # W_init = 12500 B, W_AI = 5 B
 class Flow:
     """One HPCC flow driven by hand: hop 0 idle, hop 1 at a chosen u."""
 
-    def __init__(self):
+    def __init__(self, eta=0.95):
         from taurus.cc_algorithms.algorithm import FlowContext, param_row
         from taurus.cc_algorithms.runtime import Runtime
         self.rt = Runtime(Hpcc, jit=False)
         self.S, P, self.D = self.rt.tables(1)
-        P[:] = param_row(Hpcc, Hpcc.Params(base_rtt=T_NS), FlowContext(MSS, LINE, 1e9))[0]
+        P[:] = param_row(Hpcc, Hpcc.Params(base_rtt=T_NS, eta=eta), FlowContext(MSS, LINE, 1e9))[0]
         self.P = P
         self.rt.setup(self.S, P, self.D, 0)
         self.t, self.tx, self.psn, self.sent = 0, [0, 0], 0, 0
@@ -182,3 +182,16 @@ def test_hpcc_control_law():
     s = fl.stack(0.7, psn=fl.sent - 10)
     assert s["stage"] == 0 and s["Wc"] == pytest.approx((wc + 25) / (s["U"] / 0.95) + 5)
     assert fl.D[0]["rate"] == pytest.approx(s["W"] * 8e9 / T_NS)   # paced at W / T
+
+
+def test_hpcc_eta_above_one_keeps_a_queue():
+    """HPCC* (the OSCAR authors' TargetUtil 1.5): a queue of 0.4 BDP (U 1.4)
+    is below target, so W grows; 0.9 BDP (U 1.9) is cut by U / eta."""
+    fl = Flow(eta=1.5)
+    fl.send(10)
+    fl.stack(1.4, psn=0)
+    s = fl.stack(1.4, psn=5)
+    assert s["U"] == pytest.approx(1.4, rel=1e-3) and s["W"] == 12500   # + W_AI, capped
+    for _ in range(8):
+        s = fl.stack(1.9, psn=5)
+    assert s["W"] == pytest.approx(12500 / (s["U"] / 1.5) + 5) and s["W"] < 12500

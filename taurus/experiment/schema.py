@@ -91,7 +91,7 @@ is optional; unknown keys and bad values are errors that name the key, as
     kind = "workload"              # open loop: Poisson arrivals, sizes from a CDF
     from = ["h1", "h2"]
     to = ["h3"]                    # each flow to a random receiver (not itself)
-    cdf = "websearch"              # websearch | hadoop | a CSV file
+    cdf = "websearch"              # websearch | hadoop | cachefollower | a CSV file
     load = 0.5                     # of each sender's link rate
     start = "0ms"
     stop = "5ms"
@@ -499,7 +499,7 @@ def _traffic(src, key, raw, topo, duration, base_dir) -> Traffic:
         if name not in SHIPPED:
             name = name if os.path.isabs(name) else os.path.join(base_dir, name)
             if not os.path.isfile(name):
-                raise t.err("cdf", f"expected websearch, hadoop or a CSV file, got "
+                raise t.err("cdf", f"expected {', '.join(SHIPPED)} or a CSV file, got "
                                    f"{U.quote(raw['cdf'])} (no such file)")
         tr.cdf = name
         tr.load = t.get("load", _float(0.0, 1.0))

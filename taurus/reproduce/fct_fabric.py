@@ -28,10 +28,11 @@ fifth of its BDP).
 
 Traffic (``fct_traffic``): every host sends flows of a CDF, Poisson at
 `load` of its link, each to a random other host (the experiment's
-``workload`` kind); and an 8:1 incast background (workload.incast_bursts):
-bursts at a random receiver from 8 random other hosts, 500 KB each, at
-`incast_load` of every host's downlink.  Arrivals stop DRAIN before the
-end so most flows finish.
+``workload`` kind); and an N:1 incast background (workload.incast_bursts):
+bursts at a random receiver from N random other hosts, each sending the
+same size (TAURUS's 8 x 500 KB by default, `incast`), at `incast_load` of
+every host's downlink.  Arrivals stop DRAIN before the end so most flows
+finish.
 """
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ class Scale:
     def ecn_k(self, rate_bps: float) -> int:
         return int(40_000 * rate_bps / 100e9)
 
-    def text(self) -> str:
+    def text(self, incast_size: int = INCAST_SIZE) -> str:
         if self.s == 1:
             return ("nothing scaled: hosts 100, fabric 400 Gbit/s, 1 us; 32 MB shared buffer; "
                     f"PFC X_off/X_on {self.xoff}/{self.xon} B; ECN K 40/160 KB")
@@ -85,7 +86,8 @@ class Scale:
                 f"buffer 32 MB -> {self.buffer / 1e6:g} MB, PFC X_off/X_on {self.xoff}/"
                 f"{self.xon} B, ECN K {self.ecn_k(self.host) // 1000}/"
                 f"{self.ecn_k(self.fabric) // 1000} KB (host/fabric ports), flow sizes (binned "
-                f"at their seed size), incast 500 KB -> {INCAST_SIZE // self.s // 1000} KB")
+                f"at their seed size), incast {incast_size // 1000} KB -> "
+                f"{incast_size // self.s // 1000} KB")
 
 
 def _rate(bps: float) -> str:
@@ -119,16 +121,19 @@ def oversubscription(sc: Scale, tree: dict = SEED_TREE) -> tuple[float, float]:
 
 
 def fct_traffic(sc: Scale, tree: dict, cdf: str, load: float, incast_load: float,
-                stop_ns: int, seed: int) -> list[dict]:
+                stop_ns: int, seed: int,
+                incast: tuple[int, int] = (INCAST_FAN_IN, INCAST_SIZE)) -> list[dict]:
     """The [[traffic]] tables: the workload between all hosts and one incast
-    table per background burst."""
+    table per background burst (``incast``: fan-in, bytes per sender at the
+    seed's scale)."""
+    fan_in, incast_size = incast
     hosts = [f"h{i}" for i in range(1, tree["hosts"] + 1)]
     traffic = [{"kind": "workload", "from": hosts, "to": hosts, "cdf": cdf, "load": load,
                 "scale": 1 / sc.s, "stop": f"{stop_ns}ns", "max_flows": 1_000_000}]
     if incast_load > 0:
         rng = np.random.default_rng(seed + 1_000_003)     # apart from the workload's draws
-        size = INCAST_SIZE // sc.s
-        for b in incast_bursts(rng, len(hosts), INCAST_FAN_IN, size, incast_load, sc.host,
+        size = incast_size // sc.s
+        for b in incast_bursts(rng, len(hosts), fan_in, size, incast_load, sc.host,
                                stop_ns / 1e9):
             traffic.append({"kind": "incast", "from": [hosts[i] for i in b.srcs],
                             "to": hosts[b.dst], "size": f"{size}B",
@@ -138,9 +143,11 @@ def fct_traffic(sc: Scale, tree: dict, cdf: str, load: float, incast_load: float
 
 def fct_x(name: str, sc: Scale, tree: dict, cdf: str, load: float, incast_load: float,
           duration_ns: int, drain_ns: int, cc: dict, seed: int = 1, frames: int = 1 << 17,
-          step_ns: int = 10_000) -> dict:
+          step_ns: int = 10_000,
+          incast: tuple[int, int] = (INCAST_FAN_IN, INCAST_SIZE)) -> dict:
     """One experiment dict of the setting; ``cc`` its [cc] table; ``step_ns``
-    the runner's step (in agent modes the decision lands within one)."""
+    the runner's step (in agent modes the decision lands within one);
+    ``incast`` the background's fan-in and bytes per sender (seed scale)."""
     return {"experiment": {"name": name, "duration": f"{duration_ns}ns", "seed": seed,
                            "step": f"{step_ns}ns", "frames": frames,
                            # two samples: the per-flow series of 50,000 flows are not read
@@ -148,15 +155,15 @@ def fct_x(name: str, sc: Scale, tree: dict, cdf: str, load: float, incast_load: 
             "topology": fat_tree_x(sc, tree),
             "cc": {"mss": MSS, "cwnd": f"{init_window(sc, tree)}B", **cc},
             "traffic": fct_traffic(sc, tree, cdf, load, incast_load, duration_ns - drain_ns,
-                                   seed),
+                                   seed, incast),
             "outputs": {"plots": False, "csv": False}}
 
 
 def slowdowns(s: dict, topo, sc: Scale) -> dict:
     """The run's finished flows' FCT slowdown (ideal: base RTT of the path +
     size / the path's slowest link, as results.py), by seed size: the
-    workload's flows (``table``, ``small``: < 100 KB) and the incast ones
-    apart."""
+    workload's flows (``table``, ``small``: < 100 KB), the incast ones
+    apart, and both (``every``)."""
     from taurus.experiment.results import path_of
     paths: dict = {}
     size, sd, kind = [], [], []
@@ -177,11 +184,12 @@ def slowdowns(s: dict, topo, sc: Scale) -> dict:
         return slowdown_table(size[sel], sd[sel], (0, 10**12))[0]
     return {"table": slowdown_table(size[wl], sd[wl], BINS),
             "small": summary(wl & (size < SMALL)), "all": summary(wl),
-            "incast": summary(kind == "incast")}
+            "incast": summary(kind == "incast"), "every": summary(np.ones(len(sd), bool))}
 
 
 def run_stats(s: dict, sc: Scale, topo, wall_s: float) -> dict:
-    """Slowdowns and what the run cost: flows, packets, PFC, drops, pool
+    """Slowdowns (``every``: the workload's and the incast's flows
+    together) and what the run cost: flows, packets, PFC, drops, pool
     misses (tx_nobuf), wall seconds and rates."""
     hops = int(sum(p["counters"].get("tx", 0) for p in s["ports"].values())) \
         + int(sum(n.get("tx_data", 0) + n.get("tx_retx", 0) + n.get("tx_ack", 0)
@@ -208,3 +216,15 @@ def run(d: dict, out: str) -> tuple[dict, object]:
         raise RuntimeError(f"{x.name}: run incomplete: {s['error']}")
     s["wall_s"] = time.monotonic() - t0
     return s, x.topo
+
+
+def isolated(fn, *args):
+    """fn(*args) in a fresh process: a large run's memory (up to 10 GB for
+    an agent run of 51,617 flows) is not all returned to the system after
+    it, and one process running a scenario's runs in turn grew to 14 GB; a
+    process per run gives it all back when the run ends."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                             max_tasks_per_child=1) as pool:
+        return pool.submit(fn, *args).result()

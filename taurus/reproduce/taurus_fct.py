@@ -73,15 +73,8 @@ def run_one(out: str, workload: str, alg: str, mode: str, shape: RunShape) -> di
 
 
 def run_isolated(*args) -> dict:
-    """run_one in a fresh process: a run's memory (up to 10 GB for an agent
-    run of 51,617 flows) is not all returned to the system after it, and one
-    process running the full scenario's twelve runs in turn grew to 14 GB; a
-    process per run gives it all back when the run ends."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                             max_tasks_per_child=1) as pool:
-        return pool.submit(run_one, *args).result()
+    """run_one in a process of its own (fct_fabric.isolated)."""
+    return FF.isolated(run_one, *args)
 
 
 def _pct(a: float | None, b: float | None) -> float | None:

@@ -1,7 +1,8 @@
 """Flow-size distributions and open-loop arrivals for experiments.
 
 A distribution is a piecewise-linear CDF over flow sizes (shipped ones:
-``websearch`` and ``hadoop`` in taurus/data, with their sources).  Sizes are
+``websearch``, ``hadoop`` and ``cachefollower`` in taurus/data, with their
+sources).  Sizes are
 drawn by inverting the CDF; arrivals are Poisson with the rate that puts the
 requested load on a link: lambda = load * rate / (8 * mean size).  An N:1
 incast background (``incast_bursts``) is one Poisson process of bursts over
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
-SHIPPED = {"websearch": "websearch_cdf.csv", "hadoop": "hadoop_cdf.csv"}
+SHIPPED = {"websearch": "websearch_cdf.csv", "hadoop": "hadoop_cdf.csv",
+           "cachefollower": "cachefollower_cdf.csv"}
 
 
 @dataclass(frozen=True)
