@@ -1,5 +1,5 @@
-"""`taurus reproduce rccc-incast --quick` (and csig-swift-fru): the headline
-in the issue's format, in the seed's direction."""
+"""`taurus reproduce rccc-incast --quick`: the headline in the issue's
+format, in the seed's direction."""
 import json
 import os
 import re
@@ -35,21 +35,3 @@ def test_rccc_incast_quick(tmp_path, capsys):
     assert r["completed"] == r["flows"] == 8 and r["marks"] == 0    # last-hop ECN off
     for p in fig["plots"]:
         assert os.path.getsize(os.path.join(out, p)) > 0
-
-
-def test_csig_swift_fru_quick(tmp_path, capsys):
-    """Swift vs Swift + FRU: the headline in the issue's format; FRU keeps the
-    foreground faster while the background bursts (its p99), every op done."""
-    out = str(tmp_path / "f")
-    assert main(["reproduce", "csig-swift-fru", "--quick", "--out", out]) == 0
-    line = _last_line(capsys)
-    m = re.fullmatch(r"csig-swift-fru: foreground median Swift (\d+) us, Swift\+FRU (\d+) us "
-                     r"\((-?\d+)% lower\); background median (\d+) / (\d+) us", line)
-    assert m, line
-    with open(os.path.join(out, "figures.json")) as f:
-        fig = json.load(f)
-    assert_claims("csig-swift-fru", fig)
-    a, b = fig["runs"]["swift"], fig["runs"]["swift+fru"]
-    assert a["bg_ops"] == b["bg_ops"] == 2 and a["fg_ops"] > 50 and b["fg_ops"] > 50
-    assert b["fg_p99_ns"] < a["fg_p99_ns"]
-    assert a["drops"] == b["drops"] == 0

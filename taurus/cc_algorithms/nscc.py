@@ -48,9 +48,13 @@ spreads a window over 64 entropies; with ev_lb a move then takes the next
 block of n EVs.  htsim's spraying also recycles the EVs of clean ACKs and
 skips EVs that were marked or trimmed, per EV; the NIC reports no EV per
 ACK, so ours sprays in a fixed order (as htsim's UecMpOblivious).
-Last-hop ECN marks cannot be told apart at the sender;
-UET turns last-hop ECN off where it matters (RCCC), which a
-topology does per link (``ecn = false``).
+Last-hop ECN marks cannot be told apart by the ECN bit alone; UET turns
+last-hop ECN off where it matters (RCCC), which a topology does per link
+(``ecn = false``).  With ``csig_lb`` (CSIG's locator for load balancing)
+the flow carries the max(Delay) tag and an ECN mark does not move it while
+the latest reflected locator names a last hop (switches with CSIG
+``last_hop``, which mark their host-facing ports' locators): an incast
+queues at the receiver's port, which every path shares.
 
 Defaults are htsim's (sim/uec.cpp, initNsccParams / quick_adapt /
 fast_increase / multiplicative_decrease): gamma 0.8, decrease floor 0.5,
@@ -59,11 +63,13 @@ a, b), fast increase below 1 us, quick adapt above 4 x target with gate
 2^3, fulfil every 8 MTUs or network_rtt, maxwnd 1.5 BDP, reference
 100 Gbit/s x 12 us; network_rtt 12 us (the reference RTT) until a fabric
 sets its own.  State counts each case (n_md, n_fair, n_prop, n_fast,
-n_noop), quick adapts (n_qa) and rotations (n_rotate).
+n_noop), quick adapts (n_qa) and rotations (n_rotate); last_hop is whether
+the latest CSIG locator named a last hop.
 """
 from dataclasses import dataclass
 
 from taurus.datapath.ccevents import CSIG_DELAY
+from taurus.datapath.wire.csig import lm_last_hop
 
 from .algorithm import Algorithm, kernel, param, rotate_ev, set_cwnd, spray_ev
 from .lib import bdp, clamp, due, ewma_step, resume
@@ -96,6 +102,8 @@ class NsccParams(Params):
     ev_spray: int = param(0, "EVs", "spray packets over this many EVs in turn (htsim: 64); 0: one")
     csig: bool = param(False, "", "delay samples from the reflected CSIG max(Delay) (CSIG)")
     rccc: bool = param(False, "", "flows also under RCCC: last-hop trims do not cut cwnd (htsim)")
+    csig_lb: bool = param(False, "", "with ev_lb: no move on ECN while CSIG locates the "
+                                     "bottleneck at the last hop (CSIG)")
     target: float = derived("ns", "target queueing delay")
     a: float = derived("", "BDP scale: network BDP / reference BDP")
     alpha: float = derived("1/ns", "proportional increase per acked byte and ns under target")
@@ -156,7 +164,9 @@ def nscc_on_rtt(s, p, ev, d):
 @kernel
 def nscc_on_csig(s, p, ev, d):
     if ev.csig_type == CSIG_DELAY:
-        s.delay = ev.value                  # the bottleneck hop's queueing delay
+        if p.csig:
+            s.delay = ev.value              # the bottleneck hop's queueing delay
+        s.last_hop = lm_last_hop(ev.fmt, ev.locator)
 
 
 @kernel
@@ -171,7 +181,8 @@ def nscc_on_ack(s, p, ev, d):
         # the fulfil period: fulfil_mtus MTUs acknowledged, or network_rtt elapsed
         if s.received > p.fulfil_mtus * p.mss or now - s.t_adjust > p.network_rtt:
             fulfil(s, p, now)
-    publish(s, p, d, now, ecn)
+    # a mark from the last hop is on every path to this receiver: moving cannot help
+    publish(s, p, d, now, ecn and not (p.csig_lb and s.last_hop))
 
 
 @kernel
@@ -304,7 +315,8 @@ class Nscc(Algorithm):
              "ignored", "to_ignore", ("trigger", bool), "fi_count", ("fast", bool), "t_dec",
              "t_adjust", "t_qa", "t_rotate", "ev_block", ("n_md", int), ("n_fair", int),
              ("n_prop", int),
-             ("n_fast", int), ("n_noop", int), ("n_qa", int), ("n_rotate", int))
+             ("n_fast", int), ("n_noop", int), ("n_qa", int), ("n_rotate", int),
+             ("last_hop", bool))
     binds = ("ACK", "RTT", "NACK", "RTO", "CSIG")
     periods = {"ACK": 0, "NACK": 0, "RTO": 0, "CSIG": 0}     # the four cases run per ACK
     csig = ("delay", "wide")       # 4 ns steps: compact buckets (45% apart) hide the target
@@ -317,7 +329,7 @@ class Nscc(Algorithm):
 
     @classmethod
     def bindings(cls, params):
-        return cls.binds if params.csig else ("ACK", "RTT", "NACK", "RTO")
+        return cls.binds if params.csig or params.csig_lb else ("ACK", "RTT", "NACK", "RTO")
 
 
 @dataclass

@@ -4,21 +4,35 @@ Fine-Grained Congestion Signals for ML Workloads", SIGCOMM 2025 tutorial):
 NSCC + CSIG max(Delay); `nscc-lb`, a permutation on a leaf-spine with a
 fixed EV against NSCC's EV load balancing.
 
-Scaling (both): the seeds' 100 Gbit/s links with 4 KB MTUs become 25 Gbit/s
-links with 1 KB MTUs and the same 1 us link delays, so every byte quantity
-(BDP, MSS, buffers, ECN and trim thresholds) is a quarter and the BDP in
-packets is the seed's; NSCC's reference BDP is scaled alike (ref_rate
-25 Gbit/s), so its scaled constants (a, b) are the seed's.
+`csig-nscc-fairness` runs unscaled at htsim's defaults (htsim_defaults.py:
+100 Gbit/s, 4150-byte packets, htsim's queue, ECN thresholds and NSCC
+constants as htsim derives them from the fabric's BDP and target) and
+prints them.  Scaled to 25 Gbit/s with 1 KB MTUs (below) it gives another
+ratio (NSCC 9.2:1, NSCC + CSIG 3.0:1; 9.1:1 and 2.9:1 with htsim's own
+derivation at 25 Gbit/s and 1134-byte packets, so the scale, not the
+rounding of the thresholds, makes the difference), so it is not scaled.
+
+Scaling (`nscc-lb`): the seeds' 100 Gbit/s
+links with 4 KB MTUs become 25 Gbit/s links with 1 KB MTUs and the same
+1 us link delays, so every byte quantity (BDP, MSS, buffers, ECN and trim
+thresholds) is a quarter and the BDP in packets is the seed's; NSCC's
+reference BDP is scaled alike (ref_rate 25 Gbit/s), so its scaled
+constants (a, b) are the seed's.
 """
 import os
 
 import numpy as np
 
 from .core import drops, outputs, pyplot, run_dict, scenario
+from .csig_tag import tag_line
+from .htsim_defaults import HtsimFabric, in_force
 
 RATE = 25_000_000_000          # the seeds' 100 Gbit/s, scaled by MSS 1 KB / 4 KB
 MSS = 1024
 HOP_DELAY = 1_000              # ns, the CSIG talk's link delay
+FAIR_TAG_WHY = ("the compact tag's delay buckets are 47% apart, so a queue of 10 to 14.7 us "
+                "reads 10 us, under the 10.5 us target, and the victim would never decrease; "
+                "the wide tag's 4 ns steps let the bottleneck's delay settle at the target")
 SEED_FAIR = (5.0, 2.3)         # CSIG: competitor : victim, NSCC and NSCC + CSIG max(Delay)
 SCALE_NOTE = ("links 25 Gbit/s with 1 KB MTUs (the seeds' 100 Gbit/s with 4 KB, scaled 1/4 in "
               "bytes: BDP in packets, buffer/BDP and threshold/BDP kept), 1 us link delays")
@@ -52,22 +66,16 @@ FAIR_LINKS = (("h0", "t0"), ("h1", "t0"), ("t0", "a0"), ("a0", "t1"), ("t1", "h2
               ("t3", "a2"))
 FAIR_FLOWS = (("h0", "h2"), ("h1", "h10"), ("h9", "h10"))     # competitor, victim, competitor
 FAIR_HOPS = 6                  # links on the victim's path, the fabric's longest
+UNSCALED = HtsimFabric(hops=FAIR_HOPS, hop_delay=HOP_DELAY)
 
 
-def fair_rtt() -> float:
-    """The unloaded RTT of the victim's path (htsim's network_max_unloaded_rtt):
-    propagation both ways plus store-and-forward of a full packet and an ACK
-    per link."""
-    return 2 * FAIR_HOPS * HOP_DELAY + FAIR_HOPS * (_wire(MSS) + _wire(0))
-
-
-def fairness_run(alg: str, quick: bool) -> dict:
+def fairness_run(alg: str, quick: bool, fab: HtsimFabric = UNSCALED) -> dict:
     """The three flows under ``alg`` (nscc or nscc-csig), native, in virtual
-    time: each flow's goodput over the steady window and the victim's NSCC
-    decisions (cases per ACK) there."""
+    time on fabric ``fab``: each flow's goodput over
+    the steady window and the victim's NSCC decisions (cases per ACK) there."""
     from taurus.cc_algorithms import registry
     from taurus.cc_algorithms.native import NativeTable
-    from taurus.datapath.devices.nic.setup import (add_flow, flow_stats, nic_commit,
+    from taurus.datapath.devices.nic.setup import (DATA_HDR, add_flow, flow_stats, nic_commit,
                                                    nic_skip_delivered)
     from taurus.datapath.devices.nic.app import WouldBlock
     from taurus.datapath.devices.switch.setup import switch_stats
@@ -76,26 +84,26 @@ def fairness_run(alg: str, quick: bool) -> dict:
     from taurus.tools.topology import Topology
 
     dur, warm = (3_000_000, 1_000_000) if quick else (12_000_000, 3_000_000)
-    rtt = fair_rtt()
-    bdp = rtt * RATE / 8e9
+    rtt = fab.network_rtt
     t = Topology("csig-fairness")
     for h in sorted({h for f in FAIR_FLOWS for h in f}):
         t.add_host(h)
     for s in ("t0", "t1", "t2", "t3", "a0", "a2", "c0"):
-        t.add_switch(s, switch_features(bdp))
+        t.add_switch(s, fab.switch())
     for a, b in FAIR_LINKS:
-        t.add_link(a, b, rate=RATE, delay=HOP_DELAY, buffer=int(4 * bdp))
+        t.add_link(a, b, rate=int(fab.rate), delay=int(fab.hop_delay), buffer=fab.buffer)
     tab = NativeTable(16)
     a = tab.add(registry.lookup(alg))
-    eng = Engine(clock="virtual", max_flows=16, max_nics=8, native=tab.native)
+    buf = max(2048, -(-(DATA_HDR + fab.mss) // 64) * 64)     # a pool buffer holds a frame
+    eng = Engine(clock="virtual", max_flows=16, max_nics=8, native=tab.native, buf_size=buf)
     try:
-        fab = build_virtual(eng, t, host_factory=lambda *x: nic_host(*x, mss=MSS,
-                                                                      rx_buf_bytes=8 << 20))
-        nics = fab["hosts"]
+        fab_ = build_virtual(eng, t, host_factory=lambda *x: nic_host(*x, mss=fab.mss,
+                                                                       rx_buf_bytes=8 << 20))
+        nics = fab_["hosts"]
         flows = []
         for src, dst in FAIR_FLOWS:
             f = add_flow(eng, nics[src], t.mac_of(dst), t.ip_of(dst), buf_bytes=4 << 20)
-            tab.start(eng, f, a, nscc_params(rtt))
+            tab.start(eng, f, a, fab.nscc_params())
             flows.append((src, dst, f))
         st = tab.state(a)
         counts = ("n_md", "n_fair", "n_prop", "n_fast", "n_noop", "n_qa")
@@ -126,21 +134,11 @@ def fairness_run(alg: str, quick: bool) -> dict:
             "victim_bps": gp[1], "competitor_bps": comp,
             "ratio": comp / gp[1] if gp[1] > 0 else float("inf"),
             "victim_decisions": dec["h1->h10"], "decisions": dec, "cwnd_end": cwnd,
-            "network_rtt_ns": rtt, "bdp_bytes": bdp,
+            "network_rtt_ns": rtt, "bdp_bytes": rtt * fab.rate / 8e9,
             "window_ns": [warm, dur], **marks}
 
 
-@scenario("csig-nscc-fairness", "CSIG: a victim flow across two congested queues, each "
-                                "shared with one competitor; NSCC vs NSCC + CSIG max(Delay)")
-def csig_nscc_fairness(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
-    if mode != "native":
-        echo(f"csig-nscc-fairness: runs native (the victim's decision counts are read from "
-             f"the native state table), not {mode}")
-    res = {alg: fairness_run(alg, quick) for alg in ("nscc", "nscc-csig")}
-    r0 = res["nscc"]
-    echo(f"csig-nscc-fairness: {SCALE_NOTE}; network RTT {r0['network_rtt_ns'] / 1e3:.1f} us, "
-         f"target {0.75 * r0['network_rtt_ns'] / 1e3:.1f} us, steady window "
-         f"{r0['window_ns'][0] / 1e6:g}-{r0['window_ns'][1] / 1e6:g} ms")
+def _fair_table(res: dict, echo) -> None:
     echo("  run         victim Gbit/s  competitors Gbit/s  ratio   seed   "
          "victim MD / FI / PI (+fast) / no-op / QA")
     for alg, seed in zip(res, SEED_FAIR):
@@ -154,12 +152,31 @@ def csig_nscc_fairness(out: str, quick: bool, mode: str, echo) -> tuple[dict, st
         echo(f"  {alg:<10} competitor h0->h2: MD / FI / PI / no-op {d['md']} / {d['fair']} / "
              f"{d['prop']} / {d['noop']}, cwnd at the end {w / 1e3:.1f} KB "
              f"(maxwnd 1.5 BDP of its path)")
+
+
+@scenario("csig-nscc-fairness", "CSIG: a victim flow across two congested queues, each "
+                                "shared with one competitor; NSCC vs NSCC + CSIG max(Delay)")
+def csig_nscc_fairness(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
+    if mode != "native":
+        echo(f"csig-nscc-fairness: runs native (the victim's decision counts are read from "
+             f"the native state table), not {mode}")
+    res = {alg: fairness_run(alg, quick) for alg in ("nscc", "nscc-csig")}
+    r0 = res["nscc"]
+    params = in_force(UNSCALED)
+    echo(f"csig-nscc-fairness: unscaled, at htsim's defaults; steady window "
+         f"{r0['window_ns'][0] / 1e6:g}-{r0['window_ns'][1] / 1e6:g} ms; parameters in force:")
+    for line in params:
+        echo(f"  {line}")
+    tag = tag_line("nscc-csig", FAIR_TAG_WHY)
+    echo(f"  {tag}")
+    _fair_table(res, echo)
     echo("  seed: baseline NSCC's victim does almost only MD and FI; with CSIG max(Delay) "
-         "more no-ops and PIs")
+         "no-ops and PIs replace MDs (counts are ACKs per case; an MD cuts at most once per "
+         "base RTT)")
     plots = _plot_fairness(out, res)
     x, y = r0["ratio"], res["nscc-csig"]["ratio"]
-    return ({"runs": res, "seed_ratio": {"nscc": SEED_FAIR[0], "nscc-csig": SEED_FAIR[1]},
-             "scaling": SCALE_NOTE, "plots": plots},
+    return ({"runs": res, "params_in_force": params, "tag": tag,
+             "seed_ratio": {"nscc": SEED_FAIR[0], "nscc-csig": SEED_FAIR[1]}, "plots": plots},
             f"NSCC {x:.1f}:1, NSCC+CSIG {y:.1f}:1")
 
 

@@ -1,15 +1,12 @@
-"""Ultra Ethernet RCCC ("Receiver Credit-based Congestion Control") and CSIG's
-Swift + FRU ("CSIG: Fine-Grained Congestion Signals for ML Workloads"):
+"""Ultra Ethernet RCCC ("Receiver Credit-based Congestion Control"):
 `rccc-incast`, an 8:1 incast through a leaf-spine with RCCC at the receiver
-and NSCC at the senders against NSCC alone; `csig-swift-fru`, cross-rack
-foreground RPCs against bursty background RPCs, Swift against Swift + CSIG
-Fast Ramp-Up.
+and NSCC at the senders against NSCC alone.
 
 Scaling: the seeds' 100 Gbit/s host links with 4 KB MTUs become 25 Gbit/s
 with 1 KB MTUs (uet_nscc.py's scaling: every byte quantity a quarter, the
 BDP in packets kept), the fabric links 4 times the host links as in the
-seed's figure (400G fabric, 100G hosts), 1 us link delays; flow and RPC
-sizes are scaled by the same quarter.
+seed's figure (400G fabric, 100G hosts), 1 us link delays; flow sizes are
+scaled by the same quarter.
 """
 import csv
 import os
@@ -154,101 +151,3 @@ def _plot_incast(out: str, res: dict) -> list:
     fig.savefig(os.path.join(out, "incast.png"), dpi=100)
     plt.close(fig)
     return ["incast.png"]
-
-
-# ---- csig-swift-fru -----------------------------------------------------------------------
-FG_CLIENT, FG_SERVER, BG_SERVER = "h0", "h4", "h5"
-BG_CLIENTS = ("h1",)
-BURST, PERIOD = 1_000_000, 5_000_000          # ns: the seed's 1 ms bursts, 4 ms apart
-FG_SIZE, BG_SIZE = 160 * 1024, 2560 * 1024    # the seed's 640 KB and 10 MB ops, scaled 1/4
-
-
-def _fru(mode: str, quick: bool, fru: bool) -> dict:
-    """Two racks under one spine (every link 25 Gbit/s: the cross-rack link is
-    the bottleneck the racks share); h0 reads FG_SIZE ops from h4 in a closed
-    loop; each burst h1 reads one BG_SIZE op from h5 (0.84 ms of the link
-    alone: the seed's 1 ms burst of 10 MB ops at 100 Gbit/s); CSIG min(ABW/C)
-    on every switch port."""
-    bursts = 2 if quick else 6
-    hosts = [f"h{i}" for i in range(8)]
-    links = [{"endpoints": [h, "l0" if i < 4 else "l1"]} for i, h in enumerate(hosts)]
-    links += [{"endpoints": ["l0", "s0"]}, {"endpoints": ["l1", "s0"]}]
-    sw = [{"name": n, "csig": {"type": "abw_c", "interval": "32us"}} for n in ("l0", "l1", "s0")]
-    dur = bursts * PERIOD
-    traffic = [{"kind": "rpc", "from": FG_CLIENT, "to": FG_SERVER, "request": "64B",
-                "response": f"{FG_SIZE}B", "count": dur // 40_000, "start": "100us"}]
-    traffic += [{"kind": "rpc", "from": list(BG_CLIENTS), "to": BG_SERVER, "request": "64B",
-                 "response": f"{BG_SIZE}B", "count": 1,
-                 "start": f"{(k * PERIOD + 1_000_000) // 1000}us"}
-                for k in range(bursts)]
-    return {"experiment": {"name": f"csig-swift-{'fru' if fru else 'plain'}",
-                           "duration": f"{dur // 1000}us", "seed": 1, "step": "10us",
-                           "sample": "20us"},
-            "topology": {"name": "tworacks", "defaults": {"rate": _gbit(RATE), "delay": "1us",
-                                                          "buffer": "1MB"},
-                         "hosts": [{"name": h} for h in hosts], "switches": sw, "links": links},
-            "cc": {"algorithm": "swift", "mode": mode, "mss": MSS, "params": {"fru": fru}},
-            "traffic": traffic, "outputs": outputs()}
-
-
-def fru_row(s: dict, run_dir: str) -> dict:
-    fg, bg = [], []
-    with open(os.path.join(run_dir, "fct.csv")) as fh:
-        for r in csv.DictReader(fh):
-            if r["what"].startswith("rpc"):
-                (fg if r["group"] == "traffic[0]" else bg).append(int(r["fct_ns"]))
-    pct = lambda v, q: float(np.percentile(v, q)) if v else float("nan")   # noqa: E731
-    return {"fg_p50_ns": pct(fg, 50), "fg_p90_ns": pct(fg, 90), "fg_p99_ns": pct(fg, 99),
-            "fg_mean_ns": float(np.mean(fg)) if fg else float("nan"), "fg_ops": len(fg),
-            "bg_p50_ns": pct(bg, 50), "bg_p99_ns": pct(bg, 99), "bg_ops": len(bg),
-            "drops": drops(s)}
-
-
-@scenario("csig-swift-fru", "CSIG: cross-rack foreground RPCs against bursty background "
-                            "RPCs; Swift vs Swift + CSIG min(ABW/C) Fast Ramp-Up")
-def csig_swift_fru(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
-    res = {}
-    for key, fru in (("swift", False), ("swift+fru", True)):
-        d = os.path.join(out, key)
-        res[key] = fru_row(run_dict(_fru(mode, quick, fru), d), d)
-    echo(f"csig-swift-fru: {SCALE_NOTE} (here every link 25 Gbit/s, two racks under one "
-         f"spine); foreground {FG_CLIENT} <- {FG_SERVER} {FG_SIZE // 1024} KB ops (seed: 640 KB) "
-         f"closed loop; background {', '.join(BG_CLIENTS)} <- {BG_SERVER} {BG_SIZE // 1024} KB "
-         f"ops (seed: 10 MB), one per burst (0.84 ms of the link) every {PERIOD // 10**6} ms "
-         f"(seed: {BURST // 10**6} ms bursts every {PERIOD // 10**6} ms); "
-         f"FRU lambda 0.5")
-    echo("  run         fg ops  fg p50 us  fg p90 us  fg p99 us  fg mean us  bg ops  bg p50 us  "
-         "bg p99 us  drops")
-    for k, r in res.items():
-        echo(f"  {k:<10} {r['fg_ops']:7d} {r['fg_p50_ns'] / 1e3:10.1f} "
-             f"{r['fg_p90_ns'] / 1e3:10.1f} "
-             f"{r['fg_p99_ns'] / 1e3:10.1f} {r['fg_mean_ns'] / 1e3:11.1f} "
-             f"{r['bg_ops']:7d} {r['bg_p50_ns'] / 1e3:10.1f} {r['bg_p99_ns'] / 1e3:10.1f} "
-             f"{r['drops']:6d}")
-    a, b = res["swift"], res["swift+fru"]
-    gain = 100 * (1 - b["fg_p50_ns"] / a["fg_p50_ns"]) if a["fg_p50_ns"] > 0 else 0.0
-    echo(f"  CSIG (Google testbed): Swift + FRU 15% lower median foreground latency, "
-         f"background unchanged; ours: {gain:.1f}% lower, background median "
-         f"{100 * (b['bg_p50_ns'] / a['bg_p50_ns'] - 1):+.1f}%")
-    plots = _plot_fru(out, res)
-    return ({"runs": res, "scaling": SCALE_NOTE, "fg_gain_pct": gain, "plots": plots},
-            f"foreground median Swift {a['fg_p50_ns'] / 1e3:.0f} us, Swift+FRU "
-            f"{b['fg_p50_ns'] / 1e3:.0f} us ({gain:.0f}% lower); background median "
-            f"{a['bg_p50_ns'] / 1e3:.0f} / {b['bg_p50_ns'] / 1e3:.0f} us")
-
-
-def _plot_fru(out: str, res: dict) -> list:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    x = np.arange(4)
-    for i, (k, r) in enumerate(res.items()):
-        ax.bar(x + (i - 0.5) * 0.4, [r[f] / 1e3 for f in ("fg_p50_ns", "fg_p99_ns", "bg_p50_ns",
-                                                           "bg_p99_ns")], 0.4, label=k)
-    ax.set_xticks(x, ["fg p50", "fg p99", "bg p50", "bg p99"])
-    ax.set_yscale("log")
-    ax.set_ylabel("RPC latency (us)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "fru.png"), dpi=100)
-    plt.close(fig)
-    return ["fru.png"]

@@ -89,3 +89,23 @@ def csig_start(t, fmt):
     if t == S.CSIG_T_ABW or t == S.CSIG_T_ABW_C:
         return np.int64(31) if fmt == S.CSIG_COMPACT else np.int64(WIDE_MAX)
     return np.int64(0)
+
+
+LM_LAST_HOP_COMPACT = 1 << 5
+LM_LAST_HOP_WIDE = 1 << 14
+"""A locator's top bit, set by host-facing ports of switches with CSIG
+``last_hop`` (**ours**): the bottleneck is a path's last hop, which every
+path to that receiver shares (an incast), not the core."""
+
+
+@nb.njit(cache=True, inline="always")
+def lm_last_hop(fmt, lm):
+    """True if locator lm (of a tag in format fmt) names a last hop."""
+    bit = LM_LAST_HOP_COMPACT if fmt == S.CSIG_COMPACT else LM_LAST_HOP_WIDE
+    return (np.int64(lm) & bit) != 0
+
+
+def locator_with_last_hop(lm: int, fmt: str, last_hop: bool) -> int:
+    """lm with its top bit set for a last hop, cleared otherwise."""
+    bit = LM_LAST_HOP_COMPACT if fmt == "compact" else LM_LAST_HOP_WIDE
+    return (lm | bit) if last_hop else (lm & ~bit)

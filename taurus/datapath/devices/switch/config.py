@@ -18,7 +18,10 @@ link)::
     classes = { high = [46, 48], control_high = true }
 
 CSIG `type`/`format` are what hosts should put in their tags (the switch
-handles every type and both formats on whatever arrives).  A port that
+handles every type and both formats on whatever arrives).  CSIG
+`last_hop = true` (ours): host-facing ports set their locators' top bit and
+the other ports clear it, so a sender can tell a last-hop bottleneck
+(wire/csig.py lm_last_hop).  A port that
 faces a host (its `host_facing` port key, which the fabric builder sets)
 trims with `last_hop_dscp` instead of `dscp`, so the receiver can tell a
 last-hop trim (NACK TRIMMED_LASTHOP).  TCD needs `ecn`
@@ -113,9 +116,10 @@ def _csig(v, f):
         return None
     if v is True:
         v = {}
-    _table(v, f, ("interval", "type", "format"))
+    _table(v, f, ("interval", "type", "format", "last_hop"))
     out = {"interval_ns": delay_at(v.get("interval", DEFAULT_CSIG_INTERVAL), f"{f}.interval"),
-           "type": v.get("type", "delay"), "format": v.get("format", "compact")}
+           "type": v.get("type", "delay"), "format": v.get("format", "compact"),
+           "last_hop": _bool(v.get("last_hop", False), f"{f}.last_hop")}
     if out["interval_ns"] <= 0:
         raise FeatureError(f"{f}.interval", "must be > 0")
     if not isinstance(out["type"], str) or out["type"] not in CSIG_TYPE_NAMES:

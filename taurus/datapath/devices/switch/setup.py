@@ -24,6 +24,7 @@ import numpy as np
 from ....units import parse_rate
 from ...shm import Shm
 from ...wheel import wheel_alloc
+from ...wire.csig import locator_with_last_hop
 from . import config as F
 from .state import (C_ABW_IVL, C_CSIG, C_CTL_HIGH, C_DELAY, C_DEV, C_ECN, C_IN_DELAY,
                            C_INT, C_SRC, C_K, C_KMAX, C_KMIN, C_LOC_C, C_LOC_W, C_MAC, C_PFC, C_PMAX,
@@ -225,6 +226,10 @@ def configure_port(eng, d, k, p, cfg: dict, field: str, switch_id: int) -> None:
     csig = feat.get("csig")
     if csig:
         row[C_CSIG], row[C_ABW_IVL] = 1, csig["interval_ns"]
+        if csig["last_hop"]:
+            last = bool(cfg.get("host_facing"))
+            row[C_LOC_C] = locator_with_last_hop(int(row[C_LOC_C]), "compact", last)
+            row[C_LOC_W] = locator_with_last_hop(int(row[C_LOC_W]), "wide", last)
     else:
         row[C_ABW_IVL] = F.DEFAULT_CSIG_INTERVAL
     row[C_INT] = 1 if feat.get("int") else 0
