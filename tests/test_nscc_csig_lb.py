@@ -4,10 +4,9 @@ names a last hop (the locator's top bit, set by host-facing ports of
 switches with CSIG ``last_hop``); without csig_lb every mark moves it, and
 trims follow the DSCP rule either way."""
 from taurus.cc_algorithms.algorithm import D_EV, FlowContext
-from taurus.cc_algorithms.nscc import Nscc, NsccParams
+from taurus.cc_algorithms.nscc import Nscc, NsccParams, lm_last_hop
 from taurus.datapath.ccevents import CSIG_DELAY
-from taurus.datapath.wire.csig import (LM_LAST_HOP_COMPACT, LM_LAST_HOP_WIDE, lm_last_hop,
-                                       locator_with_last_hop)
+from taurus.datapath.wire.csig import LM_LAST_HOP_COMPACT, LM_LAST_HOP_WIDE, locator_with_last_hop
 from taurus.testing.replay import records, replay
 
 MSS = 4096

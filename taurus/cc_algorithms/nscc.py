@@ -69,7 +69,7 @@ the latest CSIG locator named a last hop.
 from dataclasses import dataclass
 
 from taurus.datapath.ccevents import CSIG_DELAY
-from taurus.datapath.wire.csig import lm_last_hop
+from taurus.datapath.wire.spec import CSIG_COMPACT, LM_LAST_HOP_COMPACT, LM_LAST_HOP_WIDE
 
 from .algorithm import Algorithm, kernel, param, rotate_ev, set_cwnd, spray_ev
 from .lib import bdp, clamp, due, ewma_step, resume
@@ -159,6 +159,12 @@ def nscc_on_rtt(s, p, ev, d):
         s.maxwnd = max(bdp(p.line_rate, p.maxwnd_bdp * ev.rtt), p.mss)
     if not p.csig:
         s.delay = ev.rtt - s.base_rtt
+
+
+@kernel
+def lm_last_hop(fmt, lm):
+    """The locator lm (of a tag in format fmt) names a last hop: its top bit."""
+    return (lm & (LM_LAST_HOP_COMPACT if fmt == CSIG_COMPACT else LM_LAST_HOP_WIDE)) != 0
 
 
 @kernel

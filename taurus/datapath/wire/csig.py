@@ -91,18 +91,7 @@ def csig_start(t, fmt):
     return np.int64(0)
 
 
-LM_LAST_HOP_COMPACT = 1 << 5
-LM_LAST_HOP_WIDE = 1 << 14
-"""A locator's top bit, set by host-facing ports of switches with CSIG
-``last_hop`` (**ours**): the bottleneck is a path's last hop, which every
-path to that receiver shares (an incast), not the core."""
-
-
-@nb.njit(cache=True, inline="always")
-def lm_last_hop(fmt, lm):
-    """True if locator lm (of a tag in format fmt) names a last hop."""
-    bit = LM_LAST_HOP_COMPACT if fmt == S.CSIG_COMPACT else LM_LAST_HOP_WIDE
-    return (np.int64(lm) & bit) != 0
+LM_LAST_HOP_COMPACT, LM_LAST_HOP_WIDE = S.LM_LAST_HOP_COMPACT, S.LM_LAST_HOP_WIDE
 
 
 def locator_with_last_hop(lm: int, fmt: str, last_hop: bool) -> int:

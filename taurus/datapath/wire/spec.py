@@ -114,6 +114,11 @@ PROBE_TS_BITS = 40
 CSIG_T_ABW, CSIG_T_ABW_C, CSIG_T_DELAY, CSIG_T_QDEPTH = 0, 1, 2, 3
 CSIG_TYPES = {0: "ABW", 1: "ABW_C", 2: "DELAY", 3: "QDEPTH"}
 CSIG_NONE, CSIG_COMPACT, CSIG_WIDE = 0, 1, 2
+LM_LAST_HOP_COMPACT = 1 << 5
+LM_LAST_HOP_WIDE = 1 << 14
+"""A locator's top bit, set by host-facing ports of switches with CSIG
+``last_hop`` (**ours**): the bottleneck is a path's last hop, which every
+path to that receiver shares (an incast), not the core."""
 CSIG_FMTS = {0: "NONE", 1: "COMPACT", 2: "WIDE"}
 
 _REQ_FL = ("SRC", "b1", "SYN", "AR", "RETX", "NP", "TP")
