@@ -67,14 +67,14 @@ class Scale:
     kmax = property(lambda self: 200_000 // self.s)
     pmax = property(lambda self: min(1.0, 0.01 * self.s))
 
-    def text(self) -> str:
+    def text(self, sizes: str = "Hadoop") -> str:
         if self.s == 1:
             return ("nothing scaled: 40 / 20 Gbit/s, 4 us; PFC Xoff/Xon 320/318 KB; RED Kmin/Kmax "
                     "5/200 KB, Pmax 1%")
         return (f"rates x 1/{self.s} (40 -> {self.line / 1e9:g}, 20 -> {self.host / 1e9:g} "
                 f"Gbit/s), delays 4 us kept; PFC Xoff/Xon 320/318 KB -> {self.xoff}/{self.xon} B; "
                 f"RED Kmin/Kmax 5/200 KB -> {self.kmin}/{self.kmax} B, Pmax 1% -> "
-                f"{100 * self.pmax:g}%; DCQCN R_AI/R_HAI/R_min/B x 1/{self.s}; Hadoop sizes x "
+                f"{100 * self.pmax:g}%; DCQCN R_AI/R_HAI/R_min/B x 1/{self.s}; {sizes} sizes x "
                 f"1/{self.s} (binned at their seed size)")
 
 

@@ -69,8 +69,9 @@ WEBSEARCH = Workload("tcd-websearch", "websearch",
                      (0, 100_000, 500_000, 1_000_000, 5_000_000, 10**12), 500_000, (4.6, 2.5),
                      {"full": RUNS["full"], "quick": RunShape({"k": 4}, FCT.s, 8_000_000,
                                                               2_000_000)})
-WS_NOTE = ("WebSearch runs 7 ms of arrivals (~3,000 flows), where the seed's > 40,000 would take "
-           "~90 ms, about 13x the Hadoop run's cost (~75 min here)")
+WS_NOTE = ("WebSearch runs 7 ms of arrivals (~3,000 flows): the seed's > 40,000 need ~90 ms, "
+           "13x as many packets as these two runs (136 s on this machine shared), about 30 "
+           "minutes, a scenario's whole budget")
 
 
 def links(sc: Scale, tcd: bool) -> FF.Links:
@@ -136,7 +137,7 @@ def _scenario(wl: Workload, out: str, quick: bool, mode: str, echo) -> tuple[dic
     plots = [_plot(os.path.join(out, "fct_slowdown.png"), lambda plt: _draw(plt, res))]
     return ({**res, "p99_gain": gain, "hosts": FF.n_hosts(shape.tree), "tree": shape.tree,
              "arrivals_ms": (shape.duration_ns - shape.drain_ns) / 1e6,
-             "seed": {"small_p50": list(wl.seed_p50)}, "scaling": FCT.text(), "plots": plots},
+             "seed": {"small_p50": list(wl.seed_p50)}, "scaling": FCT.text(wl.cdf), "plots": plots},
             f"<{wl.small // 1000}KB median slowdown DCQCN {e['small']['p50']:.1f}, "
             f"DCQCN+TCD {t['small']['p50']:.1f}")
 
@@ -163,7 +164,7 @@ def _echo(res: dict, shape: RunShape, gain: dict, wl: Workload, echo) -> None:
         echo(f"  {k}: {r['finished']}/{r['flows']} flows finished, {r['pfc_xoff']} PAUSEs sent, "
              f"{r['ce_marks']} CE / {r['ue_marks']} UE marks, {r['drops']} drops, "
              f"{r['wall_s']:.0f} s wall")
-    echo(f"  scaling: {FCT.text()}; shared buffer 24 MB -> {BUFFER // FCT.s / 1e6:g} MB")
+    echo(f"  scaling: {FCT.text(wl.cdf)}; shared buffer 24 MB -> {BUFFER // FCT.s / 1e6:g} MB")
     echo(f"  note: {FF.PFC_NOTE}")
 
 
