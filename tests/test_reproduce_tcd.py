@@ -93,6 +93,9 @@ def test_tcd_epsilon_quick(tmp_path, capsys):
 
 
 def test_tcd_fct_quick(tmp_path, capsys):
+    """The full run's direction (k = 10 fat-tree, ~44,000 flows): TCD lowers
+    the small flows' median and tail, sends fewer PAUSEs, and marks UE
+    only when on."""
     out = str(tmp_path / "f")
     assert main(["reproduce", "tcd-fct", "--quick", "--out", out]) == 0
     line = _last_line(capsys)
@@ -100,6 +103,26 @@ def test_tcd_fct_quick(tmp_path, capsys):
     assert m, line
     fig = _figures(out)
     e, t = fig["DCQCN"], fig["DCQCN+TCD"]
-    assert e["drops"] == t["drops"] == 0 and e["pfc_xoff"] > 0
+    assert fig["hosts"] == 16 and fig["tree"] == {"k": 4}
+    assert e["flows"] == t["flows"] > 500                 # one plan for both
+    assert e["drops"] == t["drops"] == 0 and e["pfc_xoff"] > t["pfc_xoff"] > 0
+    assert e["ue_marks"] == 0 < t["ue_marks"]
     assert float(m[2]) <= float(m[1])
-    assert t["small"]["p99"] < e["small"]["p99"]       # small flows' tail
+    assert t["small"]["p95"] < e["small"]["p95"] and t["small"]["p99"] < e["small"]["p99"]
+    assert [b["lo"] for b in e["table"]] == [0, 10_000, 50_000, 80_000, 200_000, 1_000_000]
+
+
+def test_tcd_websearch_quick(tmp_path, capsys):
+    """WebSearch on the k = 4 tree: the full run's direction (its ledger
+    claims) and the < 500 KB summary beside the seed's."""
+    out = str(tmp_path / "w")
+    assert main(["reproduce", "tcd-websearch", "--quick", "--out", out]) == 0
+    line = _last_line(capsys)
+    m = re.fullmatch(r"tcd-websearch: <500KB median slowdown DCQCN ([\d.]+), "
+                     r"DCQCN\+TCD ([\d.]+)", line)
+    assert m, line
+    fig = _figures(out)
+    e, t = fig["DCQCN"], fig["DCQCN+TCD"]
+    assert fig["seed"]["small_p50"] == [4.6, 2.5]
+    assert e["flows"] == t["flows"] > 100 and e["small"]["count"] == t["small"]["count"] > 50
+    assert [b["lo"] for b in e["table"]] == [0, 100_000, 500_000, 1_000_000, 5_000_000]

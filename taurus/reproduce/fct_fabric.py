@@ -103,17 +103,47 @@ def init_window(sc: Scale, tree: dict = SEED_TREE) -> int:
     return int(sc.host * 12 * 1e-6 / 8)
 
 
-def fat_tree_x(sc: Scale, tree: dict = SEED_TREE) -> dict:
-    """The [topology] table: the fat-tree by tiers, PFC, shared buffer, ECN
-    and INT (module docstring)."""
-    pfc = {"xoff": f"{sc.xoff}B", "xon": f"{sc.xon}B"}
+@dataclass(frozen=True)
+class Links:
+    """What the fat-tree's links carry, already scaled: rates, delay, each
+    switch's shared buffer (also every port's cap), and the port features
+    (ecn, pfc, int ...) of host and of switch-to-switch links.  The
+    harness's own is ``harness_links``; a scenario with another paper's
+    fabric (tcd.py: 40 Gbit/s, 4 us, RED, PFC with TCD) gives its own."""
+    host_bps: float
+    fabric_bps: float
+    delay: str
+    buffer: int
+    host_ports: dict
+    fabric_ports: dict
 
-    def link(bps, **more):
-        return {"rate": _rate(bps), "delay": DELAY, "buffer": f"{sc.buffer}B", "mtu": 1500,
-                "ecn": {"k": f"{sc.ecn_k(bps)}B"}, "int": True, **more}
+
+def harness_links(sc: Scale) -> Links:
+    """The module docstring's links: ECN step K and INT everywhere, PFC
+    between switches."""
+    pfc = {"xoff": f"{sc.xoff}B", "xon": f"{sc.xon}B"}
+    return Links(sc.host, sc.fabric, DELAY, sc.buffer,
+                 {"ecn": {"k": f"{sc.ecn_k(sc.host)}B"}, "int": True},
+                 {"ecn": {"k": f"{sc.ecn_k(sc.fabric)}B"}, "int": True, "pfc": pfc})
+
+
+def n_hosts(tree: dict) -> int:
+    """Hosts of a tree given by tiers or by k (topogen)."""
+    return tree_shape(tree).n_hosts
+
+
+def fat_tree_x(sc: Scale, tree: dict = SEED_TREE, links: Links | None = None) -> dict:
+    """The [topology] table: the fat-tree (by tiers, or k-ary), shared
+    buffer and the links' features (``links``; the harness's by default)."""
+    ln = links or harness_links(sc)
+
+    def link(bps, ports):
+        return {"rate": _rate(bps), "delay": ln.delay, "buffer": f"{ln.buffer}B", "mtu": 1500,
+                **ports}
     return {"name": "fct_fat_tree",
-            "fat_tree": {**tree, "switch": {"buffer": f"{sc.buffer}B"},
-                         "host_link": link(sc.host), "fabric_link": link(sc.fabric, pfc=pfc)}}
+            "fat_tree": {**tree, "switch": {"buffer": f"{ln.buffer}B"},
+                         "host_link": link(ln.host_bps, ln.host_ports),
+                         "fabric_link": link(ln.fabric_bps, ln.fabric_ports)}}
 
 
 def oversubscription(sc: Scale, tree: dict = SEED_TREE) -> tuple[float, float]:
@@ -122,18 +152,19 @@ def oversubscription(sc: Scale, tree: dict = SEED_TREE) -> tuple[float, float]:
 
 def fct_traffic(sc: Scale, tree: dict, cdf: str, load: float, incast_load: float,
                 stop_ns: int, seed: int,
-                incast: tuple[int, int] = (INCAST_FAN_IN, INCAST_SIZE)) -> list[dict]:
+                incast: tuple[int, int] = (INCAST_FAN_IN, INCAST_SIZE),
+                host_bps: float | None = None) -> list[dict]:
     """The [[traffic]] tables: the workload between all hosts and one incast
     table per background burst (``incast``: fan-in, bytes per sender at the
-    seed's scale)."""
+    seed's scale; its load is of ``host_bps``, sc.host by default)."""
     fan_in, incast_size = incast
-    hosts = [f"h{i}" for i in range(1, tree["hosts"] + 1)]
+    hosts = [f"h{i}" for i in range(1, n_hosts(tree) + 1)]
     traffic = [{"kind": "workload", "from": hosts, "to": hosts, "cdf": cdf, "load": load,
                 "scale": 1 / sc.s, "stop": f"{stop_ns}ns", "max_flows": 1_000_000}]
     if incast_load > 0:
         rng = np.random.default_rng(seed + 1_000_003)     # apart from the workload's draws
         size = incast_size // sc.s
-        for b in incast_bursts(rng, len(hosts), fan_in, size, incast_load, sc.host,
+        for b in incast_bursts(rng, len(hosts), fan_in, size, incast_load, host_bps or sc.host,
                                stop_ns / 1e9):
             traffic.append({"kind": "incast", "from": [hosts[i] for i in b.srcs],
                             "to": hosts[b.dst], "size": f"{size}B",
@@ -144,26 +175,28 @@ def fct_traffic(sc: Scale, tree: dict, cdf: str, load: float, incast_load: float
 def fct_x(name: str, sc: Scale, tree: dict, cdf: str, load: float, incast_load: float,
           duration_ns: int, drain_ns: int, cc: dict, seed: int = 1, frames: int = 1 << 17,
           step_ns: int = 10_000,
-          incast: tuple[int, int] = (INCAST_FAN_IN, INCAST_SIZE)) -> dict:
+          incast: tuple[int, int] = (INCAST_FAN_IN, INCAST_SIZE),
+          links: Links | None = None) -> dict:
     """One experiment dict of the setting; ``cc`` its [cc] table; ``step_ns``
     the runner's step (in agent modes the decision lands within one);
-    ``incast`` the background's fan-in and bytes per sender (seed scale)."""
+    ``incast`` the background's fan-in and bytes per sender (seed scale);
+    ``links`` the fabric's links (fat_tree_x)."""
     return {"experiment": {"name": name, "duration": f"{duration_ns}ns", "seed": seed,
                            "step": f"{step_ns}ns", "frames": frames,
                            # two samples: the per-flow series of 50,000 flows are not read
                            "sample": f"{duration_ns // 2 // step_ns * step_ns}ns"},
-            "topology": fat_tree_x(sc, tree),
+            "topology": fat_tree_x(sc, tree, links),
             "cc": {"mss": MSS, "cwnd": f"{init_window(sc, tree)}B", **cc},
             "traffic": fct_traffic(sc, tree, cdf, load, incast_load, duration_ns - drain_ns,
-                                   seed, incast),
+                                   seed, incast, links.host_bps if links else None),
             "outputs": {"plots": False, "csv": False}}
 
 
-def slowdowns(s: dict, topo, sc: Scale) -> dict:
+def slowdowns(s: dict, topo, sc: Scale, bins: tuple = BINS, small: int = SMALL) -> dict:
     """The run's finished flows' FCT slowdown (ideal: base RTT of the path +
     size / the path's slowest link, as results.py), by seed size: the
-    workload's flows (``table``, ``small``: < 100 KB), the incast ones
-    apart, and both (``every``)."""
+    workload's flows (``table`` in ``bins``, ``small``: < ``small`` bytes),
+    the incast ones apart, and both (``every``)."""
     from taurus.experiment.results import path_of
     paths: dict = {}
     size, sd, kind = [], [], []
@@ -182,19 +215,21 @@ def slowdowns(s: dict, topo, sc: Scale) -> dict:
 
     def summary(sel):
         return slowdown_table(size[sel], sd[sel], (0, 10**12))[0]
-    return {"table": slowdown_table(size[wl], sd[wl], BINS),
-            "small": summary(wl & (size < SMALL)), "all": summary(wl),
+    return {"table": slowdown_table(size[wl], sd[wl], bins),
+            "small": summary(wl & (size < small)), "all": summary(wl),
             "incast": summary(kind == "incast"), "every": summary(np.ones(len(sd), bool))}
 
 
-def run_stats(s: dict, sc: Scale, topo, wall_s: float) -> dict:
+def run_stats(s: dict, sc: Scale, topo, wall_s: float, bins: tuple = BINS,
+              small: int = SMALL) -> dict:
     """Slowdowns (``every``: the workload's and the incast's flows
-    together) and what the run cost: flows, packets, PFC, drops, pool
-    misses (tx_nobuf), wall seconds and rates."""
+    together; ``bins``, ``small`` as slowdowns) and what the run cost:
+    flows, packets, PFC, drops, pool misses (tx_nobuf), wall seconds and
+    rates."""
     hops = int(sum(p["counters"].get("tx", 0) for p in s["ports"].values())) \
         + int(sum(n.get("tx_data", 0) + n.get("tx_retx", 0) + n.get("tx_ack", 0)
                   for n in s["nics"].values()))
-    return {**slowdowns(s, topo, sc),
+    return {**slowdowns(s, topo, sc, bins, small),
             "flows": len(s["flows"]), "finished": sum(f["done"] for f in s["flows"]),
             "pfc_xoff": int(sum(p["counters"].get("pfc_tx_xoff", 0) for p in s["ports"].values())),
             "drops": int(sum(p["drops"] for p in s["ports"].values())),

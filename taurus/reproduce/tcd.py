@@ -67,14 +67,14 @@ class Scale:
     kmax = property(lambda self: 200_000 // self.s)
     pmax = property(lambda self: min(1.0, 0.01 * self.s))
 
-    def text(self) -> str:
+    def text(self, sizes: str = "Hadoop") -> str:
         if self.s == 1:
             return ("nothing scaled: 40 / 20 Gbit/s, 4 us; PFC Xoff/Xon 320/318 KB; RED Kmin/Kmax "
                     "5/200 KB, Pmax 1%")
         return (f"rates x 1/{self.s} (40 -> {self.line / 1e9:g}, 20 -> {self.host / 1e9:g} "
                 f"Gbit/s), delays 4 us kept; PFC Xoff/Xon 320/318 KB -> {self.xoff}/{self.xon} B; "
                 f"RED Kmin/Kmax 5/200 KB -> {self.kmin}/{self.kmax} B, Pmax 1% -> "
-                f"{100 * self.pmax:g}%; DCQCN R_AI/R_HAI/R_min/B x 1/{self.s}; Hadoop sizes x "
+                f"{100 * self.pmax:g}%; DCQCN R_AI/R_HAI/R_min/B x 1/{self.s}; {sizes} sizes x "
                 f"1/{self.s} (binned at their seed size)")
 
 
@@ -518,116 +518,4 @@ def tcd_epsilon(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
             f"(flows: {g(best_f)})")
 
 
-# ------------------------------------------------------------------ tcd-fct
-
-FCT_BINS = (0, 10_000, 50_000, 80_000, 200_000, 1_000_000, 10**9)    # seed sizes (bytes)
-SMALL = 80_000
-
-
-def leaf_spine(leaves: int, per_leaf: int, spines: int, tcd: bool) -> dict:
-    """Hosts h1.. under leaf1.., every leaf to every spine, all links the
-    seed's 40 Gbit/s and 4 us (at FCT scale); ECMP; ECN (RED) and PFC (TCD) everywhere."""
-    sc = FCT
-    hosts = [f"h{i + 1}" for i in range(leaves * per_leaf)]
-    sw = [f"leaf{i + 1}" for i in range(leaves)] + [f"spine{i + 1}" for i in range(spines)]
-    links = [{"endpoints": [h, f"leaf{i // per_leaf + 1}"]} for i, h in enumerate(hosts)]
-    links += [{"endpoints": [f"leaf{i + 1}", f"spine{j + 1}"]}
-              for i in range(leaves) for j in range(spines)]
-    return {"name": "tcd_leaf_spine",
-            "defaults": {"rate": _r(sc.line), "delay": DELAY, "buffer": f"{12_000_000 // sc.s}B",
-                         "mtu": 1500},
-            "hosts": [{"name": h} for h in hosts],
-            "switches": [_switch(sc, n, tcd, EPS, 24_000_000 // sc.s) for n in sw], "links": links}
-
-
-def fct_x(tcd: bool, quick: bool, mode: str = "native") -> dict:
-    """§5.2.1 realistic workloads: every host sends Hadoop flows (Poisson,
-    60% of its link) to random other hosts."""
-    leaves, per_leaf, spines = (2, 4, 2) if quick else FCT_SHAPE
-    dur = 10_000_000 if quick else FCT_DUR      # arrivals stop 3 ms before the end
-    topo = leaf_spine(leaves, per_leaf, spines, tcd)
-    hosts = [h["name"] for h in topo["hosts"]]
-    cc = dcqcn(FCT, tcd)
-    cc["mode"] = mode
-    return _x(f"tcd-fct-{'tcd' if tcd else 'ecn'}", dur, topo, cc,
-              [{"kind": "workload", "from": hosts, "to": hosts, "cdf": HADOOP, "load": 0.6,
-                "scale": 1 / FCT.s, "stop": f"{dur - 3_000_000}ns", "max_flows": 1_000_000}],
-              sample="1ms")
-
-
-FCT = Scale(4)
-FCT_ROWS = (("DCQCN", False), ("DCQCN+TCD", True))   # (label, TCD at switches and in DCQCN)
-FCT_SHAPE = (4, 4, 4)           # leaves, hosts per leaf, spines (full run)
-FCT_DUR = 10_000_000            # the runner sizes every flow's receive region to its
-                                # receiver's largest flow: 8 GiB in all holds ~3000 flows
-
-
-def fct_stats(s: dict, run_dir: str) -> dict:
-    import csv
-    rows = []
-    with open(os.path.join(run_dir, "fct.csv")) as f:
-        for r in csv.DictReader(f):
-            rows.append((int(r["size"]) * FCT.s, float(r["slowdown"])))
-    sz = np.array([r[0] for r in rows])
-    sd = np.array([r[1] for r in rows])
-
-    def pct(sel):
-        v = sd[sel]
-        return {"count": int(len(v)), **{f"p{q}": float(np.percentile(v, q)) if len(v) else None
-                                          for q in (50, 95, 99)}}
-    bins = [{"lo": lo, "hi": hi, **pct((sz >= lo) & (sz < hi))}
-            for lo, hi in zip(FCT_BINS[:-1], FCT_BINS[1:])]
-    return {"flows": len(s["flows"]), "finished": len(rows), "bins": bins,
-            "small": pct(sz < SMALL), "all": pct(sz >= 0),
-            "pfc_xoff": int(sum(p["counters"].get("pfc_tx_xoff", 0) for p in s["ports"].values())),
-            "drops": int(sum(p["drops"] for p in s["ports"].values())),
-            "wall_s": s["loop_wall_s"]}
-
-
-@scenario("tcd-fct", "TCD §5.2.1/Fig. 16a: Hadoop at 60% load on a leaf-spine with PFC; FCT "
-                     "slowdown p50/p95/p99 by size, DCQCN vs DCQCN+TCD")
-def tcd_fct(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
-    res = {}
-    for label, tcd in FCT_ROWS:
-        d = os.path.join(out, label.lower().replace("+", "-"))
-        x = fct_x(tcd, quick, mode)
-        res[label] = fct_stats(run_x(x, d)[0], d)
-    shape = (2, 4, 2) if quick else FCT_SHAPE
-    e, t = res["DCQCN"], res["DCQCN+TCD"]
-    echo(f"tcd-fct: leaf-spine {shape[0]} leaves x {shape[1]} hosts, {shape[2]} spines "
-         f"(the seed: fat-tree k = 10, 250 hosts), Hadoop at 60% load, PFC on")
-    echo("  slowdown by seed size       DCQCN p50/p95/p99        DCQCN+TCD p50/p95/p99   flows")
-
-    def trio(b):
-        return "/".join(f"{b[k]:.1f}" if b[k] is not None else "-" for k in ("p50", "p95", "p99"))
-    for be, bt in zip(e["bins"], t["bins"]):
-        echo(f"    {_fmt_bin(be['lo'], be['hi']):<12} {trio(be):>24} {trio(bt):>24} "
-             f"{be['count']:5d}/{bt['count']}")
-    echo(f"    {'<80KB':<12} {trio(e['small']):>24} {trio(t['small']):>24} "
-         f"{e['small']['count']:5d}/{t['small']['count']}")
-    for k, r in res.items():
-        echo(f"  {k}: {r['finished']}/{r['flows']} flows finished, {r['pfc_xoff']} PAUSEs sent, "
-             f"{r['drops']} drops, {r['wall_s']:.0f} s wall")
-    echo(f"  seed (Fig. 16a): flows < 80 KB median slowdown {SEED['fct_small_p50_dcqcn']} with "
-         f"DCQCN, {SEED['fct_small_p50_tcd']} with DCQCN+TCD")
-    echo(f"  scaling: {FCT.text()}")
-
-    def draw(plt):
-        fig, axes = plt.subplots(1, 3, figsize=(10, 3.2), sharex=True)
-        labels = [_fmt_bin(b["lo"], b["hi"]) for b in e["bins"]]
-        x = np.arange(len(labels))
-        for ax, q in zip(axes, ("p50", "p95", "p99")):
-            for k, r in res.items():
-                ax.plot(x, [b[q] if b[q] is not None else np.nan for b in r["bins"]], "o-",
-                        label=k)
-            ax.set_title(f"{q} slowdown", fontsize=9)
-            ax.set_xticks(x, labels, rotation=30, fontsize=7)
-            ax.set_yscale("log")
-        axes[0].legend(fontsize=7)
-        return fig
-    plots = [_plot(os.path.join(out, "fct_slowdown.png"), draw)]
-    return ({**res, "shape": list(shape), "seed": {"small_p50": [SEED["fct_small_p50_dcqcn"],
-                                                                 SEED["fct_small_p50_tcd"]]},
-             "scaling": FCT.text(), "plots": plots},
-            f"<80KB median slowdown DCQCN {e['small']['p50']:.1f}, "
-            f"DCQCN+TCD {t['small']['p50']:.1f}")
+# ------------------------------------------------------------------ tcd-fct: tcd_fct.py
