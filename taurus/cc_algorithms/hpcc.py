@@ -43,11 +43,9 @@ rdma-hw.cc, rdma-queue-pair.cc).
 from dataclasses import dataclass
 
 from .algorithm import Algorithm, kernel, param, set_cwnd, set_rate
-from .lib import bdp, bytes_per_ns, clamp, ewma, rate_of
+from .lib import bdp, bytes_per_ns, clamp, ewma, int_hop_delta, rate_of
 from .params import Params, require
 
-TS_WRAP = float(1 << 24)      # INT ts, ns
-TX_WRAP = float(1 << 27)      # INT tx_bytes, bytes
 MAX_HOPS = 8
 
 
@@ -100,15 +98,12 @@ def hpcc_on_int(s, p, ev, d):
         return
     if h == 0:                                 # a new stack: MeasureInflight from scratch
         s.u = s.tau = 0.0
-    if s.seen[h] and s.base_rtt > 0 and ev.link_rate > 0:
-        tau = (ev.ts - s.prev_ts[h]) % TS_WRAP
-        if tau > 0:
-            B = bytes_per_ns(ev.link_rate)
-            sent = (ev.tx_bytes - s.prev_tx[h]) % TX_WRAP
-            u = min(ev.qlen, s.prev_q[h]) / (B * s.base_rtt) + sent / tau / B
-            if u > s.u:
-                s.u, s.tau = u, tau
-    s.prev_ts[h], s.prev_tx[h], s.prev_q[h], s.seen[h] = ev.ts, ev.tx_bytes, ev.qlen, 1
+    tau, sent, q0 = int_hop_delta(s, ev)
+    if tau > 0 and s.base_rtt > 0 and ev.link_rate > 0:
+        B = bytes_per_ns(ev.link_rate)
+        u = min(ev.qlen, q0) / (B * s.base_rtt) + sent / tau / B
+        if u > s.u:
+            s.u, s.tau = u, tau
     if h == ev.nhops - 1 and s.tau > 0:
         tau = min(s.tau, s.base_rtt)
         s.U = ewma(s.U, s.u, tau / s.base_rtt)

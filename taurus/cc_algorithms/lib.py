@@ -93,6 +93,28 @@ def clamp(x, lo, hi):
     return min(max(x, lo), hi)
 
 
+# ---- INT -------------------------------------------------------------------------
+INT_TS_WRAP = float(1 << 24)      # INT ts, ns (docs/PROTOCOLS.md)
+INT_TX_WRAP = float(1 << 27)      # INT tx_bytes, bytes
+
+
+@kernel
+def int_hop_delta(s, ev):
+    """What one hop's INT record says since that hop's previous one, in a
+    state with per-hop arrays prev_ts, prev_tx, prev_q and seen (HPCC's
+    MeasureInflight, PowerTCP's power): (dt ns, tx bytes, previous qlen),
+    dt = 0 for a hop not seen before; the counters wrap.  The record
+    becomes the hop's previous one."""
+    h = ev.hop
+    dt, tx, q0 = 0.0, 0.0, 0.0
+    if s.seen[h]:
+        dt = (ev.ts - s.prev_ts[h]) % INT_TS_WRAP
+        tx = (ev.tx_bytes - s.prev_tx[h]) % INT_TX_WRAP
+        q0 = s.prev_q[h]
+    s.prev_ts[h], s.prev_tx[h], s.prev_q[h], s.seen[h] = ev.ts, ev.tx_bytes, ev.qlen, 1
+    return dt, tx, q0
+
+
 # ---- init and gates ---------------------------------------------------------------
 
 

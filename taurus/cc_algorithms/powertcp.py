@@ -28,8 +28,8 @@ one BDP and never slow-starts.  INT fields wrap as in hpcc.py.
 from dataclasses import dataclass
 
 from .algorithm import Algorithm, kernel, param, set_cwnd, set_rate
-from .hpcc import MAX_HOPS, TS_WRAP, TX_WRAP
-from .lib import bdp, bytes_per_ns, clamp, rate_of
+from .hpcc import MAX_HOPS
+from .lib import bdp, bytes_per_ns, clamp, int_hop_delta, rate_of
 from .params import Params, require
 
 
@@ -89,15 +89,13 @@ def powertcp_on_int(s, p, ev, d):
         return
     if h == 0:                                 # a new stack
         s.g, s.dt = 0.0, 0.0
-    if s.seen[h] and s.tau > 0 and ev.link_rate > 0:
-        dt = (ev.ts - s.prev_ts[h]) % TS_WRAP
-        if dt > 0:
-            B = bytes_per_ns(ev.link_rate)
-            current = (ev.qlen - s.prev_q[h]) / dt + (ev.tx_bytes - s.prev_tx[h]) % TX_WRAP / dt
-            g = current * (ev.qlen + B * s.tau) / (B * B * s.tau)
-            if g > s.g:
-                s.g, s.dt = g, dt
-    s.prev_ts[h], s.prev_tx[h], s.prev_q[h], s.seen[h] = ev.ts, ev.tx_bytes, ev.qlen, 1
+    dt, tx, q0 = int_hop_delta(s, ev)
+    if dt > 0 and s.tau > 0 and ev.link_rate > 0:
+        B = bytes_per_ns(ev.link_rate)
+        current = (ev.qlen - q0) / dt + tx / dt
+        g = current * (ev.qlen + B * s.tau) / (B * B * s.tau)
+        if g > s.g:
+            s.g, s.dt = g, dt
     if h == ev.nhops - 1 and s.dt > 0:
         smooth(s, s.g, s.dt)
         update(s, p, d, ev.psn >= s.last_seq)
