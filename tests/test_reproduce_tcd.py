@@ -12,6 +12,7 @@ import pytest
 from taurus.cc_algorithms.dcqcn import Dcqcn
 from taurus.cli import main
 from taurus.reproduce.ledger import assert_claims
+from taurus.testing.quick import run_quick
 
 from test_cc_dcqcn import LINE, feed
 
@@ -115,13 +116,11 @@ def test_tcd_fct_quick(tmp_path, capsys):
 def test_tcd_websearch_quick(tmp_path, capsys):
     """WebSearch on the k = 4 tree: the full run's direction (its ledger
     claims) and the < 500 KB summary beside the seed's."""
-    out = str(tmp_path / "w")
-    assert main(["reproduce", "tcd-websearch", "--quick", "--out", out]) == 0
-    line = _last_line(capsys)
+    _, fig = run_quick("tcd-websearch", str(tmp_path / "w"), capsys)
     m = re.fullmatch(r"tcd-websearch: <500KB median slowdown DCQCN ([\d.]+), "
-                     r"DCQCN\+TCD ([\d.]+)", line)
-    assert m, line
-    fig = _figures(out)
+                     r"DCQCN\+TCD ([\d.]+)", fig["headline"])
+    assert m, fig["headline"]
+    assert_claims(fig["scenario"], fig)     # the ledger's orderings, as in the full run
     e, t = fig["DCQCN"], fig["DCQCN+TCD"]
     assert fig["seed"]["small_p50"] == [4.6, 2.5]
     assert e["flows"] == t["flows"] > 100 and e["small"]["count"] == t["small"]["count"] > 50
