@@ -61,8 +61,11 @@ def _use_dir(config) -> None:
         d = cache_dir()
         if not d.exists():
             for old in d.parent.glob("numba-*"):  # older sources, idle for an hour
-                if time.time() - old.stat().st_mtime > 3600:
-                    shutil.rmtree(old, ignore_errors=True)
+                try:
+                    if time.time() - old.stat().st_mtime > 3600:
+                        shutil.rmtree(old, ignore_errors=True)
+                except FileNotFoundError:         # another process pruned it first
+                    pass
             d.mkdir(parents=True, exist_ok=True)
         os.environ["NUMBA_CACHE_DIR"] = str(d)
     config.CACHE_DIR = str(d)

@@ -359,17 +359,14 @@ def test_receiver_cc_rccc_grants_each_streams_credit(two):
         r.stdout + r.stderr
 
 
-def test_sink_sets_each_streams_cc_and_sends_reverse_tests():
-    """perf -s's Sink, in-process on the virtual clock: a stream's header
-    puts its flow under the CC it names (native: the engine's table; agent:
-    set_flow_mode), and a reverse test's header gets a flow back that the
-    server keeps full."""
+def _sink_pair():
+    """perf -s's Sink on h2 in a virtual-clock engine h1 -- h2 (DCTCP in
+    its native table): (engine, sink, h1's endpoint, h1's NIC device)."""
     from taurus.cc_algorithms.native import NativeTable
     from taurus.cc_algorithms.registry import lookup
-    from taurus.datapath.ccshm import FL_CC_ACTIVE, FL_NATIVE
     from taurus.datapath.devices.nic.setup import add_nic, nic_reserve
     from taurus.datapath.engine import Engine
-    from taurus.tools.perf import Sink, _header
+    from taurus.tools.perf import Sink
     from taurus.transport import listen
     from test_transport_client import G, IP1, IP2, MAC1, MAC2
     tab = NativeTable(16)
@@ -377,12 +374,53 @@ def test_sink_sets_each_streams_cc_and_sends_reverse_tests():
     eng = Engine(clock="virtual", n_frames=8192, max_flows=16, native=tab.native)
     nic_reserve(eng, max_flows=15, tx_bytes=8 << 20, rx_bytes=4 << 20)
     a, b = eng.add_mem_link("h1", "h2", delay_ns=2000, rate_bps=10 * G)
-    add_nic(eng, a, MAC1, IP1, line_rate_bps=10 * G, rx_buf_bytes=256 << 10, name="h1")
+    d1 = add_nic(eng, a, MAC1, IP1, line_rate_bps=10 * G, rx_buf_bytes=256 << 10, name="h1")
     add_nic(eng, b, MAC2, IP2, line_rate_bps=10 * G, rx_buf_bytes=256 << 10, name="h2")
+    sink = Sink(eng, ["h1", "h2"], tab, ids)
+    eng.on_chunk.append(sink)
+    return eng, sink, listen(eng, "h1"), d1
+
+
+def test_a_reverse_stream_the_client_ends_is_closed_at_both_ends():
+    """The client ends a reverse test by asking the server to close
+    (REQ_CLOSE) and reading what is still in flight (perf._close_reverse):
+    perf -s stops posting, its flow closes once ACKed and the client's PDC
+    is freed.  A long-lived perf -s collects no open connections, and a
+    later client does not find them among its NIC's PDCs."""
+    from taurus.datapath.devices.nic.setup import nic_counters
+    from taurus.datapath.devices.nic.state import FL_STATE, FS_ACTIVE
+    from taurus.tools.perf import _header
+    from test_transport_client import IP2
+    eng, sink, ep, d1 = _sink_pair()
     with eng:
-        sink = Sink(eng, ["h1", "h2"], tab, ids)
-        eng.on_chunk.append(sink)
-        ep = listen(eng, "h1")
+        rev = ep.connect(IP2, duplex=True)
+        rev.send(_header({"dir": "rev", "cc": None, "length": 8192, "time": 60, "bitrate": 0}))
+        rx, got = rev.rx, 0
+        for _ in range(10):
+            eng.run_for(100_000)
+            got += rx.recv_bytes()
+        assert got > 100_000 and len(sink.senders) == 1
+        flow = rx.peer[1]
+        rx.close()
+        for _ in range(100):
+            eng.run_for(100_000)
+            rx.recv_bytes()
+            if int(eng.E.nic.fl[flow, FL_STATE]) != FS_ACTIVE:
+                break
+        assert int(eng.E.nic.fl[flow, FL_STATE]) != FS_ACTIVE and sink.senders == []
+        assert nic_counters(eng, d1)["pdc_close"] == 1
+
+
+def test_sink_sets_each_streams_cc_and_sends_reverse_tests():
+    """perf -s's Sink, in-process on the virtual clock: a stream's header
+    puts its flow under the CC it names (native: the engine's table; agent:
+    set_flow_mode), and a reverse test's header gets a flow back that the
+    server keeps full."""
+    from taurus.datapath.ccshm import FL_CC_ACTIVE, FL_NATIVE
+    from taurus.tools.perf import _header
+    from test_transport_client import IP2
+    eng, sink, ep, _ = _sink_pair()
+    with eng:
         cc = {"algorithm": "dctcp", "params": {"g": 0.125}}
         nat = ep.connect(IP2)
         nat.send(_header({"dir": "fwd", "cc": dict(cc, mode="native")}))

@@ -88,6 +88,27 @@ def test_bulk_receive_frees_the_ring_without_copying_and_keeps_the_stream():
         assert nic_take_delivered(eng, d2, IP1, f) == tail
 
 
+def test_a_later_reader_of_a_connection_starts_where_the_last_one_stopped():
+    """An endpoint opened later (a restarted app, another process: taurus
+    perf's client finds its reverse stream among the NIC's PDCs) reads a
+    connection from where its last reader stopped: the bytes before are
+    gone from the ring, and copying them would cost time for nothing."""
+    from taurus.transport.client import Endpoint
+    eng, d1, d2 = _engine("virtual")
+    with eng:
+        c = connect(eng, "h1", IP2)
+        first = listen(eng, IP2)
+        c.send(payload(600_000, 1))                    # more than the 256 kB ring
+        s = first.accept(timeout=5)
+        assert s.recv(timeout=5) == payload(600_000, 1)
+        c.send(payload(5_000, 2))
+        for _ in range(20):
+            eng.run_for(50_000)
+        later = Endpoint(eng, IP2).accept(timeout=5)     # a second app on h2's NIC
+        assert later.pdc == s.pdc and later.read == 600_000
+        assert later.recv_bytes() == 5_000
+
+
 def test_zero_copy_send_writes_in_place_across_the_ring_end():
     """Conn.send_buffer + commit: the message goes where the views point,
     also when it wraps round the flow's 1 MiB send ring (two views)."""

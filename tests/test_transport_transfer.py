@@ -271,3 +271,50 @@ def test_a_slow_reader_gets_a_window_edge_not_a_retransmission():
         snd, rcv = nic_counters(eng, d1), nic_counters(eng, d2)
         assert rcv["tx_window_adv"] > 0
         assert rcv["drop_rx_window"] == 0 and snd["tx_retx"] == 0, (snd, rcv)
+
+
+def test_a_window_nack_overtaken_by_the_update_does_not_close_the_window():
+    """Receive-window edges only grow: a NO_PKT_BUFFER NACK older than the
+    window update the sender already took (reordered or late) leaves the
+    sender's edge alone.  Taking it would close a window the receiver has
+    reopened, and the receiver sends no second update: the flow would wait
+    for its persist probe, with the RTO backed off."""
+    from taurus.datapath.devices.nic.state import FL_ACKED_OFF, FL_RPDC, FL_UNA, FL_WBLOCK, FL_WEND
+    from taurus.datapath.wire import frames as F
+    from taurus.datapath.wire import layers as L
+    from taurus.datapath.wire import spec as S
+    eng, d1, d2, _ = two_hosts(nic_opts=dict(rx_buf_bytes=64 << 10))
+    with eng:
+        N = eng.E.nic
+        f = add_flow(eng, d1, MAC2, IP2)
+        data = payload(256 << 10, 3)
+        nic_post(eng, d1, f, data)
+        eng.run_for(200_000)                 # nobody reads: the sender stops at the ring's edge
+        assert N.fl[f, FL_WBLOCK] == 1
+        stale = int(N.fl[f, FL_WEND])
+        got = b""
+        for _ in range(2000):                # the app reads: window updates reopen it
+            got += nic_take_delivered(eng, d2, IP1, f)
+            if len(got) == len(data):
+                break
+            eng.run_for(20_000)
+        eng.run_for(100_000)
+        assert got == data and N.fl[f, FL_WBLOCK] == 0
+        edge = int(N.fl[f, FL_WEND])
+        assert edge > stale
+        nack = L.PDS_BY_TYPE[S.T_NACK](nack_code=S.NACK_NO_PKT_BUFFER, vendor_code=0,
+                                       nack_psn=int(N.fl[f, FL_UNA]) & 0xFFFFFFFF,
+                                       spdcid=int(N.fl[f, FL_RPDC]), dpdcid=f,
+                                       nack_payload=stale & 0xFFFFFFFF)
+        before = nic_counters(eng, d1)["rx_window_nack"]
+        assert eng.inject(eng.port_index("h2"),
+                          bytes(F.uet_frame(nack, src_mac=MAC2, dst_mac=MAC1,
+                                            src_ip=IP2, dst_ip=IP1)))
+        eng.run_for(20_000)
+        assert nic_counters(eng, d1)["rx_window_nack"] == before + 1    # taken, not dropped
+        assert N.fl[f, FL_WEND] == edge and N.fl[f, FL_WBLOCK] == 0
+        more = payload(32 << 10, 4)           # and the flow sends at once (no persist wait)
+        nic_post(eng, d1, f, more)
+        eng.run_for(60_000)
+        assert nic_take_delivered(eng, d2, IP1, f) == more
+        assert N.fl[f, FL_ACKED_OFF] == len(data) + len(more)

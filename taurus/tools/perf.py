@@ -482,9 +482,12 @@ class Sink:
         now = time.monotonic_ns()
         for s in self.senders:
             s.reap()
-            if now < s.end_ns:
+            if now < s.end_ns and not s.c.closing():
                 s.fill(0)
-        self.senders = [s for s in self.senders if now < s.end_ns]
+        for s in self.senders:
+            if now >= s.end_ns or s.c.closing():
+                s.c.close()    # freed, with the client's PDC, once its data is ACKed
+        self.senders = [s for s in self.senders if now < s.end_ns and not s.c.closing()]
         for d, backlog in self.echo:
             while (m := d.rx.try_recv()) is not None:
                 self.bytes += len(m)
@@ -837,6 +840,7 @@ def _client(args, t, choice, out) -> int:
         grants0 = _grants(N, rx_slots)
         res = _run(args, legs, stop, out, ep.check)
         res["grants"] = _grants(N, rx_slots) - grants0
+        _close_reverse(legs, ep.check)
     except EngineGone as e:
         print(f"taurus perf: {e}; exiting", file=sys.stderr)
         return EXIT_ENGINE_GONE
@@ -906,6 +910,24 @@ def _settle(legs, ep, cc, choice, t_end: float) -> None:
         time.sleep(1e-3)
     for leg in legs:
         leg.last = leg.base = leg.sample()
+
+
+def _close_reverse(legs, check, timeout_s: float = 1.0) -> None:
+    """Ask perf -s to close each reverse stream (REQ_CLOSE) and read what
+    it still had in flight until its flow is closed (bounded): otherwise the
+    server's flow and our PDC would stay open, their window full, for as
+    long as perf -s runs."""
+    from taurus.datapath.devices.nic.state import FL_STATE, FS_ACTIVE
+    rx = [leg for leg in legs if leg.rx is not None]
+    for leg in rx:
+        leg.rx.close()
+    t_end = time.monotonic() + timeout_s
+    while rx and time.monotonic() < t_end:
+        check()
+        for leg in rx:
+            leg.rx.recv_bytes()
+        rx = [leg for leg in rx if int(leg.N.fl[leg.flow, FL_STATE]) == FS_ACTIVE]
+        time.sleep(1e-3)
 
 
 def _cpu_use(cpu0, cpu1, rcpu0, rcpu1, wall: float) -> dict:

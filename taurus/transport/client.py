@@ -39,11 +39,12 @@ from ..datapath.devices.nic.app import WouldBlock, cq_drain, ring_read, ring_vie
 from ..datapath.devices.nic.shm import NicShm
 from ..datapath.watchdog import EngineGone, EngineWatch
 from ..datapath.devices.nic.state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX, CQ_TIME, CQ_TX,
-                                          FL_ACKED_OFF, FL_MQ_DONE, FL_SRTT, FL_STATE, FL_TXCAP,
+                                          CL_NONE, FL_ACKED_OFF, FL_CLOSING, FL_MQ_DONE, FL_SRTT,
+                                          FL_STATE, FL_TXCAP,
                                           FL_TXOFF, FS_FAILED, M_NNIC, M_NRP, NR_IP, OP_CLOSE,
                                           OP_READ, OP_REQ_CLOSE, OP_SEND, REQ_CREDIT, REQ_NIC,
                                           REQ_PEER_IP, REQ_PID, REQ_RESULT, REQ_STATE, RP_BUFCAP,
-                                          RP_BUFOFF, RP_DELIV, RP_GEN, RP_NIC, RP_PEER_IP,
+                                          RP_BUFOFF, RP_DELIV, RP_GEN, RP_NIC, RP_PEER_IP, RP_READ,
                                           RP_PEER_PDC,
                                           RQ_ASKED, RQ_DONE, RQ_FREE)
 
@@ -262,9 +263,11 @@ class Conn:
             self.peer = None
         else:
             self._base, self._cap = int(N.rp[pdc, RP_BUFOFF]), int(N.rp[pdc, RP_BUFCAP])
-            self.read = 0
+            # What an earlier reader (a process since gone) consumed is gone
+            # from the ring: start where it stopped, not at the stream's start.
+            self.read = int(N.rp[pdc, RP_READ])
             self._buf = bytearray()          # copied, not yet returned
-            self._start = 0                  # stream offset of _buf[0]
+            self._start = self.read          # stream offset of _buf[0]
             self.peer = (str(ipaddress.IPv4Address(int(N.rp[pdc, RP_PEER_IP]))),
                          int(N.rp[pdc, RP_PEER_PDC]))
         self.last_time = 0
@@ -346,6 +349,11 @@ class Conn:
 
     def acked(self) -> int:
         return int(self.ep.N.fl[self.flow, FL_ACKED_OFF])
+
+    def closing(self) -> bool:
+        """The sending end is closing (we or the peer asked): the NIC takes
+        no more messages on it."""
+        return int(self.ep.N.fl[self.flow, FL_CLOSING]) != CL_NONE
 
     @property
     def ring_bytes(self) -> int:

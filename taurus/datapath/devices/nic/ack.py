@@ -456,16 +456,20 @@ def _rx_window(E, n, f, i, p, msk, now):
     buf = E.pool.data[i]
     q = N.desc[D_PDS_OFF]
     edge = unit_recon(get_field(buf, q, S.NACK_NACK_PAYLOAD), N.fl[f, FL_ACKED_OFF], 32)
-    if N.fl[f, FL_WBLOCK] != 0 and edge < N.fl[f, FL_WEND]:
-        edge = N.fl[f, FL_WEND]          # edges only grow; this one is stale
-    N.fl[f, FL_WEND] = edge
-    N.fl[f, FL_WBLOCK] = 1
+    # The receiver's edge (its app's read point + its ring) only grows, and
+    # covers all it has acknowledged: an edge below one we took or below our
+    # ACKed bytes is from an older NACK, e.g. a refusal overtaken by the
+    # window update after it.  Taking it would close a window the receiver
+    # has reopened, and the receiver sends no second update.
+    if edge >= N.fl[f, FL_WEND] and edge >= N.fl[f, FL_ACKED_OFF]:
+        N.fl[f, FL_WEND] = edge
+        N.fl[f, FL_WBLOCK] = 1
+        if edge >= N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND]:
+            N.fl[f, FL_WBLOCK] = 0       # fully open again
     N.fl[f, FL_RETRIES] = 0
     if get_field(buf, q, S.NACK_VENDOR_CODE) != S.NACK_VC_WINDOW_UPDATE:
         if N.fl[f, FL_UNA] <= p < N.fl[f, FL_NXT]:
             st = N.sl_state[f, p & msk]
             if st == SL_INFL or st == SL_RETX:
                 _mark_lost(N, f, p, msk)
-    if edge >= N.fl[f, FL_ACKED_OFF] + N.fl[f, FL_RWND]:
-        N.fl[f, FL_WBLOCK] = 0           # fully open again
     flow_wake(E, f, now)
