@@ -64,9 +64,10 @@ CTL_NOOP, CTL_REQ_ACK, CTL_CLEAR, CTL_REQ_CLEAR, CTL_CLOSE = 0, 1, 2, 3, 4
 CTL_REQ_CLOSE, CTL_PROBE, CTL_CREDIT, CTL_CREDIT_REQ, CTL_NEGOTIATION = 5, 6, 7, 8, 9
 CTL_CNP = 10                                 # ours: a congestion notification (DCQCN's NP)
 CTL_SRC = 11                                 # ours: Bolt's SRC, from a congested switch
+CTL_RESET = 12                               # ours: a sender says a receive PDC is stale (reset.py)
 CTL_TYPES = {0: "NOOP", 1: "REQ_ACK", 2: "CLEAR", 3: "REQ_CLEAR", 4: "CLOSE",
              5: "REQ_CLOSE", 6: "PROBE", 7: "CREDIT", 8: "CREDIT_REQ", 9: "NEGOTIATION",
-             10: "CNP", 11: "SRC"}
+             10: "CNP", 11: "SRC", 12: "RESET"}
 # ours: a CNP's ctl_payload says which marks it notifies (both may be set)
 CNP_CE, CNP_UE = 0x1, 0x2
 
@@ -98,6 +99,11 @@ NACK_NO_PKT_BUFFER = 0x07
 # 32 bits of a stream offset: consumed + ring capacity) in nack_payload;
 # vendor_code WINDOW_UPDATE = "nothing was lost, the window opened".
 NACK_VC_WINDOW_UPDATE = 0x01
+# ours: an INVALID_SYN NACK with vendor_code RESET_ASK asks the SYN's sender
+# whether the receive PDC its SYN met is stale; nack_payload is the cookie a
+# CONTROL RESET must echo (nic/reset.py)
+NACK_INVALID_SYN = 0x15
+NACK_VC_RESET_ASK = 0x02
 
 SES_OPCODES = {0: "NOOP", 1: "WRITE", 2: "READ", 3: "ATOMIC", 4: "FETCHING_ATOMIC",
                5: "SEND", 6: "RENDEZVOUS_SEND", 7: "DATAGRAM_SEND",

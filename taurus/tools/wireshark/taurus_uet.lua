@@ -59,7 +59,7 @@ local FIELDS = {
   {"uet.pds.nack_payload", "nack_payload", "uint32", base.DEC, nil},
   {"uet.pds.nccx_type", "nccx_type", "uint8", base.DEC, nil},
   {"uet.pds.nccx_state", "nccx_state", "uint64", base.HEX, nil},
-  {"uet.pds.ctl_type", "ctl_type", "uint8", base.DEC, {[0]="NOOP", [1]="REQ_ACK", [2]="CLEAR", [3]="REQ_CLEAR", [4]="CLOSE", [5]="REQ_CLOSE", [6]="PROBE", [7]="CREDIT", [8]="CREDIT_REQ", [9]="NEGOTIATION", [10]="CNP", [11]="SRC"}},
+  {"uet.pds.ctl_type", "ctl_type", "uint8", base.DEC, {[0]="NOOP", [1]="REQ_ACK", [2]="CLEAR", [3]="REQ_CLEAR", [4]="CLOSE", [5]="REQ_CLOSE", [6]="PROBE", [7]="CREDIT", [8]="CREDIT_REQ", [9]="NEGOTIATION", [10]="CNP", [11]="SRC", [12]="RESET"}},
   {"uet.pds.ctl_payload", "ctl_payload", "uint32", base.DEC, nil},
   {"uet.probe.mode", "mode", "uint8", base.DEC, {[0]="NONE", [1]="DATA", [2]="REQ", [3]="ECHO"}},
   {"uet.probe.ts", "ts", "uint64", base.DEC, nil},
@@ -376,7 +376,7 @@ local HEADERS = {
 local PDS_BY_TYPE = {[2]="PDSRudReq", [3]="PDSRudReq", [4]="PDSRudi", [5]="PDSRudi", [6]="PDSUud", [7]="PDSAck", [8]="PDSAckCC", [9]="PDSAckCCX", [10]="PDSNack", [11]="PDSControl", [12]="PDSNackCCX", [13]="PDSRudCCReq", [14]="PDSRudCCReq"}
 local SES_BY_NH = {[1]="SESSmall", [2]="SESMedium", [3]="SESStd", [4]="SESResp", [5]="SESRespData", [6]="SESRespDataSmall"}
 local PDS_TYPES = {[1]="TSS", [2]="RUD_REQ", [3]="ROD_REQ", [4]="RUDI_REQ", [5]="RUDI_RESP", [6]="UUD_REQ", [7]="ACK", [8]="ACK_CC", [9]="ACK_CCX", [10]="NACK", [11]="CONTROL", [12]="NACK_CCX", [13]="RUD_CC_REQ", [14]="ROD_CC_REQ"}
-local CTL_TYPES = {[0]="NOOP", [1]="REQ_ACK", [2]="CLEAR", [3]="REQ_CLEAR", [4]="CLOSE", [5]="REQ_CLOSE", [6]="PROBE", [7]="CREDIT", [8]="CREDIT_REQ", [9]="NEGOTIATION", [10]="CNP", [11]="SRC"}
+local CTL_TYPES = {[0]="NOOP", [1]="REQ_ACK", [2]="CLEAR", [3]="REQ_CLEAR", [4]="CLOSE", [5]="REQ_CLOSE", [6]="PROBE", [7]="CREDIT", [8]="CREDIT_REQ", [9]="NEGOTIATION", [10]="CNP", [11]="SRC", [12]="RESET"}
 local C = {UET_UDP_PORT=4793, UET_IP_PROTO=253, CSIG_TPID_COMPACT=34997, CSIG_TPID_WIDE=34998, ETH_P_IP=2048, T_CONTROL=11, CTL_SRC=11, F_TP=64, INT_MAGIC=6782, ETH_SIZE=14, IPV4_SIZE=20}
 local IPV4_LEN = {off=2, nb=2}
 

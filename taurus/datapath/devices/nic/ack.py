@@ -39,6 +39,7 @@ from ...wire.desc import (D_DGRAM_END, D_DPDCID, D_IP_LEN, D_IP_OFF, D_IP_SRC, D
                          D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN,
                          D_PSN_OFFSET, D_SPDCID)
 from .close import flow_free
+from .reset import rx_reset_ask
 from .gen import gen_completes, gen_refill
 from .signals import (signal_ack, signal_bound, signal_cnp, signal_credit, signal_csig,
                       signal_custom, signal_ecn, signal_host, signal_int, signal_nack,
@@ -386,10 +387,13 @@ def rx_cnp(E, n, i, now):
     f = _flow_of(N, n)
     if f == 0:
         return
-    N.ncnt[n, C_RX_CNP] += 1
     d = N.desc
-    marks = get_field(E.pool.data[i], d[D_PDS_OFF], S.CONTROL_CTL_PAYLOAD)
     p = psn_recon(d[D_PSN], N.fl[f, FL_UNA])
+    if p >= N.fl[f, FL_NXT] or p < N.fl[f, FL_UNA] - N.sl_state.shape[1]:
+        N.ncnt[n, C_DROP_ACK_OOR] += 1         # marks a PSN we never sent: forged
+        return
+    N.ncnt[n, C_RX_CNP] += 1
+    marks = get_field(E.pool.data[i], d[D_PDS_OFF], S.CONTROL_CTL_PAYLOAD)
     signal_cnp(E, N, f, 1 if marks & S.CNP_CE else 0, 1 if marks & S.CNP_UE else 0, p, now)
 
 
@@ -423,12 +427,22 @@ def rx_src(E, n, i, now):
 def rx_nack(E, n, i, now):
     N = E.nic
     d = N.desc
+    if d[D_NACK_CODE] == S.NACK_INVALID_SYN and get_field(
+            E.pool.data[i], d[D_PDS_OFF], S.NACK_VENDOR_CODE) == S.NACK_VC_RESET_ASK:
+        N.ncnt[n, C_RX_NACK] += 1
+        f = rx_reset_ask(E, n, i, now)        # before _flow_of, which learns PDC ids
+        if f != 0:
+            flow_wake(E, f, now)
+        return
     f = _flow_of(N, n)
     if f == 0:
         return
-    N.ncnt[n, C_RX_NACK] += 1
     msk = N.sl_state.shape[1] - 1
     p = psn_recon(d[D_PSN], N.fl[f, FL_UNA])
+    if p > N.fl[f, FL_NXT] or p < N.fl[f, FL_UNA] - msk - 1:
+        N.ncnt[n, C_DROP_ACK_OOR] += 1         # beyond what we sent (or long acked): forged
+        return
+    N.ncnt[n, C_RX_NACK] += 1
     code = d[D_NACK_CODE]
     if code == S.NACK_NO_PKT_BUFFER:
         _rx_window(E, n, f, i, p, msk, now)

@@ -30,9 +30,14 @@ one that nobody closes would hold its row for ever (a SYN flood from random
 sources fills the tables); a closed PDC whose sender never opens another
 connection on its PDC id would wait for ever too.  When the tables are
 full, a new PDC takes the row of the PDC silent longest among those silent
-for at least ``pdc_idle_ns`` (open: no data) or ``pdc_linger_ns`` (closed:
-nothing since its CLOSE), counted as pdc_idle_close; otherwise the new one
-is refused (drop_no_pdc) and its sender's RTO repeats the SYN.
+for at least ``pdc_idle_ns`` (open: no data), ``pdc_linger_ns`` (closed:
+nothing since its CLOSE) or one initial RTO (half-open: no packet without
+SYN yet, so its source never showed it heard our ACK: a flood's spoofed
+address, or a sender that has timed out by then), counted as
+pdc_idle_close (and the half-open ones as pdc_halfopen_close); otherwise
+the new one is refused (drop_no_pdc) and its sender's RTO repeats the SYN.
+So a flood holds the tables only while it sends faster than rows / RTO
+(docs/SECURITY.md), and established connections keep their rows.
 
 pdc_idle_ns = NR_RETRIES x MAX_BACKOFF x max(NR_RTO_INIT, NR_RTO_MIN)
 (15 x 1024 x 200 us = 3.07 s by default) is longer than a sender whose RTO
@@ -59,7 +64,7 @@ from ...wire.desc import (D_DPDCID, D_IP_SRC, D_PDS_FLAGS, D_PDS_NEXT, D_PDS_OFF
                           D_SPDCID)
 from .frame import ECN_ECT0, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .rxcc import rx_cc_close
-from .state import (C_PDC_IDLE_CLOSE, MAX_BACKOFF, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN, NR_RXCAP,
+from .state import (C_PDC_HALFOPEN_CLOSE, C_PDC_IDLE_CLOSE, RP_EST, MAX_BACKOFF, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN, NR_RXCAP,
                     RP_LAST_T,
                     C_DROP_PSN_OOR, C_DROP_WRONG_PDC, C_FLOW_CLOSE, C_PDC_CLOSE, C_RX_CLOSE,
                     C_TX_ACK, C_TX_CLOSE, CL_NONE, CL_WANTED, FL_CLOSING, FL_NIC, FL_PEER_IP,
@@ -155,15 +160,30 @@ def pdc_reclaim(E, n, now):
     for r in range(1, N.meta[M_NRP] + 1):
         k = rp[r, RP_NIC] - 1
         if k >= 0 and rp[r, RP_BUFCAP] == cap and rp[r, RP_LAST_T] < oldest:
-            wait = pdc_linger_ns(N, k) if rp[r, RP_CLOSED] != 0 else pdc_idle_ns(N, k)
-            if now - rp[r, RP_LAST_T] >= wait:
+            if now - rp[r, RP_LAST_T] >= pdc_wait_ns(N, k, r):
                 best, oldest = r, rp[r, RP_LAST_T]
     if best == 0:
         return False
     k = rp[best, RP_NIC] - 1
+    if rp[best, RP_CLOSED] == 0 and rp[best, RP_EST] == 0:
+        N.ncnt[k, C_PDC_HALFOPEN_CLOSE] += 1
     pdc_free(E, k, best, now)
     N.ncnt[k, C_PDC_IDLE_CLOSE] += 1
     return True
+
+
+@hot
+def pdc_wait_ns(N, k, r):
+    """How long receive PDC r of NIC k must have been silent before
+    pdc_reclaim may take its row: pdc_linger_ns if closed; one initial RTO
+    if half-open (its sender never showed it heard our ACK: a flood's
+    spoofed source, or a sender that timed out itself by then);
+    pdc_idle_ns if open."""
+    if N.rp[r, RP_CLOSED] != 0:
+        return pdc_linger_ns(N, k)
+    if N.rp[r, RP_EST] == 0:
+        return max(N.nr[k, NR_RTO_INIT], N.nr[k, NR_RTO_MIN], 1)
+    return pdc_idle_ns(N, k)
 
 
 @hot

@@ -17,6 +17,7 @@ from ...wire.desc import (D_DGRAM_END, D_IP_DST, D_IP_OFF, D_IP_PROTO, D_L4_OFF,
 from ...wire.parse import parse_frame
 from .ack import rx_ack, rx_cnp, rx_nack, rx_src
 from .close import rx_close
+from .reset import rx_reset
 from .frame import tx_flush
 from .gen import gen_timer
 from .rx import ack_timer, rx_control, rx_data, rx_tick
@@ -64,6 +65,8 @@ def nic_rx_frame(E, n, i, now):
             f = rx_close(E, n, i, now)
             if f != 0:
                 flow_wake(E, f, now)
+        elif c == S.CTL_RESET:
+            rx_reset(E, n, i, now)
         else:
             rx_control(E, n, i, now)
     else:

@@ -38,9 +38,10 @@ from ...wire.desc import (D_CSIG_D, D_CSIG_FMT, D_CSIG_LM, D_CSIG_S, D_CSIG_T, D
                          D_PDS_NEXT, D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_SEQ,
                          D_PROBE_TS, D_PSN, D_SES_FLAGS, D_SES_MSG_ID, D_SES_OFF, D_SES_TYPE,
                          D_SPDCID)
-from .close import pdc_free, pdc_idle_ns, pdc_linger_ns, pdc_reclaim
+from .close import pdc_free, pdc_reclaim, pdc_wait_ns
 from .frame import ECN_CE, ECN_ECT1, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .host import host_admit
+from .reset import reset_ask
 from .rxcc import rx_cc_data, rx_cc_event
 from ...ctlblock import YIELD
 from .state import (C_RX_UE, C_TX_CNP, C_TX_WINDOW_ADV, NR_CNP_GAP, NR_LASTHOP_DSCP, RP_CNP_MARKS, RP_CNP_T,
@@ -54,7 +55,7 @@ from .state import (C_RX_UE, C_TX_CNP, C_TX_WINDOW_ADV, NR_CNP_GAP, NR_LASTHOP_D
                         RP_TARGET, RP_TRIG, RP_TS, RP_TSSEQ, RP_GEN, TK_ACK, TK_SHIFT, cq_push,
                         RP_HOPS, RP_INT_H0, RP_INT_N,
                         M_YIELD_RX, NR_HOST_BW, NR_HOST_DELAY, NR_RX_TICK, NR_RX_TICKS,
-                        NR_RX_TTIMER, RP_JOINED, RP_LAST_T, RP_START, RP_CLOSED, psn_recon,
+                        NR_RX_TTIMER, RP_JOINED, RP_LAST_T, RP_START, RP_CLOSED, RP_EST, psn_recon,
                         rx_lookup)
 
 
@@ -303,12 +304,14 @@ def _pdc_of(E, n, i, now):
             # a closed connection, or another on the sender's PDC id (state.py: RP_START)
             later = (start - N.rp[r, RP_START]) & 0xFFFFFFFF
             # The same start: a copy of the connection's packets, however late.
-            # An earlier one on a PDC silent past its linger (closed) or past
-            # the idle limit (open: the sender died without closing): a sender
-            # that restarted with another first PSN (setup.first_psn).
-            quiet = pdc_linger_ns(N, n) if N.rp[r, RP_CLOSED] != 0 else pdc_idle_ns(N, n)
-            gone = now - N.rp[r, RP_LAST_T] >= quiet
+            # An earlier one on a PDC silent past its linger (closed), one
+            # RTO (half-open) or the idle limit (open: the sender died
+            # without closing): a sender that restarted with another first
+            # PSN (setup.first_psn).  Before that, the reset exchange asks.
+            gone = now - N.rp[r, RP_LAST_T] >= pdc_wait_ns(N, n, r)
             if later == 0 or (later >= 0x80000000 and not gone):
+                if later != 0:                     # an old copy, or a restarted sender:
+                    reset_ask(E, n, i, r, now)     # ask it (reset.py)
                 N.ncnt[n, C_DROP_WRONG_PDC] += 1     # a late packet of a closed or older one
                 return 0
             pdc_free(E, n, r, now)                 # a newer one: the old PDC is stale
@@ -342,6 +345,7 @@ def _pdc_of(E, n, i, now):
             or N.rp[r, RP_CLOSED] != 0):
         N.ncnt[n, C_DROP_WRONG_PDC] += 1
         return 0
+    N.rp[r, RP_EST] = 1                      # its sender knew our PDC id: it heard us
     return r
 
 

@@ -51,7 +51,7 @@ from .state import (DR_SLOT, N_QC, QC_CQ_HEAD, QC_CQ_TAIL, NR_HOG_SHARE, NR_HOG_
                         RP_PEER_PDC, RP_CLOSED, REQ_CREDIT, REQ_NIC, REQ_PEER_IP, REQ_PID,
                         REQ_RESULT,
                         REQ_STATE, RQ_ASKED, RQ_DONE, RQ_FAILED, RQ_FREE,
-                        M_NFL, M_NNIC, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY,
+                        M_NFL, M_NNIC, M_SECRET, M_TX_BUMP, M_YIELD_RX, NIC_COUNTERS, NR_ACK_DELAY,
                         NR_ACK_EVERY, NR_ACK_REQ,
                         NR_BUDGET, NR_CREDIT_WIN, NR_DEV, NR_DUPTHRESH, NR_INIT_CREDIT, NR_IP,
                         NR_LINE, NR_MAC, NR_MSS, NR_PORT, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN,
@@ -191,6 +191,8 @@ def add_nic(eng, port: int, mac, ip, cfg: NicConfig | None = None, name: str | N
     n = int(N.meta[M_NNIC])
     if n >= N.nr.shape[0]:
         raise ValueError("too many NICs")
+    if N.meta[M_SECRET] == 0:
+        N.meta[M_SECRET] = nic_secret(eng)
     cfg.check(eng.E.pool.data.shape[1] - DATA_HDR)
     d = eng.add_device(NIC, [port], name)
     eng.E.devs.regs[d, DR_SLOT] = n
@@ -353,6 +355,14 @@ def add_flow(eng, d: int, peer_mac, peer_ip, rate_bps: int = 0, cwnd_bytes: int 
         A.flow_alg[f] = -1
     _register_cc(eng, n, f)
     return f
+
+
+def nic_secret(eng) -> int:
+    """The key of the engine's reset cookies (reset.py): random on the wall
+    clock, a constant in virtual time (a run repeats exactly)."""
+    if clock_is_virtual(eng.clk):
+        return 0x5EC12E7
+    return int.from_bytes(os.urandom(8), "little") >> 1 or 1
 
 
 def first_psn(eng) -> int:

@@ -88,7 +88,8 @@ NIC_COUNTERS = (
     "drop_rx_window", "rx_window_nack", "tx_window_update", "sq_bad", "rx_trimmed",
     "rto_held", "tx_probe", "rx_probe", "drop_host_buf", "rx_ue", "tx_cnp", "rx_cnp",
     "tx_close", "rx_close", "pdc_close", "flow_close", "close_fail", "rx_grant",
-    "tx_window_adv", "drop_csum", "pdc_idle_close", "rto_unsent", "rx_src")
+    "tx_window_adv", "drop_csum", "pdc_idle_close", "rto_unsent", "rx_src",
+    "tx_reset_ask", "tx_reset", "pdc_reset", "drop_reset", "pdc_halfopen_close")
 (C_RX_FRAMES, C_RX_DATA, C_RX_DUP, C_RX_OOO, C_RX_CE, C_RX_ACK, C_RX_NACK,
  C_TX_DATA, C_TX_RETX, C_TX_ACK, C_TX_NACK, C_TX_NOBUF,
  C_DROP_PARSE, C_DROP_NOT_MINE, C_DROP_WRONG_PDC, C_DROP_PSN_OOR, C_DROP_BAD_TYPE,
@@ -97,7 +98,8 @@ NIC_COUNTERS = (
  C_DROP_RX_WINDOW, C_RX_WINDOW_NACK, C_TX_WINDOW_UPDATE, C_SQ_BAD, C_RX_TRIMMED,
  C_RTO_HELD, C_TX_PROBE, C_RX_PROBE, C_DROP_HOST_BUF, C_RX_UE, C_TX_CNP,
  C_RX_CNP, C_TX_CLOSE, C_RX_CLOSE, C_PDC_CLOSE, C_FLOW_CLOSE, C_CLOSE_FAIL,
- C_RX_GRANT, C_TX_WINDOW_ADV, C_DROP_CSUM, C_PDC_IDLE_CLOSE, C_RTO_UNSENT, C_RX_SRC) = range(50)
+ C_RX_GRANT, C_TX_WINDOW_ADV, C_DROP_CSUM, C_PDC_IDLE_CLOSE, C_RTO_UNSENT, C_RX_SRC,
+ C_TX_RESET_ASK, C_TX_RESET, C_PDC_RESET, C_DROP_RESET, C_PDC_HALFOPEN_CLOSE) = range(55)
 """tx_close / rx_close: CLOSE (and REQ_CLOSE) control packets sent /
 received; pdc_close: receive PDCs freed; flow_close: sending flows freed
 after their CLOSE was acknowledged; close_fail: flows freed after their
@@ -113,7 +115,14 @@ open ones silent for pdc_idle_ns and closed ones silent since their CLOSE
 for pdc_linger_ns.  rto_unsent: timeouts (rto_fire) whose packet was
 acknowledged before it could be resent: the timeout was spurious (the ACK
 was late, not lost), so rto_fire exceeds the retransmissions by them.
-rx_src: Bolt SRC packets from congested switches (ack.py: rx_src)."""
+rx_src: Bolt SRC packets from congested switches (ack.py: rx_src).
+The reset exchange (reset.py): tx_reset_ask, a receiver asked the sender of
+a SYN that met another connection's PDC whether that PDC is stale; tx_reset,
+a sender answered that it is; pdc_reset, a receiver freed a PDC on a valid
+RESET; drop_reset, a RESET or an ask that matched nothing (a wrong cookie,
+PDC or PSN: a stale or spoofed one), or an ask about the sender's own live
+connection.  pdc_halfopen_close: of pdc_idle_close, the half-open PDCs
+(their sender never showed it heard us) freed after one initial RTO."""
 N_NCNT = 56
 
 # ---- per flow (fl) ----
@@ -191,7 +200,7 @@ RP_HOPS: switch hops of the last data packet (64 - its TTL), echoed in the
 ACK's probe field.  RP_INT_N: 1 + the INT hop records of the last data
 packet that asked for INT (0: none to reflect); RP_INT_H0 .. + INT_MAX_HOPS
 - 1: those records, 8 wire bytes each as one big-endian word."""
-RP_START, RP_CLOSED = 46, 47   # after the INT records (RP_INT_H0 + INT_MAX_HOPS)
+RP_START, RP_CLOSED, RP_EST, RP_ASK_T = 46, 47, 48, 49   # after the INT records (RP_INT_H0 + INT_MAX_HOPS)
 """RP_START: the low 32 bits of the connection's first PSN (its SYN's PSN -
 psn_offset).  RP_CLOSED: 1 once its CLOSE arrived (close.py): the PDC takes
 no more data but keeps its hash entry and start, so a late duplicate of
@@ -203,15 +212,19 @@ connection on that id, and the old PDC's row is freed for it
 (rx._pdc_of); so is one with an earlier start once the PDC has been
 silent for pdc_linger_ns if closed, pdc_idle_ns if open (a sender process
 that restarted: each takes its first PSN from the clock, setup.first_psn).  A SYN with the start RP_START is always a
-copy of the old connection's packets."""
-N_RP = 48
+copy of the old connection's packets.  RP_EST: 1 once a packet without SYN
+arrived (its sender knew our PDC id, so it heard our ACK: not a spoofed
+source); until then the PDC is half-open (close.pdc_reclaim).  RP_ASK_T:
+when the last reset ask left (reset.py; 0 none)."""
+N_RP = 50
 
 # ---- meta ----
-M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX, M_RP_FREE, M_FL_CLOSED = range(2, 10)
+M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX, M_RP_FREE, M_FL_CLOSED, M_SECRET = range(2, 11)
 """M_YIELD_RX: 1 = end the engine's chunk whenever a message is delivered
 (an app in the engine's process answers it at once).  M_RP_FREE: the first
 freed receive PDC row (linked through RP_FREE_NEXT; 0 none); M_FL_CLOSED:
-how many flow rows are FS_CLOSED (add_flow reuses them)."""
+how many flow rows are FS_CLOSED (add_flow reuses them).  M_SECRET: the
+key of the reset exchange's cookies (reset.py; setup.nic_secret)."""
 N_META = 16
 
 # ---- completion records (cq[n, k]) ----
