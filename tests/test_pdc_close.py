@@ -9,8 +9,8 @@ from taurus.datapath.devices.nic.close import CLOSED_LINGER_RTOS
 from taurus.datapath.devices.nic.setup import (add_flow, add_nic, flow_closed, flow_done,
                                                nic_close, nic_counters, nic_delivered, nic_post,
                                                nic_req_close, nic_sink, nic_table_use, rx_pdc)
-from taurus.datapath.devices.nic.state import (FL_START, FL_STATE, FS_CLOSED, M_FL_CLOSED, MAX_BACKOFF,
-                                               NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN, NR_RX_ACTIVE,
+from taurus.datapath.devices.nic.state import (FL_START, FL_STATE, FS_CLOSED, M_FL_CLOSED,
+                                               NR_RTO_INIT, NR_RTO_MIN, NR_RX_ACTIVE,
                                                M_NRP, RP_BUFCAP, RP_BUFOFF, RP_CLOSED, RP_LAST_T,
                                                RP_NIC)
 from taurus.datapath.engine import Engine
@@ -173,10 +173,9 @@ def _closed_conn(eng, d1, start):
 def test_a_restarted_sender_reconnects_to_a_long_lived_receiver():
     """A restarted sender process starts its rows at another first PSN
     (setup.first_psn).  On the PDC id of a connection the receiver closed,
-    its SYN with an earlier start is dropped (drop_wrong_pdc) while the
-    closed PDC has been silent less than pdc_linger_ns, and opens the new
-    connection (repeated by the sender's RTO) once it has been silent that
-    long (rx._pdc_of); one with a later start opens it at once."""
+    its SYN with an earlier start is dropped (drop_wrong_pdc) within
+    pdc_linger_ns, and the reset exchange (reset.py) frees the closed PDC
+    for it at once; one with a later start opens it at once by itself."""
     eng, d1, d2 = _pair(8)
     with eng:
         f, r, quiet_until = _closed_conn(eng, d1, 5000)
@@ -185,14 +184,9 @@ def test_a_restarted_sender_reconnects_to_a_long_lived_receiver():
         assert g == f                                    # the same row: the same PDC id
         nic_post(eng, d1, g, b"new" * 1000)
         eng.run_until(quiet_until - 1, stop_idle=False)  # within the linger
-        c2 = nic_counters(eng, d2)
-        assert c2["drop_wrong_pdc"] > dropped and c2["pdc_open"] == 1, c2
-        use = nic_table_use(eng)
-        assert use["pdcs"] == 0 and use["pdcs_closed"] == 1, use
-        assert nic_delivered(eng, d2, IP1, g) == b""
-        eng.run_until(quiet_until + 10_000_000, stop_idle=False)    # the RTO repeats it
-        assert flow_done(eng, g) and nic_delivered(eng, d2, IP1, g) == b"new" * 1000
         c1, c2 = nic_counters(eng, d1), nic_counters(eng, d2)
+        assert c2["drop_wrong_pdc"] > dropped and c2["pdc_reset"] == 1, c2
+        assert flow_done(eng, g) and nic_delivered(eng, d2, IP1, g) == b"new" * 1000
         assert c2["pdc_open"] == 2 and c1["rto_fail"] == 0, (c1, c2)
         assert nic_table_use(eng)["pdc_rows"] == 1       # the closed PDC's row, reused
         nic_close(eng, d1, g)
@@ -201,16 +195,16 @@ def test_a_restarted_sender_reconnects_to_a_long_lived_receiver():
         nic_post(eng, d1, h, b"next" * 100)
         eng.run_for(200_000)                             # within the linger: at once
         assert flow_done(eng, h) and nic_delivered(eng, d2, IP1, h) == b"next" * 100
-        assert nic_counters(eng, d2)["pdc_open"] == 3
+        c2 = nic_counters(eng, d2)
+        assert c2["pdc_open"] == 3 and c2["pdc_reset"] == 1
 
 
 def test_a_restarted_sender_takes_over_an_open_pdc_its_predecessor_left():
     """A sender process that died without closing leaves its receive PDC
     open.  Its successor's SYN on that PDC id with an earlier start is
-    dropped while the open PDC has been silent less than pdc_idle_ns (the
-    successor's retries give up before; closing the failed flow frees its
-    row at once), and opens a new connection once it has been silent that
-    long (rx._pdc_of)."""
+    dropped and asked about; the successor resets the stale PDC and its
+    connection opens within one initial RTO (reset.py), without waiting
+    for pdc_idle_ns; the old PDC's unread bytes are gone with it."""
     eng, d1, d2 = _pair(8)
     with eng:
         N = eng.E.nic
@@ -218,30 +212,16 @@ def test_a_restarted_sender_takes_over_an_open_pdc_its_predecessor_left():
         nic_post(eng, d1, f, b"old" * 1000)
         eng.run_for(200_000)
         assert flow_done(eng, f) and nic_table_use(eng)["pdcs"] == 1
-        (r,) = np.flatnonzero(N.rp[:, RP_NIC])
-        n2 = int(N.rp[r, RP_NIC]) - 1
-        idle = int(N.nr[n2, NR_RETRIES]) * MAX_BACKOFF * int(max(N.nr[n2, NR_RTO_INIT],
-                                                                 N.nr[n2, NR_RTO_MIN]))
-        idle_until = int(N.rp[r, RP_LAST_T]) + idle
         N.fl[f, FL_STATE] = FS_CLOSED        # the sender dies: its row is free, no CLOSE sent
         N.meta[M_FL_CLOSED] += 1
         g = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=0)   # its successor
         assert g == f
         nic_post(eng, d1, g, b"new" * 1000)
-        eng.run_until(idle_until - 1, stop_idle=False)
+        eng.run_for(int(N.nr[0, NR_RTO_INIT]))
         c1, c2 = nic_counters(eng, d1), nic_counters(eng, d2)
-        assert c2["drop_wrong_pdc"] > 0 and c2["pdc_open"] == 1 and c1["rto_fail"] == 1, (c1, c2)
-        assert nic_delivered(eng, d2, IP1, g) == b"old" * 1000     # the old PDC's, unread
-        assert nic_table_use(eng)["pdcs"] == 1
-        nic_close(eng, d1, g)                # a failed flow is freed at once (sq.app_close)
-        eng.run_until(idle_until + 1, stop_idle=False)
-        assert flow_closed(eng, g) and nic_counters(eng, d1)["sq_bad"] == 0
-        h = add_flow(eng, d1, MAC2, IP2, buf_bytes=8192, start_psn=0)   # a third process
-        assert h == f
-        nic_post(eng, d1, h, b"again" * 1000)
-        eng.run_for(1_000_000)
-        assert flow_done(eng, h) and nic_delivered(eng, d2, IP1, h) == b"again" * 1000
-        assert nic_counters(eng, d2)["pdc_open"] == 2
+        assert c2["drop_wrong_pdc"] > 0 and c2["pdc_reset"] == 1 and c1["rto_fail"] == 0
+        assert flow_done(eng, g) and nic_delivered(eng, d2, IP1, g) == b"new" * 1000
+        assert c2["pdc_open"] == 2 and nic_table_use(eng)["pdcs"] == 1
 
 
 def test_a_late_copy_of_a_closed_connection_is_dropped_however_late():

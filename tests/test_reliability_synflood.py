@@ -1,7 +1,8 @@
-"""A SYN flood from random sources fills a host NIC's receive PDC tables
-only up to their size (the rest is refused and counted); once the flood's
-PDCs have been silent for the NIC's idle time (close.py: pdc_idle_ns) new
-connections take their rows, so flows opened after the flood work."""
+"""A SYN flood from random sources into a host NIC while an established
+connection runs: the flood's PDCs stay half-open and give their rows to
+new SYNs after one initial RTO (close.py: pdc_reclaim), so the tables stay
+within their size, the established flow keeps its goodput and loses no
+byte, and flows opened during the flood complete intact."""
 import os
 import sys
 
@@ -10,9 +11,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import reliab_synflood  # noqa: E402
 
 
-def test_flows_opened_after_a_syn_flood_work():
-    r = reliab_synflood.run(n_syn=200, max_flows=32, legit=2, nbytes=64 << 10)
-    assert r["legit_after_flood"] == "3/3"
-    assert r["opened_by_flood"] <= r["pdc_rows"] < r["syn_frames"] // 2
-    assert r["refused"] > 0 and r["idle_closed"] > 0
-    assert r["rows_at_end"]["pdc_rows"] <= r["pdc_rows"]
+def test_a_syn_flood_does_not_starve_established_or_new_connections():
+    r = reliab_synflood.run(n_syn=2000, max_flows=32, legit=2, nbytes=64 << 10)
+    assert r["legit"] == "2/2" and r["intact"] and r["bytes_lost"] == 0
+    assert r["peak_rows"] <= r["pdc_rows"] and r["halfopen_closed"] > 0
+    assert r["goodput_pct"] >= 90, r
