@@ -1,15 +1,16 @@
 """SYN flood (bench/reliability.py part "synflood"): new-connection frames
-from random sources into a host NIC, then legitimate flows.
+from random sources into a host NIC while an established connection runs
+and new legitimate ones open.
 
 Every flood frame is a well-formed RUD request with SYN set, from a random
 source address and PDC id (a random PSN, psn_offset and stream offset, so
-most are held out of order), which opens a receive PDC while the tables
-have room; beyond that it is refused and counted (``drop_no_pdc``).  Once
-the flood's PDCs have been silent for the NIC's idle time (close.py:
-pdc_idle_ns, 3.07 s by default), a new PDC takes the row of the one idle
-longest (``pdc_idle_close``): flows opened after the flood work, and the
-tables stay bounded whatever the flood's size.  Virtual time on memory
-links: h1 -- s1 -- h2, the flood straight into h2's NIC.
+most are held out of order), which opens a receive PDC.  Such a PDC stays
+half-open: no packet without SYN ever follows (its source never hears our
+ACK).  When the tables are full, a new SYN takes the row of a half-open PDC
+silent for one initial RTO (close.py: pdc_reclaim, ``pdc_halfopen_close``);
+established PDCs keep theirs.  Virtual time on memory links: h1 -- s1 --
+h2 and a rogue port fz on s1 that floods h2 at ``rate_pps``, below the
+rows / initial RTO a table of that size withstands (docs/SECURITY.md).
 """
 import numpy as np
 
@@ -61,66 +62,101 @@ def flood_frames(n, dst_mac, dst_ip, seed=7):
     return data, lens
 
 
-def run(n_syn=2000, max_flows=256, legit=4, nbytes=256 << 10, seed=7, log=print):
-    """Flood h2 with ``n_syn`` SYNs, let the flood's PDCs fall silent for
-    the idle time, open ``legit`` flows h1 -> h2; flood again, wait, one
-    more flow.  Returns the figures; raises AssertionError if the tables
-    grow past their size or a flow opened after a flood fails or loses a
-    byte."""
-    from reliab_fuzz import _topology, inject
+def run(n_syn=2000, max_flows=256, legit=4, nbytes=256 << 10, seed=7, log=print,
+        rate_pps=500_000, step_ns=20_000):
+    """An established flow h1 -> h2 for two windows of n_syn / rate_pps:
+    the first quiet, the second under a flood of ``n_syn`` SYNs at
+    ``rate_pps`` into h2, while ``legit`` new flows h1 -> h2 open during
+    it.  Returns the figures; raises AssertionError if the tables grow past
+    their size, a byte is lost or a legitimate flow fails."""
+    import hashlib
 
+    from reliab_fuzz import _topology
+
+    from taurus.datapath.devices.nic.app import WouldBlock
     from taurus.datapath.devices.nic.setup import (add_flow, flow_done, nic_counters, nic_post,
                                                    nic_table_use, nic_take_delivered)
-    from taurus.datapath.devices.nic.state import MAX_BACKOFF, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN
     from taurus.datapath.engine import Engine
     from taurus.tools.fabric import build_virtual, nic_host, open_end
 
     t = _topology()
     data, lens = flood_frames(n_syn, t.mac_of("h2"), t.ip_of("h2"), seed)
     eng = Engine(clock="virtual", n_frames=16384, max_flows=max_flows, max_nics=2)
+    rng = np.random.default_rng(seed)
     with eng:
         fab = build_virtual(eng, t, host_factory=lambda e, tp, h, p: (
-            open_end(e, tp, h, p) if h == "fz" else nic_host(e, tp, h, p)))
+            open_end(e, tp, h, p) if h == "fz" else
+            nic_host(e, tp, h, p, rx_buf_bytes=64 << 10)))
         h1, h2 = fab["hosts"]["h1"], fab["hosts"]["h2"]
-        into_h2 = fab["ports"][t.ifaces_of("h2")[0].peer_iface]
-        n2 = int(eng.E.devs.regs[h2, 0])
-        nr = eng.E.nic.nr[n2]
-        idle = int(max(nr[NR_RETRIES], 1) * MAX_BACKOFF      # close.py: pdc_idle_ns
-                   * max(nr[NR_RTO_INIT], nr[NR_RTO_MIN], 1))
+        rogue = fab["ports"][t.ifaces_of("fz")[0].iface]
+        ip1, mac2 = t.ip_of("h1"), t.mac_of("h2")
         rows = eng.E.nic.rp.shape[0] - 1
-        inject(eng, into_h2, data, lens)
-        after_flood = dict(nic_counters(eng, h2))
-        use_flood = nic_table_use(eng)
-        rng = np.random.default_rng(seed)
+        est = add_flow(eng, h1, mac2, t.ip_of("h2"), cwnd_bytes=64 << 10)
+        sent, got = hashlib.sha256(), hashlib.sha256()
+        tot = dict(sent=0, got=0)
+        chunk = rng.integers(0, 256, 16 << 10, np.uint8).tobytes()
+        flows = {}                       # legit flow -> [data, received]
 
-        def transfer(k):
-            f = add_flow(eng, h1, t.mac_of("h2"), t.ip_of("h2"), cwnd_bytes=64 << 10)
-            sent = rng.integers(0, 256, nbytes, np.uint8).tobytes()
-            nic_post(eng, h1, f, sent)
-            got = []
-            for _ in range(int(4 * idle // 10**7) + 10):
-                eng.run_for(10**7)
-                got.append(nic_take_delivered(eng, h2, t.ip_of("h1"), f))
-                if flow_done(eng, f):
+        def step(k_flood, post=True):
+            while post:                  # keep the established flow's ring full
+                try:
+                    nic_post(eng, h1, est, chunk)
+                except WouldBlock:
                     break
-            return flow_done(eng, f) and b"".join(got) == sent
-        eng.run_until(eng.now() + idle, stop_idle=False)   # the flood's PDCs fall silent
-        ok = [transfer(k) for k in range(legit)]
-        inject(eng, into_h2, data, lens)      # a second flood: the rows are reused
-        eng.run_until(eng.now() + idle, stop_idle=False)
-        ok2 = transfer(legit)
+                sent.update(chunk)
+                tot["sent"] += len(chunk)
+            for _ in range(k_flood):
+                if not eng.inject(rogue, data[step.k, :lens[step.k]].tobytes()):
+                    step.refused += 1
+                step.k += 1
+            eng.run_for(step_ns)
+            b = nic_take_delivered(eng, h2, ip1, est)
+            got.update(b)
+            tot["got"] += len(b)
+            for f, v in flows.items():
+                v[1].append(nic_take_delivered(eng, h2, ip1, f))
+            return len(b)
+        step.k = step.refused = 0
+        window = max(1, int(n_syn * 1e9 / rate_pps) // step_ns)
+        for _ in range(window // 4):                          # warm up
+            step(0)
+        quiet = sum(step(0) for _ in range(window))
+        per = n_syn / window
+        due, flooded, peak = 0.0, 0, 0
+        for w in range(window):
+            if w % max(1, window // max(legit, 1)) == 0 and len(flows) < legit:
+                f = add_flow(eng, h1, mac2, t.ip_of("h2"), cwnd_bytes=64 << 10)
+                b = rng.integers(0, 256, nbytes, np.uint8).tobytes()
+                nic_post(eng, h1, f, b)
+                flows[f] = [b, []]
+            due += per
+            k = min(int(due) - step.k, n_syn - step.k)
+            flooded += step(k)
+            peak = max(peak, nic_table_use(eng)["pdc_rows"])
+        for _ in range(int(2e6 // step_ns)):                  # the legit flows finish
+            if all(flow_done(eng, f) for f in flows):
+                break
+            step(0)
         c = nic_counters(eng, h2)
-        use = nic_table_use(eng)
-    figs = dict(syn_frames=2 * n_syn, pdc_rows=rows, idle_ms=idle / 1e6,
-                opened_by_flood=after_flood["pdc_open"], refused=c["drop_no_pdc"],
-                idle_closed=c["pdc_idle_close"], rows_after_flood=use_flood, rows_at_end=use,
-                legit_after_flood=f"{sum(ok) + ok2}/{legit + 1}")
-    log(f"  SYN flood: {2 * n_syn} SYNs from random sources into h2 (two floods): "
-        f"{after_flood['pdc_open']} PDCs opened by the first (all the NIC's tables hold: "
-        f"{use_flood['pdc_rows']} of {rows} rows, receive rings for that many), "
-        f"{c['drop_no_pdc']} SYNs refused (drop_no_pdc), {c['pdc_idle_close']} idle PDCs "
-        f"reclaimed after {idle / 1e9:.2f} s silent; flows opened after the flood done and "
-        f"intact {figs['legit_after_flood']}")
-    assert after_flood["pdc_open"] <= rows and c["drop_no_pdc"] > 0
-    assert all(ok) and ok2, "a flow opened after the flood failed"
+        ok = sum(flow_done(eng, f) and b"".join(v[1]) == v[0] for f, v in flows.items())
+        for _ in range(int(5e6 // step_ns)):                  # the established one drains
+            if tot["got"] >= tot["sent"]:
+                break
+            step(0, post=False)
+    goodput = 100.0 * flooded / max(quiet, 1)
+    figs = dict(syn_frames=n_syn, rate_pps=rate_pps, pdc_rows=rows, peak_rows=peak,
+                refused=c["drop_no_pdc"], halfopen_closed=c["pdc_halfopen_close"],
+                goodput_pct=goodput, quiet_bytes=quiet, flood_bytes=flooded,
+                bytes=tot["got"], bytes_lost=tot["sent"] - tot["got"],
+                intact=sent.digest() == got.digest(), legit=f"{ok}/{legit}",
+                link_refused=step.refused)
+    log(f"  SYN flood: {n_syn} SYNs from random sources at {rate_pps / 1e6:.2f} Mpps into h2 "
+        f"({rows} PDC rows, at most {peak} in use): {c['pdc_halfopen_close']} half-open PDCs "
+        f"reclaimed, {c['drop_no_pdc']} SYNs refused; the established flow kept "
+        f"{goodput:.1f}% of its goodput ({flooded} B against {quiet} B in "
+        f"{window * step_ns / 1e6:.1f} ms), {tot['got']} B delivered, SHA-256 "
+        f"{'equal' if figs['intact'] else 'DIFFERENT'}; new flows during the flood done and "
+        f"intact {ok}/{legit}")
+    assert peak <= rows and figs["intact"] and figs["bytes_lost"] == 0, figs
+    assert ok == legit, f"a flow opened during the flood failed: {figs}"
     return figs

@@ -3,11 +3,12 @@ churn and a long run under load (bench/README.md).  Each part prints its
 figures; the last line (its churn figure from the load part when it ran):
 
     reliability: F frames fuzzed, 0 crashes; B MiB through faults, 0 bytes lost;
-    K kills, 0 leaks; churn C flows, RSS growth R%
+    K kills, 0 leaks; churn C flows, RSS growth R%; R restarts reconnected;
+    S spoofed frames, 0 accepted; F flood SYNs, established goodput G%
 
     sudo python bench/reliability.py            # the full run
     sudo python bench/reliability.py --quick    # the CI-sized one
-    python bench/reliability.py --parts fuzz,synflood,faults,shm,churn,load   # no root: virtual time
+    python bench/reliability.py --parts fuzz,synflood,restarts,spoof,faults,shm,churn,load   # no root
     python bench/reliability.py --quick --boundscheck --no-xdp   # every access bounds-checked
 
 A crash (a Numba segfault) ends the process, so it shows as the missing
@@ -30,15 +31,17 @@ import reliab_fuzz  # noqa: E402
 import reliab_kills  # noqa: E402
 import reliab_load  # noqa: E402
 import reliab_shm  # noqa: E402
+import reliab_spoof  # noqa: E402
 import reliab_synflood  # noqa: E402
 
-PARTS = ("fuzz", "synflood", "faults", "shm", "kills", "churn", "load")
+PARTS = ("fuzz", "synflood", "restarts", "spoof", "faults", "shm", "kills", "churn", "load")
 SIZES = {  # quick / full
     "fuzz_frames": (20_000, 1_000_000), "xdp_frames": (3_000, 100_000),
     "fault_bytes": (1 << 20, 8 << 20), "fault_flows": (2, 4),
     "shm_seconds": (3.0, 30.0), "agent_kills": (2, 10), "app_kills": (2, 10),
     "engine_kills": (2, 10), "churn_flows": (5_000, 100_000),
-    "syn_frames": (2_000, 50_000), "syn_pdc_rows": (256, 4096),
+    "syn_frames": (20_000, 1_000_000), "syn_pdc_rows": (256, 4096),
+    "restarts": (3, 30), "spoof_frames": (2_000, 100_000),
     "load_long": (1_000, 10_000), "load_churn": (5_000, 100_000), "load_wall_s": (0.0, 600.0),
     "load_concurrent": (128, 256), "load_max_wall_s": (None, 600.0),
 }
@@ -70,7 +73,8 @@ def main(argv=None):
     parts = [p for p in a.parts.split(",") if p]
     root = os.geteuid() == 0
     xdp = root if a.xdp is None else a.xdp
-    out, tot = {}, dict(frames=0, crashes=0, mib=0.0, lost=0, kills=0, leaks=0, churn=0, rss=None)
+    out, tot = {}, dict(frames=0, crashes=0, mib=0.0, lost=0, kills=0, leaks=0, churn=0, rss=None,
+                        restarts=None, spoofed=None, accepted=0, syn=None, goodput=None)
     t_all = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="taurus-reliab-")
 
@@ -99,7 +103,16 @@ def main(argv=None):
         r = part("SYN flood, memory links",
                  lambda: reliab_synflood.run(n["syn_frames"], max_flows=n["syn_pdc_rows"],
                                              seed=a.seed))
-        tot["frames"] += r["syn_frames"]
+        tot["syn"], tot["goodput"] = r["syn_frames"], r["goodput_pct"]
+        tot["lost"] += r["bytes_lost"]
+    if "restarts" in parts:
+        r = part("restarts, memory links",
+                 lambda: reliab_spoof.restarts(n["restarts"], seed=a.seed))
+        tot["restarts"] = r["reconnected"]
+    if "spoof" in parts:
+        r = part("spoofed peers, memory links",
+                 lambda: reliab_spoof.spoof(n["spoof_frames"], seed=a.seed))
+        tot["spoofed"], tot["accepted"] = r["frames"], r["accepted"]
     if "faults" in parts:
         rows = part("network faults, memory links (virtual time)",
                     lambda: reliab_faults.run_virtual(n_flows=n["fault_flows"],
@@ -138,9 +151,15 @@ def main(argv=None):
             json.dump(out, f, indent=1, default=str)
     churn = (f"churn {tot['churn']} flows, RSS growth {tot['rss']:.1f}%" if tot["rss"] is not None
              else "churn: not measured")
+    extra = "".join([
+        f"; {tot['restarts']} restarts reconnected" if tot["restarts"] is not None else "",
+        f"; {tot['spoofed']} spoofed frames, {tot['accepted']} accepted"
+        if tot["spoofed"] is not None else "",
+        f"; {tot['syn']} flood SYNs, established goodput {tot['goodput']:.0f}%"
+        if tot["syn"] is not None else ""])
     print(f"reliability: {tot['frames']} frames fuzzed, {tot['crashes']} crashes; "
           f"{tot['mib']:.0f} MiB through faults, {tot['lost']} bytes lost; "
-          f"{tot['kills']} kills, {tot['leaks']} leaks; {churn}")
+          f"{tot['kills']} kills, {tot['leaks']} leaks; {churn}{extra}")
 
 
 if __name__ == "__main__":
