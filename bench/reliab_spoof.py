@@ -34,7 +34,7 @@ def fabric(max_flows=16):
     eng = Engine(clock="virtual", n_frames=8192, max_flows=max_flows, max_nics=2)
     fab = build_virtual(eng, t, host_factory=lambda e, tp, h, p: (
         open_end(e, tp, h, p) if h == "fz" else nic_host(e, tp, h, p, rx_buf_bytes=64 << 10)))
-    rogue = fab["ports"][t.ifaces_of("fz")[0].iface]
+    rogue = fab["hosts"]["fz"]                  # open_end: its port
     return eng, t, fab["hosts"]["h1"], fab["hosts"]["h2"], rogue
 
 

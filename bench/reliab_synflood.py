@@ -88,7 +88,7 @@ def run(n_syn=2000, max_flows=256, legit=4, nbytes=256 << 10, seed=7, log=print,
             open_end(e, tp, h, p) if h == "fz" else
             nic_host(e, tp, h, p, rx_buf_bytes=64 << 10)))
         h1, h2 = fab["hosts"]["h1"], fab["hosts"]["h2"]
-        rogue = fab["ports"][t.ifaces_of("fz")[0].iface]
+        rogue = fab["hosts"]["fz"]                  # open_end: its port
         ip1, mac2 = t.ip_of("h1"), t.mac_of("h2")
         rows = eng.E.nic.rp.shape[0] - 1
         est = add_flow(eng, h1, mac2, t.ip_of("h2"), cwnd_bytes=64 << 10)

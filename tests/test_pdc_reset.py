@@ -82,7 +82,7 @@ def _fabric():
     eng = Engine(clock="virtual", n_frames=8192, max_flows=16, max_nics=2)
     fab = build_virtual(eng, t, host_factory=lambda e, tp, h, p: (
         open_end(e, tp, h, p) if h == "fz" else nic_host(e, tp, h, p, rx_buf_bytes=8192)))
-    rogue = fab["ports"][t.ifaces_of("fz")[0].iface]
+    rogue = fab["hosts"]["fz"]                  # open_end: its port
     return eng, t, fab["hosts"]["h1"], fab["hosts"]["h2"], rogue
 
 
@@ -133,6 +133,7 @@ def test_a_reset_without_the_cookie_is_dropped_and_counted():
         for ip, sp, dp, c in bad:
             assert eng.inject(rogue, _reset(t, ip, sp, dp, c))
             eng.run_for(2_000)
+        eng.run_for(20_000)                      # the last one is still on the links
         c2 = nic_counters(eng, h2)
         assert c2["drop_reset"] == len(bad) and c2["pdc_reset"] == 0
         assert int(N.rp[r, RP_PEER_PDC]) == f and int(N.rp[r, RP_START]) == 5000
@@ -140,7 +141,7 @@ def test_a_reset_without_the_cookie_is_dropped_and_counted():
         eng.run_for(100_000)
         assert nic_delivered(eng, h2, ip1, f) == b"old" * 1000 + b"more" * 100
         assert eng.inject(rogue, _reset(t, ip1, f, r, cookie))
-        eng.run_for(2_000)
+        eng.run_for(20_000)
         assert nic_counters(eng, h2)["pdc_reset"] == 1 and nic_table_use(eng)["pdcs"] == 0
 
 
