@@ -67,7 +67,10 @@ def run(n_syn=2000, max_flows=256, legit=4, nbytes=256 << 10, seed=7, log=print,
     """An established flow h1 -> h2 for two windows of n_syn / rate_pps:
     the first quiet, the second under a flood of ``n_syn`` SYNs at
     ``rate_pps`` into h2, while ``legit`` new flows h1 -> h2 open during
-    it.  Returns the figures; raises AssertionError if the tables grow past
+    it.  goodput_pct: the established flow's bytes under the flood against
+    the quiet window's less what the flood's frames and the new flows took
+    of h2's link (100: the flood cost it nothing beyond its bytes on the
+    wire; raw_pct is the plain ratio).  Returns the figures; raises AssertionError if the tables grow past
     their size, a byte is lost or a legitimate flow fails."""
     import hashlib
 
@@ -77,6 +80,7 @@ def run(n_syn=2000, max_flows=256, legit=4, nbytes=256 << 10, seed=7, log=print,
     from taurus.datapath.devices.nic.setup import (add_flow, flow_done, nic_counters, nic_post,
                                                    nic_table_use, nic_take_delivered)
     from taurus.datapath.engine import Engine
+    from taurus.datapath.ports import memlink
     from taurus.tools.fabric import build_virtual, nic_host, open_end
 
     t = _topology()
@@ -133,6 +137,10 @@ def run(n_syn=2000, max_flows=256, legit=4, nbytes=256 << 10, seed=7, log=print,
             k = min(int(due) - step.k, n_syn - step.k)
             flooded += step(k)
             peak = max(peak, nic_table_use(eng)["pdc_rows"])
+        others = sum(len(b) for v in flows.values() for b in v[1])   # the new flows' share
+        # the flood's own share of h2's link: its frames' wire time (memlink: len x 8 / rate)
+        busy = int(lens[:step.k].sum()) * 8e9 / int(eng.E.ports.regs[rogue, memlink.RATE])
+        left = quiet * (1 - busy / (window * step_ns)) - others
         for _ in range(int(2e6 // step_ns)):                  # the legit flows finish
             if all(flow_done(eng, f) for f in flows):
                 break
@@ -143,18 +151,22 @@ def run(n_syn=2000, max_flows=256, legit=4, nbytes=256 << 10, seed=7, log=print,
             if tot["got"] >= tot["sent"]:
                 break
             step(0, post=False)
-    goodput = 100.0 * flooded / max(quiet, 1)
+    goodput = 100.0 * flooded / max(left, 1)
     figs = dict(syn_frames=n_syn, rate_pps=rate_pps, pdc_rows=rows, peak_rows=peak,
                 refused=c["drop_no_pdc"], halfopen_closed=c["pdc_halfopen_close"],
-                goodput_pct=goodput, quiet_bytes=quiet, flood_bytes=flooded,
+                goodput_pct=goodput, raw_pct=100.0 * flooded / max(quiet, 1),
+                link_share_pct=100.0 * busy / (window * step_ns), new_flow_bytes=others,
+                quiet_bytes=quiet, flood_bytes=flooded,
                 bytes=tot["got"], bytes_lost=tot["sent"] - tot["got"],
                 intact=sent.digest() == got.digest(), legit=f"{ok}/{legit}",
                 link_refused=step.refused)
     log(f"  SYN flood: {n_syn} SYNs from random sources at {rate_pps / 1e6:.2f} Mpps into h2 "
         f"({rows} PDC rows, at most {peak} in use): {c['pdc_halfopen_close']} half-open PDCs "
         f"reclaimed, {c['drop_no_pdc']} SYNs refused; the established flow kept "
-        f"{goodput:.1f}% of its goodput ({flooded} B against {quiet} B in "
-        f"{window * step_ns / 1e6:.1f} ms), {tot['got']} B delivered, SHA-256 "
+        f"{goodput:.1f}% of the goodput the link left it ({flooded} B against {quiet} B in "
+        f"{window * step_ns / 1e6:.1f} ms quiet: {figs['raw_pct']:.1f}%, the flood's frames "
+        f"taking {figs['link_share_pct']:.1f}% of h2's link and the new flows {others} B), "
+        f"{tot['got']} B delivered, SHA-256 "
         f"{'equal' if figs['intact'] else 'DIFFERENT'}; new flows during the flood done and "
         f"intact {ok}/{legit}")
     assert peak <= rows and figs["intact"] and figs["bytes_lost"] == 0, figs

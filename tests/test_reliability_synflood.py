@@ -15,4 +15,5 @@ def test_a_syn_flood_does_not_starve_established_or_new_connections():
     r = reliab_synflood.run(n_syn=2000, max_flows=32, legit=2, nbytes=64 << 10)
     assert r["legit"] == "2/2" and r["intact"] and r["bytes_lost"] == 0
     assert r["peak_rows"] <= r["pdc_rows"] and r["halfopen_closed"] > 0
-    assert r["goodput_pct"] >= 90, r
+    # of what the flood's frames and the new flows leave on h2's link (100.0 measured)
+    assert r["goodput_pct"] >= 97, r
