@@ -130,6 +130,7 @@ KINDS_H1 = ("ack", "nack", "cnp", "req_close")
 def _transfer(n_frames, nbytes, seed, log):
     """One transfer h1 -> h2 with n_frames forged frames from fz spread over
     it; returns (figures, the victims' drop deltas)."""
+    from taurus.datapath.devices.nic.app import WouldBlock
     from taurus.datapath.devices.nic.setup import (add_flow, flow_done, nic_counters, nic_post,
                                                    nic_take_delivered)
     from taurus.datapath.devices.nic.state import FL_RPDC, FL_UNA, RP_NXT
@@ -148,7 +149,7 @@ def _transfer(n_frames, nbytes, seed, log):
             while sent < nbytes:
                 try:
                     nic_post(eng, h1, f, data[sent:sent + (16 << 10)])
-                except Exception:
+                except WouldBlock:                 # the ring is full: later
                     break
                 sent = min(nbytes, sent + (16 << 10))
             if k < n_frames and N.fl[f, FL_RPDC] != 0:

@@ -295,7 +295,9 @@ def test_named_errors():
     assert _status(bytes(bad))[0] == "bad_next_hdr"
     ctl = bytes(F.uet_frame(L.PDSControl(ctl_type=S.CTL_PROBE)))
     assert _status(ctl)[0] == "ok"
-    bad = bytearray(ctl); C.write_prologue(np.frombuffer(bad, np.uint8), pds_off, S.T_CONTROL, 12, 0)
+    unused = max(S.CTL_TYPES) + 1                  # the first ctl_type nobody defined
+    bad = bytearray(ctl); C.write_prologue(np.frombuffer(bad, np.uint8), pds_off, S.T_CONTROL,
+                                           unused, 0)
     assert _status(bytes(bad))[0] == "bad_next_hdr"
     pr = F.uet_frame(L.PDSAck(), probe=L.TaurusProbe())
     f = Ether(bytes(pr)); f[IP].len -= 1; f[UDP].len -= 1

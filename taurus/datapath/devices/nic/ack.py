@@ -39,8 +39,8 @@ from ...wire.desc import (D_DGRAM_END, D_DPDCID, D_IP_LEN, D_IP_OFF, D_IP_SRC, D
                          D_PDS_OFF, D_PDS_TYPE, D_PROBE_MODE, D_PROBE_OFF, D_PROBE_TS, D_PSN,
                          D_PSN_OFFSET, D_SPDCID)
 from .close import flow_free
-from .reset import rx_reset_ask
 from .gen import gen_completes, gen_refill
+from .reset import rx_reset_ask
 from .signals import (signal_ack, signal_bound, signal_cnp, signal_credit, signal_csig,
                       signal_custom, signal_ecn, signal_host, signal_int, signal_nack,
                       signal_ooo, signal_rtt, signal_rtt_packet, signal_src)

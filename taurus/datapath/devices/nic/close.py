@@ -64,8 +64,8 @@ from ...wire.desc import (D_DPDCID, D_IP_SRC, D_PDS_FLAGS, D_PDS_NEXT, D_PDS_OFF
                           D_SPDCID)
 from .frame import ECN_ECT0, PDS_OFF, frame_l2l4, frame_new, send_control, tx_emit
 from .rxcc import rx_cc_close
-from .state import (C_PDC_HALFOPEN_CLOSE, C_PDC_IDLE_CLOSE, RP_EST, MAX_BACKOFF, NR_RETRIES, NR_RTO_INIT, NR_RTO_MIN, NR_RXCAP,
-                    RP_LAST_T,
+from .state import (C_PDC_HALFOPEN_CLOSE, C_PDC_IDLE_CLOSE, MAX_BACKOFF, NR_RETRIES,
+                    NR_RTO_INIT, NR_RTO_MIN, NR_RXCAP, RP_EST, RP_LAST_T,
                     C_DROP_PSN_OOR, C_DROP_WRONG_PDC, C_FLOW_CLOSE, C_PDC_CLOSE, C_RX_CLOSE,
                     C_TX_ACK, C_TX_CLOSE, CL_NONE, CL_WANTED, FL_CLOSING, FL_NIC, FL_PEER_IP,
                     FL_PEER_MAC, FL_EV, FL_NXT, FL_RPDC, FL_SCHED, FL_STATE, FL_T_PACE, FL_T_RTO,

@@ -200,7 +200,7 @@ RP_HOPS: switch hops of the last data packet (64 - its TTL), echoed in the
 ACK's probe field.  RP_INT_N: 1 + the INT hop records of the last data
 packet that asked for INT (0: none to reflect); RP_INT_H0 .. + INT_MAX_HOPS
 - 1: those records, 8 wire bytes each as one big-endian word."""
-RP_START, RP_CLOSED, RP_EST, RP_ASK_T = 46, 47, 48, 49   # after the INT records (RP_INT_H0 + INT_MAX_HOPS)
+RP_START, RP_CLOSED, RP_EST, RP_ASK_T = 46, 47, 48, 49   # after RP_INT_H0 + INT_MAX_HOPS
 """RP_START: the low 32 bits of the connection's first PSN (its SYN's PSN -
 psn_offset).  RP_CLOSED: 1 once its CLOSE arrived (close.py): the PDC takes
 no more data but keeps its hash entry and start, so a late duplicate of
@@ -209,17 +209,22 @@ dropped, not taken as a new connection.  A sender's PDC id is its flow
 row, reused by its later connections, each starting past the last one's
 PSNs (setup.add_flow): a SYN with a later start than RP_START is a new
 connection on that id, and the old PDC's row is freed for it
-(rx._pdc_of); so is one with an earlier start once the PDC has been
-silent for pdc_linger_ns if closed, pdc_idle_ns if open (a sender process
-that restarted: each takes its first PSN from the clock, setup.first_psn).  A SYN with the start RP_START is always a
-copy of the old connection's packets.  RP_EST: 1 once a packet without SYN
+(rx._pdc_of).  A SYN with an earlier start comes from a sender process
+that restarted (each takes its first PSN from the clock, setup.first_psn)
+or is a late copy of an older connection's: it is dropped and its sender
+asked (the reset exchange, reset.py), whose RESET frees the PDC at once;
+without one the PDC is freed for such a SYN once it has been silent for
+close.pdc_wait_ns (closed: pdc_linger_ns; half-open: one initial RTO;
+open: pdc_idle_ns).  A SYN with the start RP_START is always a copy of the
+old connection's packets.  RP_EST: 1 once a packet without SYN
 arrived (its sender knew our PDC id, so it heard our ACK: not a spoofed
 source); until then the PDC is half-open (close.pdc_reclaim).  RP_ASK_T:
 when the last reset ask left (reset.py; 0 none)."""
 N_RP = 50
 
 # ---- meta ----
-M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX, M_RP_FREE, M_FL_CLOSED, M_SECRET = range(2, 11)
+(M_TX_BUMP, M_RX_BUMP, M_NRP, M_NFL, M_NNIC, M_YIELD_RX, M_RP_FREE, M_FL_CLOSED,
+ M_SECRET) = range(2, 11)
 """M_YIELD_RX: 1 = end the engine's chunk whenever a message is delivered
 (an app in the engine's process answers it at once).  M_RP_FREE: the first
 freed receive PDC row (linked through RP_FREE_NEXT; 0 none); M_FL_CLOSED:
