@@ -58,7 +58,8 @@ from .tx import PROBE_TS_MASK, SLO_OFF, flow_wake, rto_arm
 @hot
 def _flow_of(N, n):
     """The flow an ACK/NACK is for; 0 = not ours (counted as wrong PDC).
-    The first valid ACK tells us the receiver's PDC id (ends SYN)."""
+    A flow still in SYN takes any receiver PDC id here; the caller learns
+    it (_learn_rpdc) only once the PSN is in the window."""
     f = _match_flow(N, n)
     if f == 0:
         N.ncnt[n, C_DROP_WRONG_PDC] += 1
@@ -75,10 +76,19 @@ def _match_flow(N, n):
     if N.fl[f, FL_RPDC] == 0:
         if d[D_SPDCID] == 0:
             return 0
-        N.fl[f, FL_RPDC] = d[D_SPDCID]
     elif N.fl[f, FL_RPDC] != d[D_SPDCID]:
         return 0
     return f
+
+
+@hot
+def _learn_rpdc(N, f):
+    """The first ACK/NACK/CNP in the window tells a flow the receiver's PDC
+    id (ends SYN).  Not before the window check: a late one from the PDC of
+    an older process on the same flow row (a restart) would tie the new
+    connection to that stale PDC, and it would never reset it (reset.py)."""
+    if N.fl[f, FL_RPDC] == 0:
+        N.fl[f, FL_RPDC] = N.desc[D_SPDCID]
 
 
 @hot
@@ -142,6 +152,7 @@ def rx_ack(E, n, i, now):
     if cack + 1 > nxt or cack + 1 < una - W:   # acks what we never sent
         N.ncnt[n, C_DROP_ACK_OOR] += 1
         return
+    _learn_rpdc(N, f)
     N.ncnt[n, C_RX_ACK] += 1
     buf = E.pool.data[i]
     q = d[D_PDS_OFF]
@@ -392,6 +403,7 @@ def rx_cnp(E, n, i, now):
     if p >= N.fl[f, FL_NXT] or p < N.fl[f, FL_UNA] - N.sl_state.shape[1]:
         N.ncnt[n, C_DROP_ACK_OOR] += 1         # marks a PSN we never sent: forged
         return
+    _learn_rpdc(N, f)
     N.ncnt[n, C_RX_CNP] += 1
     marks = get_field(E.pool.data[i], d[D_PDS_OFF], S.CONTROL_CTL_PAYLOAD)
     signal_cnp(E, N, f, 1 if marks & S.CNP_CE else 0, 1 if marks & S.CNP_UE else 0, p, now)
@@ -430,7 +442,7 @@ def rx_nack(E, n, i, now):
     if d[D_NACK_CODE] == S.NACK_INVALID_SYN and get_field(
             E.pool.data[i], d[D_PDS_OFF], S.NACK_VENDOR_CODE) == S.NACK_VC_RESET_ASK:
         N.ncnt[n, C_RX_NACK] += 1
-        f = rx_reset_ask(E, n, i, now)        # before _flow_of, which learns PDC ids
+        f = rx_reset_ask(E, n, i, now)        # an ask names no PDC to learn
         if f != 0:
             flow_wake(E, f, now)
         return
@@ -442,6 +454,7 @@ def rx_nack(E, n, i, now):
     if p > N.fl[f, FL_NXT] or p < N.fl[f, FL_UNA] - msk - 1:
         N.ncnt[n, C_DROP_ACK_OOR] += 1         # beyond what we sent (or long acked): forged
         return
+    _learn_rpdc(N, f)
     N.ncnt[n, C_RX_NACK] += 1
     code = d[D_NACK_CODE]
     if code == S.NACK_NO_PKT_BUFFER:
