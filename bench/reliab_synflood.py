@@ -5,7 +5,7 @@ and new legitimate ones open.
 Every flood frame is a well-formed RUD request with SYN set, from a random
 source address and PDC id (a random PSN, psn_offset and stream offset, so
 most are held out of order), which opens a receive PDC.  Such a PDC stays
-half-open: no packet without SYN ever follows (its source never hears our
+half-open: nothing follows its one packet (its source never hears our
 ACK).  When the tables are full, a new SYN takes the row of a half-open PDC
 silent for one initial RTO (close.py: pdc_reclaim, ``pdc_halfopen_close``);
 established PDCs keep theirs.  Virtual time on memory links: h1 -- s1 --

@@ -31,9 +31,10 @@ sources fills the tables); a closed PDC whose sender never opens another
 connection on its PDC id would wait for ever too.  When the tables are
 full, a new PDC takes the row of the PDC silent longest among those silent
 for at least ``pdc_idle_ns`` (open: no data), ``pdc_linger_ns`` (closed:
-nothing since its CLOSE) or one initial RTO (half-open: no packet without
-SYN yet, so its source never showed it heard our ACK: a flood's spoofed
-address, or a sender that has timed out by then), counted as
+nothing since its CLOSE) or one initial RTO (half-open: one packet, with
+SYN, so its source never showed it heard our ACK: a flood's spoofed
+address, or a sender that has timed out by then; state.py: RP_EST),
+counted as
 pdc_idle_close (and the half-open ones as pdc_halfopen_close); otherwise
 the new one is refused (drop_no_pdc) and its sender's RTO repeats the SYN.
 So a flood holds the tables only while it sends faster than rows / RTO
@@ -176,9 +177,9 @@ def pdc_reclaim(E, n, now):
 def pdc_wait_ns(N, k, r):
     """How long receive PDC r of NIC k must have been silent before
     pdc_reclaim may take its row: pdc_linger_ns if closed; one initial RTO
-    if half-open (its sender never showed it heard our ACK: a flood's
-    spoofed source, or a sender that timed out itself by then);
-    pdc_idle_ns if open."""
+    if half-open (one packet, with SYN: its sender never showed it heard
+    our ACK; a flood's spoofed source, or a sender that timed out itself by
+    then); pdc_idle_ns if open."""
     if N.rp[r, RP_CLOSED] != 0:
         return pdc_linger_ns(N, k)
     if N.rp[r, RP_EST] == 0:

@@ -338,6 +338,10 @@ def _pdc_of(E, n, i, now):
                 t = wheel_alloc(E.wheel, N.nr[n, NR_DEV], (np.int64(TK_ACK) << TK_SHIFT) | r)
                 rp[r, RP_T_ACK] = t + 1      # 0: no timer, ACK every packet
             N.ncnt[n, C_PDC_OPEN] += 1
+        else:
+            # A second packet: a flood sends one per spoofed source, and a
+            # short connection sends all its packets with SYN (state.py: RP_EST)
+            N.rp[r, RP_EST] = 1
         return r
     r = d[D_DPDCID]
     if (r <= 0 or r > N.meta[M_NRP] or N.rp[r, RP_NIC] != n + 1

@@ -218,7 +218,9 @@ close.pdc_wait_ns (closed: pdc_linger_ns; half-open: one initial RTO;
 open: pdc_idle_ns).  A SYN with the start RP_START is always a copy of the
 old connection's packets.  RP_EST: 1 once a packet without SYN
 arrived (its sender knew our PDC id, so it heard our ACK: not a spoofed
-source); until then the PDC is half-open (close.pdc_reclaim).  RP_ASK_T:
+source) or a second packet with SYN (a connection whose packets all left
+before our first ACK came back; a SYN flood sends one per source); until
+then the PDC is half-open (close.pdc_reclaim).  RP_ASK_T:
 when the last reset ask left (reset.py; 0 none)."""
 N_RP = 50
 
