@@ -7,10 +7,10 @@ source address and PDC id (a random PSN, psn_offset and stream offset, so
 most are held out of order), which opens a receive PDC.  Such a PDC stays
 half-open: nothing follows its one packet (its source never hears our
 ACK).  When the tables are full, a new SYN takes the row of a half-open PDC
-silent for one initial RTO (close.py: pdc_reclaim, ``pdc_halfopen_close``);
+silent for 8 initial RTOs (close.py: pdc_reclaim, ``pdc_halfopen_close``);
 established PDCs keep theirs.  Virtual time on memory links: h1 -- s1 --
 h2 and a rogue port fz on s1 that floods h2 at ``rate_pps``, below the
-rows / initial RTO a table of that size withstands (docs/SECURITY.md).
+rows / (8 initial RTOs) a table of that size withstands (docs/SECURITY.md).
 """
 import numpy as np
 

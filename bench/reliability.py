@@ -40,7 +40,7 @@ SIZES = {  # quick / full
     "fault_bytes": (1 << 20, 8 << 20), "fault_flows": (2, 4),
     "shm_seconds": (3.0, 30.0), "agent_kills": (2, 10), "app_kills": (2, 10),
     "engine_kills": (2, 10), "churn_flows": (5_000, 100_000),
-    "syn_frames": (20_000, 1_000_000), "syn_pdc_rows": (256, 4096),
+    "syn_frames": (20_000, 1_000_000), "syn_pdc_rows": (1024, 4096),
     "restarts": (3, 30), "spoof_frames": (2_000, 100_000),
     "load_long": (1_000, 10_000), "load_churn": (5_000, 100_000), "load_wall_s": (0.0, 600.0),
     "load_concurrent": (128, 256), "load_max_wall_s": (None, 600.0),

@@ -31,13 +31,12 @@ sources fills the tables); a closed PDC whose sender never opens another
 connection on its PDC id would wait for ever too.  When the tables are
 full, a new PDC takes the row of the PDC silent longest among those silent
 for at least ``pdc_idle_ns`` (open: no data), ``pdc_linger_ns`` (closed:
-nothing since its CLOSE) or one initial RTO (half-open: one packet, with
-SYN, so its source never showed it heard our ACK: a flood's spoofed
-address, or a sender that has timed out by then; state.py: RP_EST),
-counted as
-pdc_idle_close (and the half-open ones as pdc_halfopen_close); otherwise
+nothing since its CLOSE) or HALFOPEN_RTOS initial RTOs (half-open: one
+packet, with SYN, so its source never showed it heard our ACK: a flood's
+spoofed address, or a sender that has timed out by then; state.py:
+RP_EST), counted as pdc_idle_close (and the half-open ones as pdc_halfopen_close); otherwise
 the new one is refused (drop_no_pdc) and its sender's RTO repeats the SYN.
-So a flood holds the tables only while it sends faster than rows / RTO
+So a flood holds the tables only while it sends faster than rows / (8 RTOs)
 (docs/SECURITY.md), and established connections keep their rows.
 
 pdc_idle_ns = NR_RETRIES x MAX_BACKOFF x max(NR_RTO_INIT, NR_RTO_MIN)
@@ -139,6 +138,13 @@ CLOSED_LINGER_RTOS = 8
 """A closed receive PDC waits out late duplicates this many of its NIC's
 initial RTOs before pdc_reclaim may take its row (see the module doc)."""
 
+HALFOPEN_RTOS = 8
+"""A half-open receive PDC keeps its row this many initial RTOs of silence:
+a legitimate sender's second packet can come that late, its NIC taking
+turns among many flows (256 flows of 1 KiB packets at 10 Gbit/s: 0.2 ms a
+round).  A flood holds the tables if it sends more than rows / (this x
+RTO) SYNs a second (docs/SECURITY.md)."""
+
 
 @hot
 def pdc_linger_ns(N, n):
@@ -151,9 +157,9 @@ def pdc_linger_ns(N, n):
 def pdc_reclaim(E, n, now):
     """The receive PDC tables are full (a SYN for NIC n found no row): free
     the PDC silent longest whose ring fits NIC n, if it has been silent for
-    pdc_linger_ns (closed) or pdc_idle_ns (open) of its own NIC.  True if
-    one was freed (its row heads the free list).  Runs only when the tables
-    are full: a scan of the rows in use."""
+    pdc_wait_ns of its own NIC.  True if one was freed (its row heads the
+    free list).  Runs only when the tables are full: a scan of the rows in
+    use."""
     N = E.nic
     rp = N.rp
     cap = N.nr[n, NR_RXCAP]
@@ -176,14 +182,14 @@ def pdc_reclaim(E, n, now):
 @hot
 def pdc_wait_ns(N, k, r):
     """How long receive PDC r of NIC k must have been silent before
-    pdc_reclaim may take its row: pdc_linger_ns if closed; one initial RTO
-    if half-open (one packet, with SYN: its sender never showed it heard
-    our ACK; a flood's spoofed source, or a sender that timed out itself by
-    then); pdc_idle_ns if open."""
+    pdc_reclaim may take its row: pdc_linger_ns if closed; HALFOPEN_RTOS
+    initial RTOs if half-open (one packet, with SYN: its sender never
+    showed it heard our ACK; a flood's spoofed source, or a sender that
+    timed out itself by then); pdc_idle_ns if open."""
     if N.rp[r, RP_CLOSED] != 0:
         return pdc_linger_ns(N, k)
     if N.rp[r, RP_EST] == 0:
-        return max(N.nr[k, NR_RTO_INIT], N.nr[k, NR_RTO_MIN], 1)
+        return HALFOPEN_RTOS * max(N.nr[k, NR_RTO_INIT], N.nr[k, NR_RTO_MIN], 1)
     return pdc_idle_ns(N, k)
 
 

@@ -304,8 +304,8 @@ def _pdc_of(E, n, i, now):
             # a closed connection, or another on the sender's PDC id (state.py: RP_START)
             later = (start - N.rp[r, RP_START]) & 0xFFFFFFFF
             # The same start: a copy of the connection's packets, however late.
-            # An earlier one on a PDC silent past its linger (closed), one
-            # RTO (half-open) or the idle limit (open: the sender died
+            # An earlier one on a PDC silent past its linger (closed), 8
+            # RTOs (half-open) or the idle limit (open: the sender died
             # without closing): a sender that restarted with another first
             # PSN (setup.first_psn).  Before that, the reset exchange asks.
             gone = now - N.rp[r, RP_LAST_T] >= pdc_wait_ns(N, n, r)

@@ -122,7 +122,7 @@ a sender answered that it is; pdc_reset, a receiver freed a PDC on a valid
 RESET; drop_reset, a RESET or an ask that matched nothing (a wrong cookie,
 PDC or PSN: a stale or spoofed one), or an ask about the sender's own live
 connection.  pdc_halfopen_close: of pdc_idle_close, the half-open PDCs
-(their sender never showed it heard us) freed after one initial RTO."""
+(their sender never showed it heard us) freed after 8 initial RTOs."""
 N_NCNT = 56
 
 # ---- per flow (fl) ----
@@ -214,7 +214,7 @@ that restarted (each takes its first PSN from the clock, setup.first_psn)
 or is a late copy of an older connection's: it is dropped and its sender
 asked (the reset exchange, reset.py), whose RESET frees the PDC at once;
 without one the PDC is freed for such a SYN once it has been silent for
-close.pdc_wait_ns (closed: pdc_linger_ns; half-open: one initial RTO;
+close.pdc_wait_ns (closed: pdc_linger_ns; half-open: 8 initial RTOs;
 open: pdc_idle_ns).  A SYN with the start RP_START is always a copy of the
 old connection's packets.  RP_EST: 1 once a packet without SYN
 arrived (its sender knew our PDC id, so it heard our ACK: not a spoofed
