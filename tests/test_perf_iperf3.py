@@ -102,6 +102,15 @@ class Server:
                                    + "\nthe server's stderr:\n" + self.stderr_so_far())
         return json.loads(r.stdout)
 
+    def stdout_lines(self, want: int, timeout: float = 20.0) -> list[str]:
+        """The server's next `want` lines on stdout (fewer at the timeout)."""
+        import select
+        out, t_end = [], time.monotonic() + timeout
+        while len(out) < want and time.monotonic() < t_end:
+            if select.select([self.srv.stdout], [], [], 0.2)[0]:
+                out.append(self.srv.stdout.readline())
+        return out
+
     def stderr_so_far(self) -> str:
         """What the server wrote to stderr until now (without blocking)."""
         import fcntl
@@ -169,6 +178,8 @@ def test_bad_algorithm_and_bad_combinations_fail_before_any_namespace():
              (["-c", "h2", "-C", "dctcp", "--cc-param", "nosuch=1"], "nosuch"),
              (["-c", "h2", "-C", "taurus.cc_algorithms.dctcp:Nope"], "has no 'Nope'"),
              (["-c", "h2", "-R", "--bidir"], "cannot be both reverse and bidirectional"),
+             (["-c", "h2", "--verify", "-R"], "--verify checks forward bulk streams"),
+             (["-s", "--verify"], "client only"),
              (["-s", "-R"], "client only"),
              (["-c", "h2", "--cc-mode", "agent"], "need -C/--congestion"),
              (["-c", "h2", "-C", "dctcp", "--receiver-cc", "dctcp"], "not a receiver one")]
@@ -207,6 +218,25 @@ def test_json_contains_iperf3s_key_tree(two, tmp_path):
             assert c["local_port"] > 0 and c["remote_port"] > 0
         assert set(ours["end"]["cpu_utilization_percent"]) == \
             set(theirs["end"]["cpu_utilization_percent"])
+
+
+@needs_root
+def test_verify_checks_every_byte_each_stream_had_acked(two):
+    """--verify, DCTCP in an agent, two streams: perf -s checks each stream's
+    bytes against the client's pattern and reports them when the stream
+    closes; every byte ACKed to the client is among those verified."""
+    doc = two.json("h2", "-t", "1.5", "-P", "2", "--verify", "-C", "dctcp",
+                   "--cc-mode", "agent")
+    acked = [v["acked_bytes"] for v in doc["end"]["taurus"]["verify"]]
+    assert len(acked) == 2 and min(acked) > 0
+    lines = two.stdout_lines(2)
+    got = [re.match(r"taurus perf: verified \S+ pdc \d+: (\d+) bytes, (\d+) wrong", x)
+           for x in lines]
+    assert len(got) == 2 and all(got), lines
+    assert [int(m[2]) for m in got] == [0, 0]
+    # the streams pair off so that each verified at least what its sender had ACKed
+    assert all(v >= a for v, a in zip(sorted(int(m[1]) for m in got), sorted(acked))), \
+        (lines, acked)
 
 
 @needs_root

@@ -50,20 +50,26 @@ class Shm:
         """A new segment; one of that name left by a dead owner is removed
         first, one of a live owner raises SegmentBusy naming it."""
         path = cls._path(name)
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
-        except FileExistsError:
-            if not _reclaim(path):
-                raise SegmentBusy(f"shared-memory segment {name} is in use by "
-                                  f"{_holder(path)}; stop it, or `taurus topo clean`") from None
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        # Made and locked under a private name, then linked to its own: the
+        # name never shows an unlocked segment, which another process's
+        # reclaim (a new run, `topo down`) would take for a dead owner's.
+        tmp = os.path.join(SHM_DIR, f".{name}.{os.getpid()}.{os.urandom(4).hex()}")
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.ftruncate(fd, size)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                if not _reclaim(path):
+                    raise SegmentBusy(f"shared-memory segment {name} is in use by "
+                                      f"{_holder(path)}; stop it, or `taurus topo clean`") from None
+                os.link(tmp, path)
         except BaseException:
             os.close(fd)
-            os.unlink(path)
             raise
+        finally:
+            os.unlink(tmp)
         return cls(name, fd, size, owner=True, writable=True)
 
     @classmethod
@@ -135,8 +141,10 @@ def _holder(path: str) -> str:
 
 
 def reclaim_stale(prefix: str = SHM_PREFIX) -> list[str]:
-    """Remove every segment whose owner is gone; returns their names."""
-    return [n for n in list_segments(prefix) if _reclaim(os.path.join(SHM_DIR, n))]
+    """Remove every segment whose owner is gone (and a half-made one that
+    create's owner died before naming); returns their names."""
+    names = list_segments(prefix) + list_segments("." + prefix)
+    return [n for n in names if _reclaim(os.path.join(SHM_DIR, n))]
 
 
 def list_segments(prefix: str = SHM_PREFIX) -> list[str]:

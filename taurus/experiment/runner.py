@@ -206,7 +206,7 @@ class Runner:
             self.sw_ports = {name: p for name, p in fab["ports"].items()
                              if not topo.node(name.rsplit("-eth", 1)[0]).is_host}
         else:
-            topo.up()
+            topo.up(owner=True)
             self.topo_up = True
             placed = attach_switches(eng, topo, port_kind=self.port_kind)
             self.sw_ports = {eng.port_name(p): p for ps in placed.values() for p in ps}

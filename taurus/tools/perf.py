@@ -57,6 +57,7 @@ import numpy as np
 
 from taurus.cc_algorithms.params import ConfigError
 
+from .perf_verify import Verifier, pattern
 from .pcap import Capture, CaptureError, add_capture_options, capture_options, parse_ports, \
     summary_line
 
@@ -116,6 +117,9 @@ def add_perf_parser(sub, cc_table=None) -> None:
                     help="add the receiving side's results")
     ip.add_argument("-f", "--format", default="a", choices=list("akmgtKMGT"),
                     help="units: k/m/g/t bits, K/M/G/T bytes")
+    ip.add_argument("--verify", action="store_true",
+                    help="perf -s checks every byte of each forward stream against the "
+                         "client's pattern (copied sends, not in place; tools/perf_verify.py)")
     ip.add_argument("-V", "--verbose", dest="perf_verbose", action="store_true",
                     help="more detailed output")
     p.add_argument("--port-kind", default="af_xdp", choices=["auto", "af_xdp", "af_packet"])
@@ -174,7 +178,7 @@ def check_options(args) -> str | None:
                    ("-O", args.omit), ("-T", args.title), ("--get-server-output",
                                                              args.get_server_output),
                    ("--cc-mode", args.cc_mode), ("--cc-param", args.cc_param),
-                   ("--cc-config", args.cc_config)]
+                   ("--cc-config", args.cc_config), ("--verify", args.verify)]
     if args.server:
         bad = [n for n, v in client_only if v]
         if bad:
@@ -184,6 +188,8 @@ def check_options(args) -> str | None:
         return "cannot be both reverse and bidirectional"
     if args.rpc and (args.reverse or args.bidir):
         return "--rpc cannot be combined with -R or --bidir"
+    if args.verify and (args.rpc or args.reverse or args.bidir):
+        return "--verify checks forward bulk streams: not with --rpc, -R or --bidir"
     if args.rpc and args.bitrate:
         return "--rpc cannot be combined with -b"
     if args.bytes and (args.reverse or args.bidir):
@@ -334,6 +340,7 @@ class Sink:
         self.bulk = []
         self.echo = []            # (Duplex, answers not sent yet)
         self.senders = []         # reverse tests: Streams this side keeps full
+        self.verifying = []       # --verify streams: (Conn, Verifier, its row's RP_GEN)
         self.bytes = 0
         self.errors = []
 
@@ -451,8 +458,38 @@ class Sink:
             if h.get("echo"):
                 self._echo(c)
                 return True
+            if h.get("verify"):
+                from taurus.datapath.devices.nic.state import RP_GEN
+                v = Verifier(int(h.get("length", 1 << 17)))
+                self.bytes -= len(c._buf)     # counted again as they are checked
+                self.verifying.append((c, v, int(c.ep.N.rp[c.pdc, RP_GEN])))
+                return True
         self.bulk.append(c)
         return True
+
+    def _verify(self) -> None:
+        """Check what arrived on each --verify stream; a stream whose CLOSE
+        arrived (or whose row a new connection took) is reported, once."""
+        from taurus.datapath.devices.nic.state import RP_CLOSED, RP_GEN
+        left = []
+        for c, v, gen in self.verifying:
+            rp = c.ep.N.rp[c.pdc]
+            ended = int(rp[RP_GEN]) != gen or int(rp[RP_CLOSED]) == 1
+            if int(rp[RP_GEN]) == gen:
+                data = c.read_bytes()
+                v.feed(data)
+                self.bytes += len(data)
+            if ended:
+                print(v.line(c.peer[0], c.pdc), flush=True)
+            else:
+                left.append((c, v, gen))
+        self.verifying = left
+
+    def finish(self) -> None:
+        """The server stops: report the --verify streams still open."""
+        for c, v, _gen in self.verifying:
+            print(v.line(c.peer[0], c.pdc) + " (still open)", flush=True)
+        self.verifying = []
 
     def _echo(self, c) -> None:
         from taurus.datapath.devices.nic.setup import nic_yield_on_message
@@ -479,6 +516,8 @@ class Sink:
         self.new = waiting
         for c in self.bulk:
             self.bytes += c.recv_bytes()
+        if self.verifying:
+            self._verify()
         now = time.monotonic_ns()
         for s in self.senders:
             s.reap()
@@ -529,6 +568,7 @@ def serve(args, t) -> int:
             eng.run_for(int(args.duration * 1e9))
         else:
             eng.run_forever()
+        sink.finish()
         print(f"taurus perf: received {sink.bytes} bytes", flush=True)
         if cap is not None:
             print(f"taurus perf: {summary_line(cap.close())}", flush=True)
@@ -553,9 +593,10 @@ class Stream:
     one request outstanding; its latency is post -> the whole answer
     received."""
 
-    def __init__(self, conn, msg, duplex=None, rate: int = 0):
+    def __init__(self, conn, msg, duplex=None, rate: int = 0, copy: bool = False):
         self.c, self.msg, self.d = conn, msg, duplex
-        self.rate = rate
+        self.rate, self.copy = rate, copy     # copy: every message written (--verify)
+        self.head = 0                         # bytes of the test header before the data
         self.t0 = time.monotonic_ns()
         self.posted_at = {}          # msg id -> post time
         self.asked = None            # RPC: post time of the request awaiting its answer
@@ -575,7 +616,8 @@ class Stream:
             if cap is not None and c.posted + len(self.msg) > cap:
                 return
             try:
-                mid = c.try_send(self.msg) if self.d is not None else self._send_in_place()
+                mid = (c.try_send(self.msg) if self.d is not None or self.copy
+                       else self._send_in_place())
             except WouldBlock:       # rings full: the engine is behind
                 return
             if self.d is not None:
@@ -805,7 +847,7 @@ def _client(args, t, choice, out) -> int:
     rate = parse_bitrate(args.bitrate)
     size = args.rpc or args.length
     total_s = args.time + args.omit
-    msg = np.random.default_rng(1).integers(0, 256, size, dtype=np.uint8)
+    msg = pattern(size)
     agents = []
     stop = {"now": False}
 
@@ -825,7 +867,7 @@ def _client(args, t, choice, out) -> int:
             for a in agents:
                 a.wait_ready(cc)
         hdr = {"cc": choice.header() if choice else None, "length": size,
-               "time": total_s, "bitrate": rate}
+               "time": total_s, "bitrate": rate, "verify": bool(args.verify)}
         # A receiver algorithm runs on each receiving NIC before any stream
         # opens, so that every stream is a credit flow it grants.
         credit = bool(choice and choice.receiver)
@@ -875,8 +917,10 @@ def _open_legs(args, ep, peer_ep, cc, dst_ip: str, hdr: dict, msg, rate, credit:
             s = Stream(d.tx, msg, d)
         else:
             c = ep.connect(dst_ip, credit=credit)
-            c.send(_header(dict(hdr, dir="fwd")))
-            s = Stream(c, msg, rate=rate)
+            head = _header(dict(hdr, dir="fwd"))
+            c.send(head)
+            s = Stream(c, msg, rate=rate, copy=bool(hdr.get("verify")))
+            s.head = len(head)
         legs.append(Leg(N, cc, s.c.flow, ep.n, peer_ep.n, True, stream=s))
     for _ in range(args.parallel if rev else 0):
         d = ep.connect(dst_ip, duplex=True)
@@ -1138,6 +1182,10 @@ def _result(args, t, src, dst, legs, res, choice, cpu, agent_pids):
                    "min": int(rtts.min()) if len(rtts) else 0},
         "msg_completion_us": {"n": int(len(lat)), "p50": _pct(lat, 50), "p90": _pct(lat, 90),
                               "p99": _pct(lat, 99), "p999": _pct(lat, 99.9)}}
+    if args.verify:      # payload ACKed per forward stream: perf -s verified at least these
+        end["taurus"]["verify"] = [
+            {"socket": leg.flow, "acked_bytes": res["final"][id(leg)]["acked"] - leg.stream.head}
+            for leg in legs if leg.sender]
     if choice is not None and choice.receiver:
         end["taurus"]["receiver"] = {"algorithm": choice.receiver_name,
                                      "grants": res["grants"]}
@@ -1329,6 +1377,9 @@ def _print_end(args, out, doc, legs):
         credit = sum(s["sender"]["taurus"]["credit"] for s in e["streams"])
         out.line(f"receiver algorithm: {tt['receiver']['algorithm']} (native), grants "
                  f"{tt['receiver']['grants']}, credit granted {_unit(credit, 'A', False)}")
+    for v in tt.get("verify", []):
+        out.line(f"verify: flow {v['socket']}: {v['acked_bytes']} payload bytes ACKed "
+                 "(perf -s checked each byte it received: its 'verified' line)")
     if args.perf_verbose:
         c = e["cpu_utilization_percent"]
         out.line(f"CPU Utilization: local/sender {c['host_total']:.1f}% "

@@ -59,9 +59,13 @@ What `up()` builds:
 """
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
+import fcntl
 import glob
 import ipaddress
+import logging
 import os
 import re
 import shutil
@@ -82,6 +86,8 @@ IFNAMSIZ = 15                  # usable chars of a Linux interface name
 MTU_MIN, MTU_XDP_MAX, MTU_JUMBO_MAX = 68, 3498, 65535
 
 SHM_DIR = "/dev/shm"
+OWNER_DIR = "/run/taurus/topologies"   # owner locks of topologies a run brought up
+log = logging.getLogger("taurus.topo")
 _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 _TOPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
 _NUD_PERMANENT = 0x80
@@ -430,13 +436,51 @@ class Topology:
         present = set(netns.list_ns(self.prefix))
         return any(ns in present for ns in self.namespaces())
 
-    def up(self) -> "Topology":
-        """Build everything; on failure remove what was created and re-raise."""
+    def _owner_path(self) -> str:
+        return os.path.join(OWNER_DIR, f"{self.prefix}{self.name}")
+
+    def _owner_gone(self) -> str | None:
+        """Whether the run that brought this topology up has died: None (it
+        lives, or the topology was brought up by hand, `taurus topo up`,
+        which keeps it up on purpose), else what is said of it.  A run holds
+        an flock on its owner file for as long as it lives (up(owner=True)),
+        so the kernel tells, as for shared-memory segments."""
+        try:
+            fd = os.open(self._owner_path(), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        else:
+            pid = os.read(fd, 32).decode(errors="replace").strip()
+            return f"the run that brought it up (pid {pid}) is gone"
+        finally:
+            os.close(fd)
+
+    def _owner_holder(self) -> str:
+        from taurus.datapath.shm import _holder      # numpy: only when needed
+        return _holder(self._owner_path())
+
+    def up(self, owner: bool = False) -> "Topology":
+        """Build everything; on failure remove what was created and re-raise.
+        owner (a run): this process owns the topology while it lives, and
+        whoever brings it up after this process died (SIGKILL, a crash)
+        takes down what is left first: namespaces, processes, segments."""
         self.validate()
         if not netns.is_root():
             raise self._err(None, "bringing a topology up needs root (network namespaces)")
         existing = [ns for ns in self.namespaces() if ns in netns.list_ns(self.prefix)]
+        if existing and (why := self._owner_gone()):
+            left = collections.Counter(x.split()[0] for x in self.down())
+            log.warning("topology %s: %s; removed what it left (%s)", self.name, why,
+                        ", ".join(f"{n} {k}{'s' * (n > 1)}" for k, n in sorted(left.items())))
+            existing = []
         if existing:
+            if os.path.exists(self._owner_path()):
+                raise self._err(None, f"namespace {existing[0]} already exists: the topology "
+                                      f"is up, run by {self._owner_holder()}")
             raise self._err(None, f"namespace {existing[0]} already exists: the topology is up "
                                   "(`taurus topo down FILE`, or `taurus topo clean` after a crash)")
         created, pid = [], os.getpid()
@@ -448,7 +492,27 @@ class Topology:
             for ns in reversed(created):
                 netns.remove_ns(ns)
             raise
+        if owner:
+            self._own()
         return self
+
+    def _own(self) -> None:
+        os.makedirs(OWNER_DIR, exist_ok=True)
+        fd = os.open(self._owner_path(), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._owner_fd = fd
+
+    def _disown(self) -> None:
+        fd = getattr(self, "_owner_fd", None)
+        if fd is not None:
+            try:
+                os.unlink(self._owner_path())
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+            self._owner_fd = None
 
     def down(self) -> list[str]:
         """End processes keeping this topology's namespaces alive (not this
@@ -464,6 +528,12 @@ class Topology:
         for ns in names:
             netns.remove_ns(ns)
             removed.append(f"namespace {ns}")
+        self._disown()
+        if self._owner_gone():       # a dead run's lock: free now, nothing left to own
+            try:
+                os.unlink(self._owner_path())
+            except FileNotFoundError:
+                pass
         # what a killed owner could not remove (it was SIGKILLed, or crashed):
         # segments whose owner is gone, whichever topology they served
         from taurus.datapath.shm import reclaim_stale      # numpy: only when needed
@@ -778,6 +848,9 @@ def clean(prefix: str = netns.PREFIX, pid_dir: str = PID_DIR, shm_dir: str = SHM
     for ns in names:
         netns.remove_ns(ns)
         removed.append(f"namespace {ns}")
+    for f in sorted(glob.glob(os.path.join(OWNER_DIR, prefix + "*"))):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f)                  # the topology it owned is gone
     if len(prefix) < IFNAMSIZ:
         with IPRoute() as ipr:
             for lk in ipr.link("dump"):

@@ -424,6 +424,17 @@ class Conn:
         return ring_read(N.rxbuf, self._base, self._cap, 0,
                          min(n, int(N.rp[self.pdc, RP_DELIV])))
 
+    def read_bytes(self) -> bytes:
+        """Whatever arrived, ignoring message boundaries, copied out (a
+        receiver that checks a stream's bytes, ``taurus perf --verify``)."""
+        self.ep.poll()
+        self._pull()
+        out = bytes(self._buf)
+        self._ends.clear()
+        del self._buf[:]
+        self._start = self.read
+        return out
+
     def recv_bytes(self) -> int:
         """Consume whatever arrived, ignoring message boundaries, without
         copying it (bulk receivers such as ``taurus perf -s``); returns how
