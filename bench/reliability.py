@@ -4,7 +4,8 @@ figures; the last line (its churn figure from the load part when it ran):
 
     reliability: F frames fuzzed, 0 crashes; B MiB through faults, 0 bytes lost;
     K kills, 0 leaks; churn C flows, RSS growth R%; R restarts reconnected;
-    S spoofed frames, 0 accepted; F flood SYNs, established goodput G%
+    S spoofed frames, 0 accepted; F flood SYNs, established goodput G%;
+    soak T s: V MiB verified, 0 bytes wrong, K kills, RSS growth R%
 
     sudo python bench/reliability.py            # the full run
     sudo python bench/reliability.py --quick    # the CI-sized one
@@ -31,10 +32,12 @@ import reliab_fuzz  # noqa: E402
 import reliab_kills  # noqa: E402
 import reliab_load  # noqa: E402
 import reliab_shm  # noqa: E402
+import reliab_soak  # noqa: E402
 import reliab_spoof  # noqa: E402
 import reliab_synflood  # noqa: E402
 
-PARTS = ("fuzz", "synflood", "restarts", "spoof", "faults", "shm", "kills", "churn", "load")
+PARTS = ("fuzz", "synflood", "restarts", "spoof", "faults", "shm", "kills", "churn", "load",
+         "soak")
 SIZES = {  # quick / full
     "fuzz_frames": (20_000, 1_000_000), "xdp_frames": (3_000, 100_000),
     "fault_bytes": (1 << 20, 8 << 20), "fault_flows": (2, 4),
@@ -44,6 +47,7 @@ SIZES = {  # quick / full
     "restarts": (3, 30), "spoof_frames": (2_000, 100_000),
     "load_long": (1_000, 10_000), "load_churn": (5_000, 100_000), "load_wall_s": (0.0, 600.0),
     "load_concurrent": (128, 256), "load_max_wall_s": (None, 600.0),
+    "soak_s": (60.0, 1800.0),
 }
 
 
@@ -74,7 +78,8 @@ def main(argv=None):
     root = os.geteuid() == 0
     xdp = root if a.xdp is None else a.xdp
     out, tot = {}, dict(frames=0, crashes=0, mib=0.0, lost=0, kills=0, leaks=0, churn=0, rss=None,
-                        restarts=None, spoofed=None, accepted=0, syn=None, goodput=None)
+                        restarts=None, spoofed=None, accepted=0, syn=None, goodput=None,
+                        soak=None)
     t_all = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="taurus-reliab-")
 
@@ -145,6 +150,15 @@ def main(argv=None):
             concurrent=n["load_concurrent"], seed=a.seed, progress=a.progress,
             max_wall_s=n["load_max_wall_s"]))
         tot["churn"], tot["rss"] = r["flows"], r["rss_growth_pct"]
+    if "soak" in parts and root:    # real packets: namespaces, AF_XDP
+        r = part("soak: perf and wall-clock runs on real packets, with kills",
+                 lambda: reliab_soak.run(n["soak_s"], seed=a.seed, tmp=tmp))
+        p, w = r["perf"], r["run"]
+        tot["lost"] += r["bytes_lost"]
+        tot["leaks"] += len(p["left"]) + len(w["left"])
+        tot["soak"] = (n["soak_s"], p["verified"] / 2**20, p["wrong"],
+                       p["agent_kills"] + p["app_kills"] + p["engine_kills"]
+                       + w["agent_kills"] + w["run_kills"], p["rss_growth_pct"])
     print(f"(all parts: {time.monotonic() - t_all:.0f} s)")
     if a.json:
         with open(a.json, "w") as f:
@@ -156,7 +170,9 @@ def main(argv=None):
         f"; {tot['spoofed']} spoofed frames, {tot['accepted']} accepted"
         if tot["spoofed"] is not None else "",
         f"; {tot['syn']} flood SYNs, established goodput {tot['goodput']:.0f}%"
-        if tot["syn"] is not None else ""])
+        if tot["syn"] is not None else "",
+        "; soak {:.0f} s: {:.0f} MiB verified, {} bytes wrong, {} kills, RSS growth {}%".format(
+            *tot["soak"]) if tot["soak"] is not None else ""])
     print(f"reliability: {tot['frames']} frames fuzzed, {tot['crashes']} crashes; "
           f"{tot['mib']:.0f} MiB through faults, {tot['lost']} bytes lost; "
           f"{tot['kills']} kills, {tot['leaks']} leaks; {churn}{extra}")

@@ -30,6 +30,8 @@ from ..mbuf import pool_base, xdp_capacity
 from . import xdp_ring as R
 from .common import XDP
 
+NS_PREFIX = "taurus-"        # tools/netns.py's: namespaces Taurus made
+
 log = logging.getLogger(__name__)
 
 BPF_OBJ = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bpf", "xdp_redirect.bpf.o")
@@ -55,6 +57,27 @@ STAT_NAMES = ("rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_ful
 BUSY_WAIT_S = 1.0                  # how long a busy queue may take to free up
 
 _OPEN = set()   # handles not yet closed (closed at exit)
+
+
+def _prog_held(prog_id: int) -> bool:
+    """Whether a live process holds BPF program prog_id (a program or link
+    fd: its fdinfo names the program)."""
+    want = f"prog_id:\t{prog_id}\n"
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fdinfo")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    if want in f.read():
+                        return True
+            except OSError:
+                pass
+    return False
 
 
 class XdpUnavailable(RuntimeError):
@@ -244,6 +267,20 @@ class XdpPortHandle:
                 return
             if rc in (-_errno.EEXIST, -_errno.EBUSY):
                 other = lib.taurus_xdp_query(self.ifindex, 1)
+                # An engine SIGKILLed leaves its program attached (the
+                # interface holds it, not a file): on a Taurus namespace's
+                # interface, one no live process holds is an orphan, and is
+                # replaced (in the same mode; the kernel refuses another).
+                if (other > 0 and (self.netns or "").startswith(NS_PREFIX)
+                        and not _prog_held(int(other))
+                        and lib.taurus_xdp_attach(self.ifindex, self._prog_fd,
+                                                  _MODE_FLAGS[mode]) == 0):
+                    log.warning("%s: replaced XDP program %d, left by an engine that is gone",
+                                where, other)
+                    self._mode = mode
+                    self.attach_mode = _MODE_NAMES[mode]
+                    self.ports.regs[self.p, R.ATTACH_MODE] = mode
+                    return
                 raise XdpUnavailable(f"{where} already has an XDP program (id {other})")
             refused.append(f"{_MODE_NAMES[mode]}: {_err(rc)}")
         raise XdpUnavailable(f"attaching the XDP program to {where} failed: {'; '.join(refused)}")

@@ -1,0 +1,30 @@
+"""The soak's CI-sized run (bench/reliab_soak.py, bench/reliability.py part
+"soak"): perf clients with --verify one after another on real packets, with
+an agent, an app and the engine SIGKILLed, then wall-clock runs with an
+agent and a run SIGKILLed.  Every byte ACKed is verified, none wrong, and
+nothing is left."""
+import os
+import sys
+
+import pytest
+
+from conftest import needs_root
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "bench"))
+import reliab_soak  # noqa: E402
+
+pytestmark = pytest.mark.serial     # namespaces, AF_XDP, the wall clock: runs alone
+
+
+@needs_root
+def test_soak_loses_nothing_and_leaves_nothing(tmp_path):
+    r = reliab_soak.run(60, seed=1, tmp=str(tmp_path), log=print)
+    p, w = r["perf"], r["run"]
+    assert p["failures"] == [] and w["failures"] == [], (p["failures"], w["failures"])
+    assert p["engine_kills"] == 1 and p["clients"] >= 4
+    assert p["wrong"] == 0 and p["short"] == [] and r["bytes_lost"] == 0
+    assert p["verified"] >= p["acked"] > 0
+    assert w["runs"] >= 2 and w["complete"] >= 1
+    assert p["left"] == [] and w["left"] == []
+    assert r["ok"]
