@@ -83,8 +83,8 @@ def main(argv=None):
     t_all = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="taurus-reliab-")
 
-    def part(name, fn):
-        faulthandler.dump_traceback_later(a.hang_s, exit=True)
+    def part(name, fn, hang_s=None):
+        faulthandler.dump_traceback_later(hang_s or a.hang_s, exit=True)
         t0 = time.monotonic()
         print(f"{name}:", flush=True)
         r = fn()
@@ -152,7 +152,8 @@ def main(argv=None):
         tot["churn"], tot["rss"] = r["flows"], r["rss_growth_pct"]
     if "soak" in parts and root:    # real packets: namespaces, AF_XDP
         r = part("soak: perf and wall-clock runs on real packets, with kills",
-                 lambda: reliab_soak.run(n["soak_s"], seed=a.seed, tmp=tmp))
+                 lambda: reliab_soak.run(n["soak_s"], seed=a.seed, tmp=tmp),
+                 hang_s=a.hang_s + n["soak_s"])     # the soak runs this long by design
         p, w = r["perf"], r["run"]
         tot["lost"] += r["bytes_lost"]
         tot["leaks"] += len(p["left"]) + len(w["left"])

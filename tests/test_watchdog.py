@@ -68,7 +68,9 @@ def test_watch_calls_an_engine_gone_when_closed_replaced_dead_or_silent():
         eng._heartbeat.close()                            # as if the process hung...
         eng._hdr[H_BEAT_NS] -= 2 * 10 ** 9
         assert w.reason(force=True) is None               # ... while compiling: not judged
-        eng.run_for(1000)                                 # serving: judged
+        eng.run_for(1000)                                 # serving, and each run chunk beats
+        assert w.reason(force=True) is None
+        eng._hdr[H_BEAT_NS] -= 2 * 10 ** 9                # hung since: judged
         assert re.fullmatch(r"no heartbeat for 2\.\d s from pid \d+", w.reason(force=True))
         w.close()
         dead = _dead_pid()

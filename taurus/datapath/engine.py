@@ -776,9 +776,11 @@ class Engine:
         try:
             while True:
                 r = engine_run(self._pinned(), int(until_ns), self.chunk_ns)
-                if self.clk.i[0] == WALL and time.monotonic_ns() >= self._next_sync:
-                    self._next_sync = time.monotonic_ns() + 1_000_000_000
-                    clock_resync(self.clk)
+                if self.clk.i[0] == WALL:
+                    self._heartbeat.beat()      # the loop ran a chunk: alive (watchdog.py)
+                    if time.monotonic_ns() >= self._next_sync:
+                        self._next_sync = time.monotonic_ns() + 1_000_000_000
+                        clock_resync(self.clk)
                 woken = wake_on_publish and self.ctl[WAKE_PUBLISH] == 0
                 if r == R_IDLE and not stop_idle and not woken:
                     clock_advance_to(self.clk, int(until_ns))

@@ -5,12 +5,22 @@ The engine writes its identity into the header of its segment (``E``, the
 first page) when it starts: pid, the pid's start time, a random generation
 id and its clock kind.  A wall-clock engine also beats: a thread of its
 process writes a beat counter and the CLOCK_MONOTONIC time every 20 ms
-until the engine closes.  A thread rather than the run loop, because the
-engine's own Python between run chunks may legitimately take longer than
-the watchers' patience (loading compiled code when a flow first takes a
-mode, an app's work); the thread needs the interpreter for a moment, so a
-process that is stopped, or stuck in compiled code, stops beating.  None
-of it is on the per-packet path.
+until the engine closes.  The run loop beats too, after each run chunk
+(``Engine.run_until``): a thread cannot be relied on alone, because it
+needs the interpreter lock to beat, and the engine's thread, which holds
+it through each chunk, hands it over only when asked (CPython asks after
+5 ms without a switch) -- and a thread that releases it for a moment
+between chunks (a ``Popen.poll()``, any I/O) takes it straight back, before
+the waiting thread has run, which resets the 5 ms.  Measured in
+tests/test_agent_restart.py (whose run loop polls the agent every 5 ms
+slice): the beat thread waited 193 ms for the lock with no runqueue wait
+of its own (it was woken 36 times, and lost each time), its engine running
+38 chunks of 5 ms meanwhile (bench/beat_convoy.py shows the effect alone).
+The thread still beats while the engine's own Python between run chunks
+takes longer than the watchers' patience (loading compiled code when a
+flow first takes a mode, an app's work), so a process that is stopped, or
+stuck in compiled code, stops beating.  None of it is on the per-packet
+path.
 
 ``EngineWatch`` (an agent, ``transport.client.Endpoint``, ``taurus perf
 -c``) reads it and calls the engine gone when
@@ -24,9 +34,14 @@ of it is on the per-packet path.
   interpreter), its beat is older than ``stale_ns`` (1.5 s: the engine's
   process is stopped or hung).  Not less: on a 2-core machine whose
   engine spins on one core while an agent starts on the other, the beat
-  thread was measured lagging 0.4-0.74 s (its own timestamps,
-  tests/test_agent_restart.py's second agent), with no garbage
-  collection, run chunk or Python step in the engine's process that long.
+  was measured 0.4-0.74 s old when only the thread beat (the lock
+  hand-over above; 1.0 s in bench/beat_convoy.py).  With the loop
+  beating, what is left is the scheduler: the engine's thread runnable
+  but not running on a loaded machine, which stops the engine too.  The
+  beat's age as a watcher saw it in tests/test_agent_restart.py beside two
+  CPU hogs: at most 46 ms while serving (134 ms with the thread alone);
+  before serving, which is not judged, 0.41 s (the engine's thread waiting
+  0.34 s for a core).
 
 An engine in virtual time does not beat and is never judged by its beat:
 paused or slow, it steps with whoever drives it, so only pid and
@@ -51,7 +66,7 @@ HDR_WORDS = 16
 CLOCK_VIRTUAL, CLOCK_WALL = 0, 1
 
 BEAT_EVERY_S = 0.02
-STALE_NS = 1_500_000_000      # 75 beats missed: a beat can lag ~0.7 s on a loaded machine (below)
+STALE_NS = 1_500_000_000      # 75 beats missed (below: what a loaded machine delays)
 CHECK_EVERY_NS = 50_000_000   # how often a watcher looks (a few syscalls)
 EXIT_ENGINE_GONE = 3
 
@@ -103,7 +118,7 @@ class Heartbeat:
         hdr[H_PID_START] = pid_start(pid)
         hdr[H_GEN] = int.from_bytes(os.urandom(8), "little") >> 2 | 1
         hdr[H_CLOCK] = CLOCK_WALL if wall else CLOCK_VIRTUAL
-        self._beat()
+        self.beat()
         self._stop = threading.Event()
         self._thread = None
         if wall:
@@ -117,13 +132,15 @@ class Heartbeat:
         if not self.hdr[H_SERVING]:
             self.hdr[H_SERVING] = 1
 
-    def _beat(self) -> None:
+    def beat(self) -> None:
+        """One beat; the run loop's after each chunk, the thread's every 20 ms
+        (both hold the interpreter lock: one writer at a time)."""
         self.hdr[H_BEAT_NS] = time.monotonic_ns()
         self.hdr[H_BEATS] += 1
 
     def _run(self) -> None:
         while not self._stop.wait(BEAT_EVERY_S):
-            self._beat()
+            self.beat()
 
     def close(self) -> None:
         self._stop.set()
