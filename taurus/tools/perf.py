@@ -1155,6 +1155,12 @@ def _sums(ends, secs):
              "bits_per_second": r * 8 / secs, "sender": sender})
 
 
+def _verify_end(legs, res) -> list[dict]:
+    """Payload ACKed per forward stream: perf -s verified at least these."""
+    return [{"socket": leg.flow, "acked_bytes": res["final"][id(leg)]["acked"] - leg.stream.head}
+            for leg in legs if leg.sender]
+
+
 def _result(args, t, src, dst, legs, res, choice, cpu, agent_pids):
     secs = max(1e-9, (res["t_end"] - res["t_start"]) / 1e9)
     ends = [_leg_end(leg, res["final"][id(leg)], secs) for leg in legs]
@@ -1182,20 +1188,14 @@ def _result(args, t, src, dst, legs, res, choice, cpu, agent_pids):
                    "min": int(rtts.min()) if len(rtts) else 0},
         "msg_completion_us": {"n": int(len(lat)), "p50": _pct(lat, 50), "p90": _pct(lat, 90),
                               "p99": _pct(lat, 99), "p999": _pct(lat, 99.9)}}
-    if args.verify:      # payload ACKed per forward stream: perf -s verified at least these
-        end["taurus"]["verify"] = [
-            {"socket": leg.flow, "acked_bytes": res["final"][id(leg)]["acked"] - leg.stream.head}
-            for leg in legs if leg.sender]
+    if args.verify:
+        end["taurus"]["verify"] = _verify_end(legs, res)
     if choice is not None and choice.receiver:
         end["taurus"]["receiver"] = {"algorithm": choice.receiver_name,
                                      "grants": res["grants"]}
-    connected = []
-    for leg in legs:
-        local, remote = (src, dst)
-        connected.append({"socket": leg.flow, "local_host": t.ip_of(local),
-                          "local_port": leg.flow if leg.sender else leg.pdc,
-                          "remote_host": t.ip_of(remote),
-                          "remote_port": leg.pdc if leg.sender else leg.flow})
+    connected = [{"socket": leg.flow, "local_host": t.ip_of(src),
+                  "local_port": leg.flow if leg.sender else leg.pdc, "remote_host": t.ip_of(dst),
+                  "remote_port": leg.pdc if leg.sender else leg.flow} for leg in legs]
     itf = t.ifaces_of(src)[0]
     doc = {
         "start": {"connected": connected, "version": VERSION,
