@@ -206,31 +206,11 @@ def app_kills(n=3, seed=1, log=print):
     return figs
 
 
-def _prog_ids(pid):
-    """Ids of the BPF programs process pid holds (its fdinfo)."""
-    ids = set()
-    for fi in glob.glob(f"/proc/{pid}/fdinfo/*"):
-        try:
-            with open(fi) as fh:
-                for line in fh:
-                    if line.startswith("prog_id:"):
-                        ids.add(int(line.split()[1]))
-        except OSError:
-            pass
-    return ids
-
-
-def _held_prog_ids():
-    ids = set()
-    for d in glob.glob("/proc/[0-9]*"):
-        ids |= _prog_ids(d.rsplit("/", 1)[1])
-    return ids
-
-
 def engine_kills(n=2, seed=1, tmp="/tmp", log=print):
     """`taurus perf -s` with a `perf -c` client sending to it, SIGKILLed a
     random 0.2-2 s after it serves, n times; `taurus topo clean` after each.
     Returns figures with what was left (must be nothing)."""
+    from taurus.datapath.ports.xdp import prog_ids
     from taurus.datapath.shm import list_segments
     from taurus.tools import netns
     from taurus.tools import topology as topo
@@ -255,7 +235,7 @@ def engine_kills(n=2, seed=1, tmp="/tmp", log=print):
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    start_new_session=True)
             time.sleep(float(rng.uniform(0.2, 2.0)))
-            progs = _prog_ids(srv.pid)
+            progs = prog_ids(srv.pid)
             srv.send_signal(signal.SIGKILL)
             srv.wait(10)
             figs["kills"] += 1
@@ -274,7 +254,7 @@ def engine_kills(n=2, seed=1, tmp="/tmp", log=print):
                  if ln.split(":")[1].strip().startswith(prefix)]
         left += [f"shm {s}" for s in list_segments() if s.startswith(prefix.rstrip("-"))]
         left += [f"pid file {p}" for p in glob.glob(os.path.join(pid_dir, "*.pid"))]
-        left += [f"XDP program {i}" for i in sorted(progs & _held_prog_ids())]
+        left += [f"XDP program {i}" for i in sorted(progs & prog_ids())]
         if r.returncode != 0:
             left.append(f"topo clean exited {r.returncode}: {r.stderr.strip()[-200:]}")
         figs["leaks"] += left

@@ -139,8 +139,13 @@ def _leftovers(prefix, tag):
     return left
 
 
+def _faults(figs):
+    return f"failures {figs['failures'] or 'none'}; left {figs['left'] or 'nothing'}"
+
+
 def perf_phase(seconds, seed=1, log=print):
     from taurus.tools import netns
+    from taurus.tools.procs import interrupt
     from taurus.tools import topology as topo
     rng = np.random.default_rng(seed)
     prefix = f"{netns.PREFIX}s{os.getpid()}-"
@@ -239,13 +244,8 @@ def perf_phase(seconds, seed=1, log=print):
                 figs["rss_kib"].append(_rss_kib(srv.pid))
                 figs["fds"].append(_fds(srv.pid))
     finally:
-        if srv is not None and srv.poll() is None:
-            srv.send_signal(signal.SIGINT)
-            try:
-                srv.wait(30)
-            except subprocess.TimeoutExpired:
-                srv.kill()
-                srv.wait()
+        if srv is not None:
+            interrupt(srv, 30)
         t.down()
         shutil.rmtree(env["TAURUS_PID_DIR"], ignore_errors=True)
     figs["left"] = _leftovers(prefix, name)
@@ -258,7 +258,7 @@ def perf_phase(seconds, seed=1, log=print):
         f"{figs['acked'] / 2**20:.0f} MiB ACKed to clients, "
         f"{len(figs['short'])} streams short of their ACKed bytes; perf -s RSS "
         f"{figs['rss_growth_pct']}% over {len(r)} samples, fds {figs['fds_range']}; "
-        f"failures {figs['failures'] or 'none'}; left {figs['left'] or 'nothing'}")
+        + _faults(figs))
     return figs
 
 
@@ -336,8 +336,7 @@ def run_phase(seconds, seed=1, tmp="/tmp", log=print):
     log(f"  taurus run --clock wall: {figs['runs']} runs ({figs['complete']} complete, "
         f"{figs['mib']:.0f} MiB delivered; {figs['agent_kills']} agents SIGKILLed, "
         f"{figs['stopped_ok']} of those runs stopped naming the agent; {figs['run_kills']} runs "
-        f"SIGKILLed, {figs['reclaimed']} topologies reclaimed by the next); failures "
-        f"{figs['failures'] or 'none'}; left {figs['left'] or 'nothing'}")
+        f"SIGKILLed, {figs['reclaimed']} topologies reclaimed by the next); " + _faults(figs))
     return figs
 
 

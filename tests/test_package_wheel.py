@@ -8,7 +8,6 @@ install's finder), so the dependencies need no download; it shares the
 Numba cache with the checkout (numba_cache.py), so nothing compiles again."""
 import glob
 import os
-import signal
 import subprocess
 import sys
 import sysconfig
@@ -18,6 +17,7 @@ import pytest
 
 from conftest import needs_root
 from taurus.tools import netns
+from taurus.tools.procs import interrupt
 
 pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
 
@@ -100,13 +100,7 @@ def test_perf_runs_from_the_installed_wheel(venv):
         assert r.returncode == 0, r.stderr[-2000:]
         assert "receiver" in r.stdout
     finally:
-        if srv is not None and srv.poll() is None:
-            srv.send_signal(signal.SIGINT)
-            try:
-                srv.wait(30)
-            except subprocess.TimeoutExpired:
-                srv.kill()
-                srv.wait()
+        interrupt(srv, 30)
         subprocess.run([exe, "topo", "down", "two_hosts", "--prefix", prefix], env=env,
                        capture_output=True, timeout=120)
     assert not netns.list_ns(prefix)

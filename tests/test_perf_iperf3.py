@@ -16,6 +16,7 @@ from conftest import needs_root
 from taurus.datapath.shm import list_segments
 from taurus.tools import netns
 from taurus.tools import topology as topo
+from taurus.tools.procs import interrupt
 
 pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
 
@@ -55,16 +56,6 @@ endpoints = ["s2", "h3"]
 def _base(topo_arg, name):
     return [sys.executable, "-m", "taurus.cli", "perf", "--topo", topo_arg,
             "--prefix", PREFIX, "--name", f"{PREFIX}{name}"]
-
-
-def _stop(p):
-    if p is not None and p.poll() is None:
-        p.send_signal(signal.SIGINT)
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 class Server:
@@ -123,7 +114,7 @@ class Server:
 
     def __exit__(self, *exc):
         try:
-            _stop(self.srv)
+            interrupt(self.srv)
         finally:
             self.t.down()
 

@@ -2,7 +2,6 @@
 its -J output is iperf3-shaped JSON, and everything is cleaned up."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from conftest import needs_root
 from taurus.datapath.shm import list_segments
 from taurus.tools import netns
 from taurus.tools import topology as topo
+from taurus.tools.procs import interrupt
 
 pytestmark = pytest.mark.serial     # real packets / the wall clock: runs alone (conftest.py)
 
@@ -54,13 +54,7 @@ def test_perf_between_two_namespaces_reports_iperf3_shaped_json():
         assert end["taurus"]["msg_completion_us"]["n"] >= 20
         assert end["taurus"]["msg_completion_us"]["p50"] > 0
     finally:
-        if srv is not None and srv.poll() is None:
-            srv.send_signal(signal.SIGINT)
-            try:
-                srv.wait(20)
-            except subprocess.TimeoutExpired:
-                srv.kill()
-                srv.wait()
+        interrupt(srv, 20)
         t.down()
     assert not netns.list_ns(PREFIX)
     assert not [s for s in list_segments() if s.startswith(PREFIX)]

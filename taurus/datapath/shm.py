@@ -13,6 +13,7 @@ a one-line error that names it; ``reclaim_stale`` removes every one
 ends take POSIX record locks (``fcntl.lockf``), which flock never blocks.
 """
 import atexit
+import contextlib
 import fcntl
 import mmap
 import os
@@ -20,6 +21,7 @@ import os
 import numpy as np
 
 from taurus.errors import SegmentBusy
+from taurus.flocks import abandoned, holder
 
 SHM_DIR = "/dev/shm"
 SHM_PREFIX = "taurus-"
@@ -63,7 +65,7 @@ class Shm:
             except FileExistsError:
                 if not _reclaim(path):
                     raise SegmentBusy(f"shared-memory segment {name} is in use by "
-                                      f"{_holder(path)}; stop it, or `taurus topo clean`") from None
+                                      f"{holder(path)}; stop it, or `taurus topo clean`") from None
                 os.link(tmp, path)
         except BaseException:
             os.close(fd)
@@ -104,40 +106,14 @@ def _reclaim(path: str) -> bool:
     """Remove the segment at path if its owner is gone (its lock is free);
     False if a live owner holds it."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        with abandoned(path) as fd:
+            if fd is None:
+                return False
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
     except FileNotFoundError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    else:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        return True
-    finally:
-        os.close(fd)
-
-
-def _holder(path: str) -> str:
-    """"pid N (command)" of the process holding path's lock, from /proc/locks."""
-    try:
-        st = os.stat(path)
-        with open("/proc/locks") as f:
-            for line in f:
-                w = line.split()            # N: FLOCK ADVISORY WRITE pid maj:min:inode ...
-                if len(w) > 5 and w[1] == "FLOCK":
-                    dev_ino = w[5].split(":")
-                    if len(dev_ino) == 3 and int(dev_ino[2]) == st.st_ino:
-                        pid = int(w[4])
-                        with open(f"/proc/{pid}/cmdline", "rb") as c:
-                            cmd = c.read().replace(b"\0", b" ").decode(errors="replace").strip()
-                        return f"pid {pid} ({cmd[:60]})"
-    except (OSError, ValueError):
         pass
-    return "a live process"
+    return True
 
 
 def reclaim_stale(prefix: str = SHM_PREFIX) -> list[str]:

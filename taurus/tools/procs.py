@@ -4,7 +4,8 @@
   run) so that `taurus topo clean` finds it after a crash.
 - ``spawn()`` starts a command, optionally inside a namespace, in its own
   process group; ``stop()`` ends it: SIGTERM, a grace period, then SIGKILL of
-  the whole group, and always reaps it.
+  the whole group, and always reaps it; ``interrupt()`` ends a child the
+  way Ctrl-C would (SIGINT, then SIGKILL past a grace period).
 """
 import contextlib
 import os
@@ -30,4 +31,19 @@ def stop(proc: subprocess.Popen, grace_s: float = 3.0) -> int:
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+    return proc.wait()
+
+
+def interrupt(proc: subprocess.Popen, grace_s: float = 20.0) -> int | None:
+    """Stop proc as Ctrl-C would (SIGINT, to it alone), so it tears down what
+    it made; SIGKILL if it has not exited within grace_s.  Returns its exit
+    code (None for no process)."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            return proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
     return proc.wait()

@@ -79,6 +79,7 @@ from pyroute2.ethtool import Ethtool
 from taurus import errors
 from taurus.tools import netns, topogen
 from taurus import pidfiles
+from taurus.flocks import abandoned, holder
 from taurus.pidfiles import PID_DIR
 from taurus.units import parse_delay, parse_rate, parse_size, quote as _q
 
@@ -446,22 +447,16 @@ class Topology:
         an flock on its owner file for as long as it lives (up(owner=True)),
         so the kernel tells, as for shared-memory segments."""
         try:
-            fd = os.open(self._owner_path(), os.O_RDONLY | os.O_CLOEXEC)
+            with abandoned(self._owner_path()) as fd:
+                if fd is None:
+                    return None
+                pid = os.read(fd, 32).decode(errors="replace").strip()
         except FileNotFoundError:
             return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return None
-        else:
-            pid = os.read(fd, 32).decode(errors="replace").strip()
-            return f"the run that brought it up (pid {pid}) is gone"
-        finally:
-            os.close(fd)
+        return f"the run that brought it up (pid {pid}) is gone"
 
     def _owner_holder(self) -> str:
-        from taurus.datapath.shm import _holder      # numpy: only when needed
-        return _holder(self._owner_path())
+        return holder(self._owner_path())
 
     def up(self, owner: bool = False) -> "Topology":
         """Build everything; on failure remove what was created and re-raise.

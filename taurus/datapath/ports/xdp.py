@@ -17,6 +17,7 @@ then.  Any failure while opening releases what was acquired and raises
 import atexit
 import ctypes
 import errno as _errno
+import glob
 import logging
 import mmap
 import os
@@ -59,25 +60,17 @@ BUSY_WAIT_S = 1.0                  # how long a busy queue may take to free up
 _OPEN = set()   # handles not yet closed (closed at exit)
 
 
-def _prog_held(prog_id: int) -> bool:
-    """Whether a live process holds BPF program prog_id (a program or link
-    fd: its fdinfo names the program)."""
-    want = f"prog_id:\t{prog_id}\n"
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+def prog_ids(pid: int | str = "[0-9]*") -> set[int]:
+    """Ids of the BPF programs process pid holds, or (by default) every live
+    process: a program or link fd's fdinfo names its program."""
+    ids = set()
+    for fi in glob.glob(f"/proc/{pid}/fdinfo/*"):
         try:
-            fds = os.listdir(f"/proc/{pid}/fdinfo")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                    if want in f.read():
-                        return True
-            except OSError:
-                pass
-    return False
+            with open(fi) as f:
+                ids.update(int(x.split()[1]) for x in f if x.startswith("prog_id:"))
+        except (OSError, ValueError, IndexError):
+            pass
+    return ids
 
 
 class XdpUnavailable(RuntimeError):
@@ -272,7 +265,7 @@ class XdpPortHandle:
                 # interface, one no live process holds is an orphan, and is
                 # replaced (in the same mode; the kernel refuses another).
                 if (other > 0 and (self.netns or "").startswith(NS_PREFIX)
-                        and not _prog_held(int(other))
+                        and int(other) not in prog_ids()
                         and lib.taurus_xdp_attach(self.ifindex, self._prog_fd,
                                                   _MODE_FLAGS[mode]) == 0):
                     log.warning("%s: replaced XDP program %d, left by an engine that is gone",
