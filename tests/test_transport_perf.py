@@ -85,3 +85,11 @@ def test_perf_server_answers_rpc_streams_and_drains_the_rest():
             eng.run_for(100_000)
         assert sink.bytes == 300_000 + sum(2000 + 700 * k for k in range(5))
         assert len(sink.echo) == 1 and len(sink.bulk) == 1 and not sink.new
+        # Closed by the client, both are let go (a long-lived server keeps
+        # nothing of them) once all that arrived is counted and answered.
+        rpc.tx.close()
+        bulk.close()
+        for _ in range(40):
+            eng.run_for(100_000)
+        assert not sink.echo and not sink.bulk and not sink.new
+        assert sink.bytes == 300_000 + sum(2000 + 700 * k for k in range(5))

@@ -340,7 +340,7 @@ class Sink:
         self.bulk = []
         self.echo = []            # (Duplex, answers not sent yet)
         self.senders = []         # reverse tests: Streams this side keeps full
-        self.verifying = []       # --verify streams: (Conn, Verifier, its row's RP_GEN)
+        self.verifying = []       # --verify streams: (Conn, Verifier)
         self.bytes = 0
         self.errors = []
 
@@ -459,10 +459,9 @@ class Sink:
                 self._echo(c)
                 return True
             if h.get("verify"):
-                from taurus.datapath.devices.nic.state import RP_GEN
                 v = Verifier(int(h.get("length", 1 << 17)))
                 self.bytes -= len(c._buf)     # counted again as they are checked
-                self.verifying.append((c, v, int(c.ep.N.rp[c.pdc, RP_GEN])))
+                self.verifying.append((c, v))
                 return True
         self.bulk.append(c)
         return True
@@ -470,24 +469,22 @@ class Sink:
     def _verify(self) -> None:
         """Check what arrived on each --verify stream; a stream whose CLOSE
         arrived (or whose row a new connection took) is reported, once."""
-        from taurus.datapath.devices.nic.state import RP_CLOSED, RP_GEN
         left = []
-        for c, v, gen in self.verifying:
-            rp = c.ep.N.rp[c.pdc]
-            ended = int(rp[RP_GEN]) != gen or int(rp[RP_CLOSED]) == 1
-            if int(rp[RP_GEN]) == gen:
+        for c, v in self.verifying:
+            ended = c.ended()
+            if not c.reused():
                 data = c.read_bytes()
                 v.feed(data)
                 self.bytes += len(data)
             if ended:
                 print(v.line(c.peer[0], c.pdc), flush=True)
             else:
-                left.append((c, v, gen))
+                left.append((c, v))
         self.verifying = left
 
     def finish(self) -> None:
         """The server stops: report the --verify streams still open."""
-        for c, v, _gen in self.verifying:
+        for c, v in self.verifying:
             print(v.line(c.peer[0], c.pdc) + " (still open)", flush=True)
         self.verifying = []
 
@@ -504,18 +501,25 @@ class Sink:
         for c in self.new:
             kind = self._kind(c)
             if kind is None:
-                waiting.append(c)
+                if not c.ended():                     # else it never becomes one
+                    waiting.append(c)
             elif kind == "bulk":
                 self.bulk.append(c)
             elif kind == "perf":
-                if not self._open(c):
+                if not self._open(c) and not c.ended():
                     waiting.append(c)
             elif kind == "echo":
                 c.try_recv()                          # the ECHO message itself
                 self._echo(c)
         self.new = waiting
-        for c in self.bulk:
-            self.bytes += c.recv_bytes()
+        left = []
+        for c in self.bulk:                   # ended ones are read a last time, then let go
+            ended = c.ended()
+            if not c.reused():
+                self.bytes += c.recv_bytes()
+            if not ended:
+                left.append(c)
+        self.bulk = left
         if self.verifying:
             self._verify()
         now = time.monotonic_ns()
@@ -527,8 +531,10 @@ class Sink:
             if now >= s.end_ns or s.c.closing():
                 s.c.close()    # freed, with the client's PDC, once its data is ACKed
         self.senders = [s for s in self.senders if now < s.end_ns and not s.c.closing()]
+        left = []
         for d, backlog in self.echo:
-            while (m := d.rx.try_recv()) is not None:
+            ended = d.rx.ended()
+            while not d.rx.reused() and (m := d.rx.try_recv()) is not None:
                 self.bytes += len(m)
                 backlog.append(m)
             while backlog:
@@ -537,6 +543,11 @@ class Sink:
                 except WouldBlock:                    # the next chunk sends it
                     break
                 backlog.pop(0)
+            if ended and not backlog:                 # all answered: our half closes too
+                d.tx.close()
+            else:
+                left.append((d, backlog))
+        self.echo = left
 
 
 def serve(args, t) -> int:

@@ -45,7 +45,7 @@ from ..datapath.devices.nic.state import (CQ_END, CQ_ID, CQ_KIND, CQ_MSG, CQ_RX,
                                           OP_READ, OP_REQ_CLOSE, OP_SEND, REQ_CREDIT, REQ_NIC,
                                           REQ_PEER_IP, REQ_PID, REQ_RESULT, REQ_STATE, RP_BUFCAP,
                                           RP_BUFOFF, RP_DELIV, RP_GEN, RP_NIC, RP_PEER_IP, RP_READ,
-                                          RP_PEER_PDC,
+                                          RP_CLOSED, RP_PEER_PDC,
                                           RQ_ASKED, RQ_DONE, RQ_FREE)
 
 __all__ = ["Conn", "Duplex", "Endpoint", "EngineGone", "WouldBlock", "connect", "listen"]
@@ -268,9 +268,20 @@ class Conn:
             self.read = int(N.rp[pdc, RP_READ])
             self._buf = bytearray()          # copied, not yet returned
             self._start = self.read          # stream offset of _buf[0]
+            self._gen = int(N.rp[pdc, RP_GEN])   # rows are reused: which connection
             self.peer = (str(ipaddress.IPv4Address(int(N.rp[pdc, RP_PEER_IP]))),
                          int(N.rp[pdc, RP_PEER_PDC]))
         self.last_time = 0
+
+    def reused(self) -> bool:
+        """A receiving end whose row a new connection has taken: nothing of
+        this stream is left in it."""
+        return int(self.ep.N.rp[self.pdc, RP_GEN]) != self._gen
+
+    def ended(self) -> bool:
+        """A receiving end that takes no more data: its CLOSE arrived, or
+        its row was reused.  What arrived before may still be unread."""
+        return self.reused() or int(self.ep.N.rp[self.pdc, RP_CLOSED]) == 1
 
     def close(self) -> None:
         """Close the connection: a sending end closes once everything sent
