@@ -13,8 +13,12 @@ generic XDP), and one client after another, `perf -c h2 -C dctcp
 - once, at a quarter of the phase: perf -s itself SIGKILLed mid-test.  The
   client must leave with status 3 (engine gone), and a new perf -s under
   the same name must start (it reclaims the dead one's segments).
-The long-lived perf -s's RSS and open fds are sampled from its fifth
-client on: its private memory (RssAnon) flat within 1%, fds constant.
+The long-lived perf -s's RSS and open fds are sampled after each client
+from its fifth on: its private memory (RssAnon) flat within 1%, fds
+constant.  Growth is the least-squares line's rise over the samples, in %
+of where it starts (rss_trend_pct): a sample lands anywhere in the few
+per cent a client's buffers take and give back (the spread is reported
+too), so the last sample over the first measures that, not a leak.
 Its shared pages (RssShmem) are counted apart: they are its segments'
 pages, touched for the first time as new PDC rows and buffers come into
 use, so they grow up to the segments' size without anything leaking.
@@ -44,6 +48,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "wall_dctcp.toml")
 VERIFIED = re.compile(r"taurus perf: verified \S+ pdc \d+: (\d+) bytes, (\d+) wrong")
 ACKED = re.compile(r"verify: flow \d+: (\d+) payload bytes ACKed")
+
+
+def rss_trend_pct(samples):
+    """The least-squares line's rise from the first sample to the last, in
+    % of its value at the first (None under two samples)."""
+    if len(samples) < 2:
+        return None
+    x = np.arange(len(samples), dtype=float)
+    slope, start = np.polyfit(x, np.asarray(samples, dtype=float), 1)
+    return 100.0 * slope * x[-1] / start
+
+
+def spread_pct(samples):
+    """(lowest, highest) sample in % off their median."""
+    med = float(np.median(samples))
+    return 100.0 * (min(samples) / med - 1), 100.0 * (max(samples) / med - 1)
 
 
 def _env(**extra):
@@ -258,7 +278,10 @@ def perf_phase(seconds, seed=1, log=print):
         shutil.rmtree(env["TAURUS_PID_DIR"], ignore_errors=True)
     figs["left"] = _leftovers(prefix, name)
     r = figs["rss_kib"]
-    figs["rss_growth_pct"] = round(100 * (r[-1] - r[0]) / r[0], 2) if len(r) > 1 else None
+    trend = rss_trend_pct(r)
+    figs["rss_growth_pct"] = None if trend is None else round(trend, 2)
+    figs["rss_last_first_pct"] = round(100 * (r[-1] - r[0]) / r[0], 2) if len(r) > 1 else None
+    figs["rss_spread_pct"] = [round(v, 1) for v in spread_pct(r)] if r else None
     sh = figs["shm_kib"]
     figs["shm_growth_mib"] = round((sh[-1] - sh[0]) / 1024, 1) if len(sh) > 1 else None
     figs["fds_range"] = (min(figs["fds"]), max(figs["fds"])) if figs["fds"] else None
@@ -267,8 +290,9 @@ def perf_phase(seconds, seed=1, log=print):
         f"{figs['verified'] / 2**20:.0f} MiB verified, {figs['wrong']} bytes wrong, "
         f"{figs['acked'] / 2**20:.0f} MiB ACKed to clients, "
         f"{len(figs['short'])} streams short of their ACKed bytes; perf -s private RSS "
-        f"{figs['rss_growth_pct']}% over {len(r)} samples (shared +{figs['shm_growth_mib']} "
-        f"MiB of its segments), fds {figs['fds_range']}; "
+        f"trend {figs['rss_growth_pct']}% over {len(r)} samples (each within "
+        f"{figs['rss_spread_pct']}% of their median, last/first {figs['rss_last_first_pct']}%; "
+        f"shared +{figs['shm_growth_mib']} MiB of its segments), fds {figs['fds_range']}; "
         + _faults(figs))
     return figs
 

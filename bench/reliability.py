@@ -5,7 +5,7 @@ figures; the last line (its churn figure from the load part when it ran):
     reliability: F frames fuzzed, 0 crashes; B MiB through faults, 0 bytes lost;
     K kills, 0 leaks; churn C flows, RSS growth R%; R restarts reconnected;
     S spoofed frames, 0 accepted; F flood SYNs, established goodput G%;
-    soak T s: V MiB verified, 0 bytes wrong, K kills, private RSS growth R%
+    soak T s: V MiB verified, 0 bytes wrong, K kills, private RSS trend R%
 
     sudo python bench/reliability.py            # the full run
     sudo python bench/reliability.py --quick    # the CI-sized one
@@ -173,7 +173,7 @@ def main(argv=None):
         f"; {tot['syn']} flood SYNs, established goodput {tot['goodput']:.0f}%"
         if tot["syn"] is not None else "",
         "; soak {:.0f} s: {:.0f} MiB verified, {} bytes wrong, {} kills, "
-        "private RSS growth {}%".format(
+        "private RSS trend {:+.2f}%".format(
             *tot["soak"]) if tot["soak"] is not None else ""])
     print(f"reliability: {tot['frames']} frames fuzzed, {tot['crashes']} crashes; "
           f"{tot['mib']:.0f} MiB through faults, {tot['lost']} bytes lost; "

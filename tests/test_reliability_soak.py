@@ -28,3 +28,14 @@ def test_soak_loses_nothing_and_leaves_nothing(tmp_path):
     assert w["runs"] >= 2 and w["complete"] >= 1
     assert p["left"] == [] and w["left"] == []
     assert r["ok"]
+
+
+def test_rss_trend_is_the_fitted_rise_not_the_last_sample_over_the_first():
+    # a client's buffers come and go: samples cycle by +-5% with no growth
+    cycle = [100_000 * (1 + 0.05 * ((k % 3) - 1)) for k in range(90)]
+    assert cycle[-1] / cycle[0] > 1.1                # first low, last high: +10.5%
+    assert abs(reliab_soak.rss_trend_pct(cycle)) < 0.5
+    assert reliab_soak.spread_pct(cycle) == pytest.approx((-5.0, 5.0))
+    ramp = [100_000 + 20 * k for k in range(101)]    # 2% over the run
+    assert reliab_soak.rss_trend_pct(ramp) == pytest.approx(2.0)
+    assert reliab_soak.rss_trend_pct([1]) is None
