@@ -48,14 +48,17 @@ def test_records_pushed_while_asleep_are_handled_within_the_bound(dp):
 
     def producer():
         try:
-            for i in range(2):
-                # the first wait comes after the busy loop's compile
+            for i in range(3):
+                # the first wait comes after the busy loop's compile; the first
+                # record's handling compiles its path (66 ms with an empty
+                # cache), so it is not timed
                 assert until(lambda: ring.cons[SLEEP] != 0, 120), "the agent never blocked"
                 time.sleep(0.02)                              # well inside its wait
                 t = time.monotonic()
                 dp.push([record(1, C.EV_ACK, 1 + i, (4096, 1, i, 0))])
-                assert until(lambda: dp.cc.ring.pending() == 0), "records left waiting"
-                lat.append(time.monotonic() - t)
+                assert until(lambda: dp.cc.ring.pending() == 0, 120), "records left waiting"
+                if i:
+                    lat.append(time.monotonic() - t)
         except AssertionError as e:
             errors.append(e)
         finally:
@@ -68,7 +71,7 @@ def test_records_pushed_while_asleep_are_handled_within_the_bound(dp):
     th.join()
     assert not errors, errors
     assert len(lat) == 2 and max(lat) < 0.025, lat
-    assert a.messages.c["delivered"] == 2 and a.bell.c["woken"] >= 2
+    assert a.messages.c["delivered"] == 3 and a.bell.c["woken"] >= 3
     assert ring.cons[SLEEP] == 0                               # torn down: not announced
 
 
