@@ -1,7 +1,7 @@
 """TAURUS's own FCT evaluation (seed 000 §5.3, Figs. 10/11):
 `taurus reproduce taurus-fct --quick` runs WebSearch and Hadoop with the
-8:1 incast background on a small fat-tree, DCTCP, Swift and HPCC native and
-in the agent, and prints the slowdown tables.  Virtual time: deterministic."""
+8:1 incast background on a small fat-tree, DCTCP, Swift, HPCC and Bolt
+native and in the agent, and prints the slowdown tables.  Virtual time: deterministic."""
 import json
 import os
 import re
@@ -18,8 +18,9 @@ def test_taurus_fct_quick(tmp_path, capsys):
     text = capsys.readouterr().out.strip().splitlines()
     num = r"[-+][\d.]+%"
     m = re.fullmatch(rf"taurus-fct: <100KB avg slowdown, agent vs native: "
-                     rf"websearch dctcp ({num}), swift ({num}), hpcc ({num}); "
-                     rf"hadoop dctcp ({num}), swift ({num}), hpcc ({num}) \(seed: \+0\.2%\)",
+                     rf"websearch dctcp ({num}), swift ({num}), hpcc ({num}), bolt ({num}); "
+                     rf"hadoop dctcp ({num}), swift ({num}), hpcc ({num}), bolt ({num}) "
+                     rf"\(seed: \+0\.2%\)",
                      text[-1])
     assert m, text[-1]
     with open(os.path.join(out, "figures.json")) as f:
@@ -45,4 +46,6 @@ def test_taurus_fct_quick(tmp_path, capsys):
     assert text[head + 1].split()[:3] == ["dctcp", "native", "n"]
     assert [text[head + k].split()[0] for k in range(2, 6)] == ["avg", "p50", "p95", "p99"]
     assert any("scaling: rates x 1/4" in ln for ln in text)
+    for wl in ("websearch", "hadoop"):          # Bolt's window moves by its switches' SRCs
+        assert fig[wl]["bolt"]["native"]["src_tx"] > 0 and fig[wl]["dctcp"]["native"]["src_tx"] == 0
     assert os.path.getsize(os.path.join(out, "fct_slowdown.png")) > 0

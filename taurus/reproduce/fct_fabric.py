@@ -13,18 +13,20 @@ there is no oversubscription; both hold only in the HPCC ns-3 setup it
 follows (simulation/mix/fat.txt: hosts 100 Gbit/s, ToR-aggregation and
 aggregation-core 400 Gbit/s), which we take: 16 x 100 = 4 x 400 Gbit/s at
 a ToR, 4 ToRs under 4 core uplinks at an aggregation switch, 1:1.  Every
-switch has a 32 MB shared buffer (the seed's), ECN and INT on every port,
-so one fabric serves every algorithm, and PFC on its switch-to-switch
+switch has a 32 MB shared buffer (the seed's), ECN, INT and Bolt's SRC on
+every port, so one fabric serves every algorithm (only packets of an
+algorithm that binds SRC ask for an SRC), and PFC on its switch-to-switch
 links (PFC_NOTE: not towards hosts).
 
 Scaling (``Scale``, stated by each scenario): rates x 1/s, delays kept,
 and what is in bytes x 1/s (flow sizes, the shared buffer, PFC and ECN
-thresholds), so size/BDP and buffer/BDP are the papers' and a slowdown is
-comparable; a run has 1/s of the packets.  Sizes are binned at their
+thresholds, Bolt's SRC threshold), so size/BDP and buffer/BDP are the
+papers' and a slowdown is comparable; a run has 1/s of the packets.  Sizes are binned at their
 seed (unscaled) value.  Ours, the papers give none: PFC X_off 1/40 of the
 shared buffer per ingress (half the buffer over a ToR's 20 ports), X_on
 95% of it; DCTCP's ECN step K = 40 KB per 100 Gbit/s of a port (about a
-fifth of its BDP).
+fifth of its BDP).  Bolt's SRC threshold is its authors' 10 KB (ns-3
+ccThreshold, at 100 Gbit/s) x 1/s on every port.
 
 Traffic (``fct_traffic``): every host sends flows of a CDF, Poisson at
 `load` of its link, each to a random other host (the experiment's
@@ -51,6 +53,8 @@ HOST_BPS, FABRIC_BPS = 100e9, 400e9
 DELAY = "1us"
 BUFFER = 32_000_000             # bytes per switch, shared
 MSS = 1024
+LONGEST_RTT_NS = 12_000         # host, ToR, aggregation, core and back: 6 links of 1 us each way
+SRC_THRESHOLD = 10_000          # bytes: Bolt's ccThreshold (serhatarslan-hub/bolt_cc_ns3)
 INCAST_FAN_IN, INCAST_SIZE = 8, 500_000
 # seed sizes (bytes): the seed's "< 100 KB" and "> 300 KB" fall on edges
 BINS = (0, 10_000, 100_000, 300_000, 1_000_000, 10_000_000, 10**12)
@@ -80,12 +84,13 @@ class Scale:
     def text(self, incast_size: int = INCAST_SIZE) -> str:
         if self.s == 1:
             return ("nothing scaled: hosts 100, fabric 400 Gbit/s, 1 us; 32 MB shared buffer; "
-                    f"PFC X_off/X_on {self.xoff}/{self.xon} B; ECN K 40/160 KB")
+                    f"PFC X_off/X_on {self.xoff}/{self.xon} B; ECN K 40/160 KB; SRC 10 KB")
         return (f"rates x 1/{self.s} (hosts 100 -> {self.host / 1e9:g}, fabric 400 -> "
                 f"{self.fabric / 1e9:g} Gbit/s), delays 1 us kept; bytes x 1/{self.s}: shared "
                 f"buffer 32 MB -> {self.buffer / 1e6:g} MB, PFC X_off/X_on {self.xoff}/"
                 f"{self.xon} B, ECN K {self.ecn_k(self.host) // 1000}/"
-                f"{self.ecn_k(self.fabric) // 1000} KB (host/fabric ports), flow sizes (binned "
+                f"{self.ecn_k(self.fabric) // 1000} KB (host/fabric ports), SRC 10 KB -> "
+                f"{SRC_THRESHOLD // self.s} B, flow sizes (binned "
                 f"at their seed size), incast {incast_size // 1000} KB -> "
                 f"{incast_size // self.s // 1000} KB")
 
@@ -100,7 +105,7 @@ def init_window(sc: Scale, tree: dict = SEED_TREE) -> int:
     way), as HPCC's flows start at line rate.  The same in every mode: in
     an agent mode the algorithm's own first window lands only with its
     first decision."""
-    return int(sc.host * 12 * 1e-6 / 8)
+    return int(sc.host * LONGEST_RTT_NS * 1e-9 / 8)
 
 
 @dataclass(frozen=True)
@@ -119,12 +124,13 @@ class Links:
 
 
 def harness_links(sc: Scale) -> Links:
-    """The module docstring's links: ECN step K and INT everywhere, PFC
-    between switches."""
+    """The module docstring's links: ECN step K, INT and SRC everywhere,
+    PFC between switches."""
     pfc = {"xoff": f"{sc.xoff}B", "xon": f"{sc.xon}B"}
+    src = {"threshold": f"{SRC_THRESHOLD // sc.s}B"}
     return Links(sc.host, sc.fabric, DELAY, sc.buffer,
-                 {"ecn": {"k": f"{sc.ecn_k(sc.host)}B"}, "int": True},
-                 {"ecn": {"k": f"{sc.ecn_k(sc.fabric)}B"}, "int": True, "pfc": pfc})
+                 {"ecn": {"k": f"{sc.ecn_k(sc.host)}B"}, "int": True, "src": src},
+                 {"ecn": {"k": f"{sc.ecn_k(sc.fabric)}B"}, "int": True, "src": src, "pfc": pfc})
 
 
 def n_hosts(tree: dict) -> int:
@@ -224,8 +230,8 @@ def run_stats(s: dict, sc: Scale, topo, wall_s: float, bins: tuple = BINS,
               small: int = SMALL) -> dict:
     """Slowdowns (``every``: the workload's and the incast's flows
     together; ``bins``, ``small`` as slowdowns) and what the run cost:
-    flows, packets, PFC, drops, pool misses (tx_nobuf), wall seconds and
-    rates."""
+    flows, packets, PFC, drops, Bolt's SRCs sent, pool misses (tx_nobuf),
+    wall seconds and rates."""
     hops = int(sum(p["counters"].get("tx", 0) for p in s["ports"].values())) \
         + int(sum(n.get("tx_data", 0) + n.get("tx_retx", 0) + n.get("tx_ack", 0)
                   for n in s["nics"].values()))
@@ -233,6 +239,7 @@ def run_stats(s: dict, sc: Scale, topo, wall_s: float, bins: tuple = BINS,
             "flows": len(s["flows"]), "finished": sum(f["done"] for f in s["flows"]),
             "pfc_xoff": int(sum(p["counters"].get("pfc_tx_xoff", 0) for p in s["ports"].values())),
             "drops": int(sum(p["drops"] for p in s["ports"].values())),
+            "src_tx": int(sum(p["counters"].get("src_tx", 0) for p in s["ports"].values())),
             "tx_nobuf": int(sum(n.get("tx_nobuf", 0) for n in s["nics"].values())),
             "packet_hops": hops, "wall_s": wall_s, "loop_s": s.get("loop_wall_s", 0.0),
             "sim_ms": s.get("ended_at_ns", 0) / 1e6}

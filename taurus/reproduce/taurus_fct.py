@@ -10,7 +10,10 @@ fat-tree of 16 core, 20 aggregation, 20 ToR switches, 320 hosts, PFC, a
 the seed follows, 1:1).  Ours, the seed gives none: each host's load
 LOAD of its link, the 8:1 incast background (500 KB per sender)
 INCAST_LOAD of every host's downlink, the run's length (RUNS), the
-algorithms' parameters (their defaults), DCTCP's ECN K.
+algorithms' parameters (their defaults; Bolt's first and largest window
+one BDP of the fabric's longest base RTT, as its authors' experiments),
+DCTCP's ECN K.  DCTCP, Swift and HPCC as in the seed's Figs. 10/11; Bolt,
+its fourth algorithm, with the switches' SRC on every port (fct_fabric).
 
 Quick (--quick, the tests): the same setting on a 32-host fat-tree (2
 pods, 8 hosts per ToR, 1:1), a few hundred flows per run.
@@ -28,7 +31,7 @@ from taurus.tools.analysis import format_slowdown, size_label
 from . import fct_fabric as FF
 from .core import pyplot, scenario
 
-ALGORITHMS = ("dctcp", "swift", "hpcc")
+ALGORITHMS = ("dctcp", "swift", "hpcc", "bolt")
 MODES = ("native", "agent")
 LOAD, INCAST_LOAD = 0.5, 0.05
 STEP = 1_000                   # ns: an agent's decision lands within 1 us (the seed's
@@ -60,6 +63,8 @@ FULL_NOTE = ("WebSearch runs 3 ms of arrivals (~3,500 flows on 320 hosts): its 5
 
 
 def _cc(alg: str, mode: str) -> dict:
+    if alg == "bolt":                # BDP (ns-3 BandwidthDelayProduct) of the longest path
+        return {"algorithm": alg, "mode": mode, "params": {"base_rtt": FF.LONGEST_RTT_NS}}
     return {"algorithm": alg, "mode": mode}
 
 
@@ -84,7 +89,7 @@ def _pct(a: float | None, b: float | None) -> float | None:
 
 @scenario("taurus-fct", "TAURUS §5.3/Figs. 10-11: WebSearch and Hadoop with an 8:1 incast "
                         "background on the seed's 320-host fat-tree (PFC, shared buffer); FCT "
-                        "slowdown per size, agent vs native, DCTCP, Swift, HPCC")
+                        "slowdown per size, agent vs native, DCTCP, Swift, HPCC, Bolt")
 def taurus_fct(out: str, quick: bool, mode: str, echo) -> tuple[dict, str]:
     # `mode` is not used: the scenario is the agent against native
     which = "quick" if quick else "full"
@@ -139,7 +144,8 @@ def _echo(res: dict, which: str, echo) -> None:
             for m, r in (("native", n), ("agent", a)):
                 hops = r["packet_hops"] / max(r["loop_s"], 1e-9) / 1e6
                 echo(f"      {m:<6} {r['finished']}/{r['flows']} flows finished, "
-                     f"{r['pfc_xoff']} PAUSEs, {r['drops']} drops, {r['tx_nobuf']} pool misses; "
+                     f"{r['pfc_xoff']} PAUSEs, {r['drops']} drops, {r['tx_nobuf']} pool misses, "
+                     f"{r['src_tx']} SRCs; "
                      f"{r['wall_s']:.0f} s wall, {hops:.2f} M packet-hops/s (loop), "
                      f"{r['flows'] / max(r['wall_s'], 1e-9):.0f} flows/s")
         echo(f"  scaling: {FF.Scale(shape.scale).text()}")
