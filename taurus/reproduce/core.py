@@ -76,6 +76,11 @@ def drops(s: dict) -> int:
             + int(sum(n.get("drop_host_buf", 0) for n in s["nics"].values())))
 
 
+def port_total(s: dict, counter: str) -> int:
+    """A switch-port counter (switch/state.py STAT_NAMES) summed over every port."""
+    return int(sum(p["counters"].get(counter, 0) for p in s["ports"].values()))
+
+
 def outputs():
     return {"plots": False, "csv": True}
 

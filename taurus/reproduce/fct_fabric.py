@@ -21,8 +21,8 @@ links (PFC_NOTE: not towards hosts).
 Scaling (``Scale``, stated by each scenario): rates x 1/s, delays kept,
 and what is in bytes x 1/s (flow sizes, the shared buffer, PFC and ECN
 thresholds, Bolt's SRC threshold), so size/BDP and buffer/BDP are the
-papers' and a slowdown is comparable; a run has 1/s of the packets.  Sizes are binned at their
-seed (unscaled) value.  Ours, the papers give none: PFC X_off 1/40 of the
+papers' and a slowdown is comparable; a run has 1/s of the packets.
+Sizes are binned at their seed (unscaled) value.  Ours, the papers give none: PFC X_off 1/40 of the
 shared buffer per ingress (half the buffer over a ToR's 20 ports), X_on
 95% of it; DCTCP's ECN step K = 40 KB per 100 Gbit/s of a port (about a
 fifth of its BDP).  Bolt's SRC threshold is its authors' 10 KB (ns-3
@@ -46,6 +46,8 @@ import numpy as np
 from taurus.tools.analysis import fct_slowdown, slowdown_table
 from taurus.tools.topogen import tree_shape
 from taurus.tools.workload import incast_bursts
+
+from .core import port_total
 
 SEED_TREE = {"core": 16, "agg": 20, "tor": 20, "hosts": 320}
 SMALL_TREE = {"core": 4, "agg": 4, "tor": 4, "hosts": 32}   # 2 pods, 8 hosts per ToR, 1:1
@@ -84,13 +86,14 @@ class Scale:
     def text(self, incast_size: int = INCAST_SIZE) -> str:
         if self.s == 1:
             return ("nothing scaled: hosts 100, fabric 400 Gbit/s, 1 us; 32 MB shared buffer; "
-                    f"PFC X_off/X_on {self.xoff}/{self.xon} B; ECN K 40/160 KB; SRC 10 KB")
+                    f"PFC X_off/X_on {self.xoff}/{self.xon} B; ECN K 40/160 KB; "
+                    f"SRC {SRC_THRESHOLD // 1000} KB")
         return (f"rates x 1/{self.s} (hosts 100 -> {self.host / 1e9:g}, fabric 400 -> "
                 f"{self.fabric / 1e9:g} Gbit/s), delays 1 us kept; bytes x 1/{self.s}: shared "
                 f"buffer 32 MB -> {self.buffer / 1e6:g} MB, PFC X_off/X_on {self.xoff}/"
                 f"{self.xon} B, ECN K {self.ecn_k(self.host) // 1000}/"
-                f"{self.ecn_k(self.fabric) // 1000} KB (host/fabric ports), SRC 10 KB -> "
-                f"{SRC_THRESHOLD // self.s} B, flow sizes (binned "
+                f"{self.ecn_k(self.fabric) // 1000} KB (host/fabric ports), SRC "
+                f"{SRC_THRESHOLD // 1000} KB -> {SRC_THRESHOLD // self.s} B, flow sizes (binned "
                 f"at their seed size), incast {incast_size // 1000} KB -> "
                 f"{incast_size // self.s // 1000} KB")
 
@@ -232,14 +235,13 @@ def run_stats(s: dict, sc: Scale, topo, wall_s: float, bins: tuple = BINS,
     together; ``bins``, ``small`` as slowdowns) and what the run cost:
     flows, packets, PFC, drops, Bolt's SRCs sent, pool misses (tx_nobuf),
     wall seconds and rates."""
-    hops = int(sum(p["counters"].get("tx", 0) for p in s["ports"].values())) \
-        + int(sum(n.get("tx_data", 0) + n.get("tx_retx", 0) + n.get("tx_ack", 0)
-                  for n in s["nics"].values()))
+    hops = port_total(s, "tx") + int(sum(n.get("tx_data", 0) + n.get("tx_retx", 0)
+                                         + n.get("tx_ack", 0) for n in s["nics"].values()))
     return {**slowdowns(s, topo, sc, bins, small),
             "flows": len(s["flows"]), "finished": sum(f["done"] for f in s["flows"]),
-            "pfc_xoff": int(sum(p["counters"].get("pfc_tx_xoff", 0) for p in s["ports"].values())),
+            "pfc_xoff": port_total(s, "pfc_tx_xoff"),
             "drops": int(sum(p["drops"] for p in s["ports"].values())),
-            "src_tx": int(sum(p["counters"].get("src_tx", 0) for p in s["ports"].values())),
+            "src_tx": port_total(s, "src_tx"),
             "tx_nobuf": int(sum(n.get("tx_nobuf", 0) for n in s["nics"].values())),
             "packet_hops": hops, "wall_s": wall_s, "loop_s": s.get("loop_wall_s", 0.0),
             "sim_ms": s.get("ended_at_ns", 0) / 1e6}

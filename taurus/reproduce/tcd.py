@@ -44,7 +44,7 @@ from taurus.experiment.runner import Runner
 from taurus.datapath.devices.nic.setup import nic_counters
 from taurus.tools.workload import SizeCdf
 
-from .core import outputs, pyplot, scenario
+from .core import outputs, port_total, pyplot, scenario
 
 DELAY = "4us"
 MSS = 1024
@@ -335,7 +335,7 @@ def victim_stats(s: dict, sc: Scale) -> dict:
             "retx": int(sum(x["tx_retx"] for x in s["nics"].values())),
             "fct": {f["id"]: (f["size"] * sc.s, f["fct_ns"]) for f in v if f["done"]},
             "p0_pfc_rx": s["ports"]["T0-eth2"]["counters"].get("pfc_rx", 0),
-            "pfc_xoff": int(sum(p["counters"].get("pfc_tx_xoff", 0) for p in s["ports"].values())),
+            "pfc_xoff": port_total(s, "pfc_tx_xoff"),
             "drops": int(sum(p["drops"] for p in s["ports"].values())),
             "flows": len(s["flows"])}
 

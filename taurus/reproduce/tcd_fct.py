@@ -35,7 +35,7 @@ from taurus.experiment import schema
 from taurus.tools.analysis import format_slowdown, size_label
 
 from . import fct_fabric as FF
-from .core import scenario
+from .core import port_total, scenario
 from .taurus_fct import RunShape
 from .tcd import DELAY, EPS, SEED, Scale, _plot, dcqcn, run_x
 
@@ -99,8 +99,7 @@ def run_one(out: str, label: str, tcd: bool, mode: str, shape: RunShape,
     s, _ = run_x(d, os.path.join(out, label.lower().replace("+", "-")))
     r = FF.run_stats(s, FF.Scale(FCT.s), topo, time.monotonic() - t0, wl.bins, wl.small)
     # marks as the switches wrote them (TCD: UE where a paused port's queue is undetermined)
-    r["ce_marks"] = int(sum(p["counters"].get("ecn_mark", 0) for p in s["ports"].values()))
-    r["ue_marks"] = int(sum(p["counters"].get("ue_mark", 0) for p in s["ports"].values()))
+    r["ce_marks"], r["ue_marks"] = port_total(s, "ecn_mark"), port_total(s, "ue_mark")
     return r
 
 

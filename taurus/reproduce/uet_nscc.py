@@ -23,7 +23,7 @@ import os
 
 import numpy as np
 
-from .core import drops, outputs, pyplot, run_dict, scenario
+from .core import drops, outputs, port_total, pyplot, run_dict, scenario
 from .csig_tag import tag_line
 from .htsim_defaults import HtsimFabric, in_force
 
@@ -256,7 +256,7 @@ def lb_row(s: dict) -> dict:
             "fct_p99_ns": float(np.percentile(fct, 99)) if fct else float("nan"),
             "fct_p50_ns": float(np.percentile(fct, 50)) if fct else float("nan"),
             "completed": len(done), "flows": len(fl), "drops": drops(s),
-            "trims": int(sum(p["counters"].get("trim", 0) for p in s["ports"].values())),
+            "trims": port_total(s, "trim"),
             "marks": int(sum(p["marks"] for p in s["ports"].values()))}
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from taurus.datapath.devices.nic.setup import DATA_HDR
 
-from .core import drops, outputs, pyplot, queue_percentiles, run_dict, scenario
+from .core import drops, outputs, port_total, pyplot, queue_percentiles, run_dict, scenario
 from .uet_nscc import HOP_DELAY, MSS, RATE, _wire, nscc_params, switch_features
 
 FABRIC = 4 * RATE              # the seed's 400G fabric under 100G hosts, scaled
@@ -92,7 +92,7 @@ def incast_row(s: dict, run_dir: str) -> dict:
     gp = [f["goodput_bps"] for f in fl]
     _, q99 = queue_percentiles(run_dir, LAST_HOP, t0, t2)
     return {"drops": drops(s),
-            "trims": int(sum(p["counters"].get("trim", 0) for p in s["ports"].values())),
+            "trims": port_total(s, "trim"),
             "marks": int(sum(p["marks"] for p in s["ports"].values())),
             "utilisation": float(np.mean(rate)) / (RATE * PAYLOAD) if rate else 0.0,
             "incast_utilisation": sum(f["bytes"] for f in fl) * 8e9 / ((t2 - t0) * RATE * PAYLOAD),
